@@ -1,0 +1,38 @@
+// gpuorch: one binary, one verb per file. Exit codes: 0 ok, 1 failure, 2 bad usage or input.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+
+#include "cli/verbs.hpp"
+#include "gpuorch/base/error.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"gpuorch: keeps GPU clusters busy for distributed training", "gpuorch"};
+  app.set_version_flag("--version", GPUORCH_VERSION);
+  app.require_subcommand(1);
+  gpuorch::cli::Action action;
+
+  CLI::App* sim = app.add_subcommand("sim", "Simulate the scheduler core on traces");
+  sim->require_subcommand(1);
+  gpuorch::cli::add_sim_fill(*sim, action);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+  try {
+    return action ? action() : 2;
+  } catch (const gpuorch::base::InputError& e) {
+    fmt::print(stderr, "gpuorch: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "gpuorch: error: {}\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,175 @@
+// gpuorch sim fill: the FGD study's fill experiment over policies x seeds.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "cli/progress.hpp"
+#include "cli/verbs.hpp"
+#include "gpuorch/base/atomic_file.hpp"
+#include "gpuorch/base/error.hpp"
+#include "gpuorch/cluster/cluster.hpp"
+#include "gpuorch/io/inventory.hpp"
+#include "gpuorch/io/openb.hpp"
+#include "gpuorch/report/fill_html.hpp"
+#include "gpuorch/report/fill_output.hpp"
+#include "gpuorch/sched/policy.hpp"
+#include "gpuorch/sim/fill.hpp"
+#include "gpuorch/sim/openb_like.hpp"
+
+namespace gpuorch::cli {
+namespace {
+
+struct FillFlags {
+  std::string nodes;
+  std::string pods;
+  std::string policies = "all";
+  std::string seeds = "42-51";
+  double tune = 1.3;
+  bool json = false;
+  std::string csv;
+  std::string report;
+  unsigned threads = 0;
+};
+
+std::vector<std::uint64_t> parse_seeds(const std::string& text) {
+  auto number = [&](std::string_view s) {
+    std::uint64_t v = 0;
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || p != s.data() + s.size()) {
+      base::fail_input(fmt::format("--seeds: '{}' is not a seed or a range A-B", text));
+    }
+    return v;
+  };
+  std::vector<std::uint64_t> seeds;
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view part = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    const std::size_t dash = part.find('-');
+    if (dash == std::string_view::npos) {
+      seeds.push_back(number(part));
+      continue;
+    }
+    const std::uint64_t a = number(part.substr(0, dash));
+    const std::uint64_t b = number(part.substr(dash + 1));
+    if (b < a || b - a > 100000) base::fail_input(fmt::format("--seeds: bad range '{}'", part));
+    for (std::uint64_t s = a; s <= b; ++s) seeds.push_back(s);
+  }
+  if (seeds.empty()) base::fail_input("--seeds: no seed given");
+  return seeds;
+}
+
+std::vector<std::string> parse_policies(const std::string& text) {
+  const std::vector<std::string> known = sched::policy_names();
+  if (text == "all") return known;
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string name = text.substr(start, end - start);
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      base::fail_input(fmt::format("--policy: unknown policy '{}' (known: {}, or all)", name,
+                                   fmt::join(known, ", ")));
+    }
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+    start = end + 1;
+  }
+  return out;
+}
+
+bool is_yaml(const std::string& path) {
+  const auto ext = std::filesystem::path(path).extension().string();
+  return ext == ".yaml" || ext == ".yml";
+}
+
+int run(const FillFlags& f) {
+  if (f.nodes.empty() != f.pods.empty()) {
+    base::fail_input("give both --nodes and --pods, or neither (the embedded synthetic default)");
+  }
+  if (!(f.tune > 0 && f.tune <= 10)) base::fail_input("--tune must be in (0, 10]");
+  const auto policies = parse_policies(f.policies);
+  const auto seeds = parse_seeds(f.seeds);
+  if (!f.csv.empty() && std::filesystem::is_directory(f.csv)) {
+    base::fail_input(fmt::format("--csv {}: is a directory", f.csv));
+  }
+
+  report::FillMeta meta;
+  meta.tune = f.tune;
+  sim::FillInput input;
+  std::vector<std::string> warnings;
+  if (f.nodes.empty()) {
+    meta.synthetic = true;
+    meta.nodes = meta.pods = "embedded synthetic openb-like default";
+    input = sim::make_fill_input(sim::kOpenbLikeLabel, sim::openb_like_nodes(),
+                                 sim::openb_like_pods(/*seed=*/1));
+  } else {
+    auto nodes = is_yaml(f.nodes) ? io::load_inventory(f.nodes) : io::load_openb_nodes(f.nodes);
+    io::PodTrace trace = io::load_openb_pods(f.pods);
+    warnings = io::unknown_model_warnings(trace, cluster::Cluster(nodes));
+    meta.nodes = f.nodes;
+    meta.pods = f.pods;
+    input = sim::make_fill_input(std::filesystem::path(f.pods).stem().string(), std::move(nodes),
+                                 std::move(trace.pods));
+  }
+  for (const auto& w : warnings) fmt::print(stderr, "gpuorch: {}\n", w);
+  meta.workload = input.label;
+  meta.node_count = input.nodes.size();
+  for (const auto& n : input.nodes) meta.gpu_count += n.gpu_count;
+  meta.trace_pods = input.pods.size();
+  if (meta.gpu_count == 0) base::fail_input(fmt::format("{}: the cluster has no GPU", meta.nodes));
+
+  Progress progress("sim fill", ::isatty(STDERR_FILENO) != 0);
+  const auto runs = sim::run_fill_grid(input, policies, seeds, sim::FillOptions{f.tune}, f.threads,
+                                       [&](std::size_t done, std::size_t total) {
+                                         progress.update(done, total);
+                                       });
+  progress.finish();
+
+  if (!f.csv.empty()) base::write_file_atomically(f.csv, report::fill_csv(runs));
+  if (!f.report.empty()) report::write_fill_html(f.report, meta, runs);
+  if (f.json) {
+    fmt::print("{}\n", report::fill_json(meta, runs).dump());
+  } else {
+    fmt::print("{}", report::fill_table(meta, runs));
+    if (!f.report.empty()) fmt::print("\nreport: {}/index.html\n", f.report);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_sim_fill(CLI::App& sim, Action& action) {
+  auto flags = std::make_shared<FillFlags>();
+  CLI::App* cmd = sim.add_subcommand(
+      "fill",
+      "Fill a cluster with arriving pods (the FGD study's protocol) and record allocation and "
+      "fragmentation, for many policies x seeds in parallel. Without --nodes/--pods it runs on "
+      "an embedded SYNTHETIC openb-like cluster and workload.");
+  cmd->add_option("--nodes", flags->nodes,
+                  "Cluster: openb node CSV (sn,cpu_milli,memory_mib,gpu,model) or a YAML "
+                  "inventory (.yaml/.yml, see docs/inventory.md)");
+  cmd->add_option("--pods", flags->pods, "Pods: openb pod CSV (5 or 11 columns)");
+  cmd->add_option("--policy", flags->policies,
+                  fmt::format("Policies, comma-separated, or all ({})",
+                              fmt::join(sched::policy_names(), ", ")))
+      ->capture_default_str();
+  cmd->add_option("--seeds", flags->seeds, "Seeds: A-B, or a comma-separated list")
+      ->capture_default_str();
+  cmd->add_option("--tune", flags->tune,
+                  "Arrived GPU demand as a multiple of cluster GPU capacity")
+      ->capture_default_str();
+  cmd->add_flag("--json", flags->json, "Print one JSON object instead of the table");
+  cmd->add_option("--csv", flags->csv, "Also write every curve point to this CSV file");
+  cmd->add_option("--report", flags->report, "Also write an HTML report with plots to this folder");
+  cmd->add_option("--threads", flags->threads, "Worker threads (0 = all cores)")
+      ->capture_default_str();
+  cmd->callback([flags, &action] { action = [flags] { return run(*flags); }; });
+}
+
+}  // namespace gpuorch::cli

@@ -1,0 +1,13 @@
+#pragma once
+// Each verb registers its flags on the CLI11 app and returns the action to run after parsing.
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace gpuorch::cli {
+
+using Action = std::function<int()>;
+
+// `gpuorch sim fill`
+void add_sim_fill(CLI::App& sim, Action& action);
+
+}  // namespace gpuorch::cli

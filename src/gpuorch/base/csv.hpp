@@ -1,0 +1,30 @@
+#pragma once
+// A strict reader for the comma-separated files the field exchanges (openb traces, our own
+// outputs): header checked by name, every field validated, every error located to file:line.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpuorch::base {
+
+struct CsvRow {
+  std::size_t line = 0;  // 1-based line number in the file
+  std::vector<std::string> fields;
+};
+
+struct CsvTable {
+  std::string path;
+  std::vector<std::string> header;
+  std::vector<CsvRow> rows;
+};
+
+// Reads the whole file. Rejects an unreadable, empty or binary file and a row whose field count
+// differs from the header's.
+CsvTable read_csv(const std::string& path);
+CsvTable parse_csv(std::string_view text, const std::string& path);
+
+// Field parsers that fail with "path:line: column 'name': ..." on bad values.
+std::int64_t parse_nonnegative_int(const CsvTable& table, const CsvRow& row, std::size_t column);
+
+}  // namespace gpuorch::base

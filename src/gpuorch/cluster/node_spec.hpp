@@ -1,0 +1,21 @@
+#pragma once
+// What a node is, before anything runs on it: the input to cluster::Cluster, produced by the
+// openb loader, the YAML inventory, the synthetic generator and (later) hardware discovery.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gpuorch::cluster {
+
+struct NodeSpec {
+  std::string name;
+  std::int64_t cpu_milli = 0;
+  std::int64_t memory_mib = 0;
+  int gpu_count = 0;
+  std::string gpu_model;  // empty when the node has no GPU
+  std::int64_t gpu_memory_mib = 0;  // per GPU; 0 when unknown
+  std::vector<std::pair<std::string, std::string>> labels;
+};
+
+}  // namespace gpuorch::cluster

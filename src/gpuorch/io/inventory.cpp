@@ -1,0 +1,133 @@
+#include "gpuorch/io/inventory.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "gpuorch/base/error.hpp"
+
+namespace gpuorch::io {
+namespace {
+
+struct Context {
+  const std::string& path;
+};
+
+std::size_t line_of(const YAML::Node& node) {
+  return static_cast<std::size_t>(node.Mark().line + 1);
+}
+
+void check_keys(const Context& ctx, const YAML::Node& map, const std::set<std::string>& allowed,
+                const std::string& where) {
+  if (!map.IsMap()) base::fail_input(ctx.path, line_of(map), fmt::format("{} must be a mapping", where));
+  for (const auto& kv : map) {
+    const auto key = kv.first.as<std::string>();
+    if (allowed.count(key) == 0) {
+      base::fail_input(ctx.path, line_of(kv.first),
+                       fmt::format("unknown key '{}' in {} (known: {})", key, where,
+                                   fmt::join(allowed, ", ")));
+    }
+  }
+}
+
+std::int64_t nonnegative(const Context& ctx, const YAML::Node& map, const char* key, bool required,
+                         std::int64_t fallback = 0) {
+  const YAML::Node v = map[key];
+  if (!v) {
+    if (required) base::fail_input(ctx.path, line_of(map), fmt::format("missing key '{}'", key));
+    return fallback;
+  }
+  std::int64_t out = 0;
+  if (!v.IsScalar() || !YAML::convert<std::int64_t>::decode(v, out)) {
+    base::fail_input(ctx.path, line_of(v), fmt::format("'{}' must be an integer", key));
+  }
+  if (out < 0) base::fail_input(ctx.path, line_of(v), fmt::format("'{}' is negative", key));
+  return out;
+}
+
+std::string text(const Context& ctx, const YAML::Node& map, const char* key, bool required) {
+  const YAML::Node v = map[key];
+  if (!v) {
+    if (required) base::fail_input(ctx.path, line_of(map), fmt::format("missing key '{}'", key));
+    return {};
+  }
+  if (!v.IsScalar()) base::fail_input(ctx.path, line_of(v), fmt::format("'{}' must be a string", key));
+  return v.as<std::string>();
+}
+
+}  // namespace
+
+std::vector<cluster::NodeSpec> parse_inventory(const std::string& source, const std::string& path) {
+  const Context ctx{path};
+  YAML::Node root;
+  try {
+    root = YAML::Load(source);
+  } catch (const YAML::Exception& e) {
+    base::fail_input(path, static_cast<std::size_t>(e.mark.line + 1), e.msg);
+  }
+  if (!root || root.IsNull()) base::fail_input(path, 0, "empty inventory");
+  check_keys(ctx, root, {"nodes"}, "the inventory");
+  const YAML::Node templates = root["nodes"];
+  if (!templates || !templates.IsSequence() || templates.size() == 0) {
+    base::fail_input(path, line_of(root), "'nodes' must be a non-empty list of node templates");
+  }
+  std::vector<cluster::NodeSpec> nodes;
+  std::set<std::string> names;
+  for (const auto& t : templates) {
+    check_keys(ctx, t, {"name", "count", "cpu_milli", "memory_mib", "gpu", "labels"},
+               "a node template");
+    const std::string name = text(ctx, t, "name", true);
+    if (name.empty()) base::fail_input(path, line_of(t), "'name' is empty");
+    if (!names.insert(name).second) {
+      base::fail_input(path, line_of(t), fmt::format("duplicate template name '{}'", name));
+    }
+    const std::int64_t count = nonnegative(ctx, t, "count", false, 1);
+    if (count > 1'000'000) base::fail_input(path, line_of(t), "'count' above 1000000");
+    cluster::NodeSpec spec;
+    spec.cpu_milli = nonnegative(ctx, t, "cpu_milli", true);
+    spec.memory_mib = nonnegative(ctx, t, "memory_mib", true);
+    if (const YAML::Node gpu = t["gpu"]) {
+      check_keys(ctx, gpu, {"model", "count", "memory_mib"}, "'gpu'");
+      spec.gpu_model = text(ctx, gpu, "model", true);
+      const std::int64_t gpus = nonnegative(ctx, gpu, "count", true);
+      if (gpus > 64) base::fail_input(path, line_of(gpu), "'count' above 64 GPUs per node");
+      spec.gpu_count = static_cast<int>(gpus);
+      spec.gpu_memory_mib = nonnegative(ctx, gpu, "memory_mib", false);
+      if (spec.gpu_count > 0 && spec.gpu_model.empty()) {
+        base::fail_input(path, line_of(gpu), "'model' is empty");
+      }
+      if (spec.gpu_count > 0) spec.labels.emplace_back("gpu-model", spec.gpu_model);
+    }
+    if (const YAML::Node labels = t["labels"]) {
+      if (!labels.IsMap()) base::fail_input(path, line_of(labels), "'labels' must be a mapping");
+      for (const auto& kv : labels) {
+        if (!kv.second.IsScalar()) {
+          base::fail_input(path, line_of(kv.second), "label values must be strings");
+        }
+        spec.labels.emplace_back(kv.first.as<std::string>(), kv.second.as<std::string>());
+      }
+    }
+    for (std::int64_t i = 0; i < count; ++i) {
+      cluster::NodeSpec node = spec;
+      node.name = fmt::format("{}-{:04d}", name, i);
+      nodes.push_back(std::move(node));
+    }
+  }
+  if (nodes.empty()) base::fail_input(path, 0, "the inventory has no nodes (every count is 0)");
+  return nodes;
+}
+
+std::vector<cluster::NodeSpec> load_inventory(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) base::fail_input(path, 0, "cannot open file");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  const std::string source = buffer.str();
+  if (source.find('\0') != std::string::npos) base::fail_input(path, 0, "not a YAML text file (binary content)");
+  return parse_inventory(source, path);
+}
+
+}  // namespace gpuorch::io

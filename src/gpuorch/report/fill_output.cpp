@@ -1,0 +1,110 @@
+#include "gpuorch/report/fill_output.hpp"
+
+#include <fmt/format.h>
+
+#include "gpuorch/report/fill_summary.hpp"
+#include "gpuorch/sched/policy.hpp"
+
+namespace gpuorch::report {
+namespace {
+
+nlohmann::json curve_json(const sim::Curve& curve) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& v : curve) out.push_back(v ? nlohmann::json(*v) : nlohmann::json(nullptr));
+  return out;
+}
+
+std::string cell(const std::optional<double>& v, int width) {
+  return v ? fmt::format("{:>{}.2f}", *v, width) : fmt::format("{:>{}}", "-", width);
+}
+
+}  // namespace
+
+nlohmann::json fill_json(const FillMeta& meta, const std::vector<sim::FillRun>& runs) {
+  nlohmann::json out;
+  out["workload"] = meta.workload;
+  out["nodes_source"] = meta.nodes;
+  out["pods_source"] = meta.pods;
+  out["synthetic"] = meta.synthetic;
+  out["tune"] = meta.tune;
+  out["nodes"] = meta.node_count;
+  out["gpus"] = meta.gpu_count;
+  out["trace_pods"] = meta.trace_pods;
+  out["runs"] = nlohmann::json::array();
+  for (const auto& r : runs) {
+    nlohmann::json j;
+    j["policy"] = r.policy;
+    j["seed"] = r.seed;
+    j["alloc"] = curve_json(r.curves.alloc);
+    j["frag_amount"] = curve_json(r.curves.frag_amount);
+    j["frag_ratio"] = curve_json(r.curves.frag_ratio);
+    j["arrived_pods"] = r.arrived_pods;
+    j["failed_pods"] = r.failed_pods;
+    j["infeasible_pods"] = r.infeasible_pods;
+    nlohmann::json failures = nlohmann::json::object();
+    for (std::size_t i = 1; i < sched::kReasonCount; ++i) {
+      if (r.failed_by_reason[i] > 0) {
+        failures[sched::reason_key(static_cast<sched::Reason>(i))] = r.failed_by_reason[i];
+      }
+    }
+    j["failures"] = failures;
+    j["arrived_gpu_milli"] = r.arrived_gpu_milli;
+    j["used_gpu_milli"] = r.used_gpu_milli;
+    j["gpu_milli_capacity"] = r.gpu_milli_capacity;
+    j["elapsed_s"] = r.elapsed_s;
+    out["runs"].push_back(std::move(j));
+  }
+  return out;
+}
+
+std::string fill_table(const FillMeta& meta, const std::vector<sim::FillRun>& runs) {
+  std::string out;
+  out += fmt::format("workload {}{}: {} nodes, {} GPUs, {} pods in the trace, tuned to {:.0f}% "
+                     "of GPU capacity\n",
+                     meta.workload, meta.synthetic ? " (SYNTHETIC, openb-like)" : "",
+                     meta.node_count, meta.gpu_count, meta.trace_pods, meta.tune * 100);
+  const auto summaries = summarize(runs);
+  out += fmt::format("\nGPU allocation (% of capacity, mean over seeds) at arrived workload x % "
+                     "of capacity\n");
+  out += fmt::format("{:<16}{:>6}{:>8}{:>8}{:>8}{:>8}{:>8}{:>11}{:>11}{:>9}\n", "policy", "seeds",
+                     "x=90", "x=100", "x=110", "x=120", "x=130", "frag@130", "fragr@130",
+                     "failed");
+  for (const auto& s : summaries) {
+    out += fmt::format("{:<16}{:>6}", s.policy, s.runs.size());
+    for (const int x : {90, 100, 110, 120, 130}) out += cell(s.alloc_mean[static_cast<std::size_t>(x)], 8);
+    out += cell(s.frag_amount_mean[130], 11);
+    out += cell(s.frag_ratio_mean[130], 11);
+    out += fmt::format("{:>9.0f}\n", s.failed_pods_mean);
+  }
+  out += "\nfrag@130: fragmented GPU as % of capacity; fragr@130: as % of idle GPU; failed: pods "
+         "never placed (mean)\n";
+  out += "\nFailed pods by main reason (mean over seeds)\n";
+  for (const auto& s : summaries) {
+    std::vector<std::string> parts;
+    for (std::size_t i = 1; i < sched::kReasonCount; ++i) {
+      double sum = 0;
+      for (const auto* r : s.runs) sum += r->failed_by_reason[i];
+      if (sum > 0) {
+        parts.push_back(fmt::format("{} {:.0f}", sched::reason_key(static_cast<sched::Reason>(i)),
+                                    sum / static_cast<double>(s.runs.size())));
+      }
+    }
+    out += fmt::format("  {:<16}{}\n", s.policy, parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", ")));
+  }
+  return out;
+}
+
+std::string fill_csv(const std::vector<sim::FillRun>& runs) {
+  std::string out = "policy,seed,x,alloc,frag_amount,frag_ratio\n";
+  auto num = [](const std::optional<double>& v) { return v ? fmt::format("{}", *v) : std::string(); };
+  for (const auto& r : runs) {
+    for (int x = 0; x < sim::kCurvePoints; ++x) {
+      const auto i = static_cast<std::size_t>(x);
+      out += fmt::format("{},{},{},{},{},{}\n", r.policy, r.seed, x, num(r.curves.alloc[i]),
+                         num(r.curves.frag_amount[i]), num(r.curves.frag_ratio[i]));
+    }
+  }
+  return out;
+}
+
+}  // namespace gpuorch::report

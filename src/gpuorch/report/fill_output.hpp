@@ -1,0 +1,31 @@
+#pragma once
+// Text, JSON and CSV renderings of fill runs.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gpuorch/sim/fill.hpp"
+
+namespace gpuorch::report {
+
+struct FillMeta {
+  std::string workload;  // label of the pod list
+  std::string nodes;     // where the nodes came from
+  std::string pods;      // where the pods came from
+  bool synthetic = false;
+  double tune = 1.3;
+  std::size_t node_count = 0;
+  int gpu_count = 0;
+  std::size_t trace_pods = 0;
+};
+
+// {"workload":..., "runs":[{"policy","seed","alloc"[131],"frag_amount"[131],"frag_ratio"[131],
+//   "arrived_pods","failed_pods","elapsed_s", "failures":{reason:count}, ...}]}
+nlohmann::json fill_json(const FillMeta& meta, const std::vector<sim::FillRun>& runs);
+// Mean allocation at x = 90..130, fragmentation and failures per policy.
+std::string fill_table(const FillMeta& meta, const std::vector<sim::FillRun>& runs);
+// Long format: policy,seed,x,alloc,frag_amount,frag_ratio (empty where a point has no data).
+std::string fill_csv(const std::vector<sim::FillRun>& runs);
+
+}  // namespace gpuorch::report

@@ -1,0 +1,22 @@
+#pragma once
+// Factories of the built-in policies (one per file); policy_registry.cpp maps names to them.
+#include <array>
+#include <memory>
+
+#include "gpuorch/base/units.hpp"
+#include "gpuorch/sched/policy.hpp"
+
+namespace gpuorch::sched {
+
+// The study normalises resources by its largest node: 128 cores and 8 GPUs.
+inline constexpr std::int64_t kMaxSpecCpuMilli = 128000;
+inline constexpr std::int64_t kMaxSpecGpuMilli = 8000;
+
+std::unique_ptr<Policy> make_random_policy(const PolicyContext& context);
+std::unique_ptr<Policy> make_dot_product_policy(const PolicyContext& context);
+std::unique_ptr<Policy> make_gpu_clustering_policy(const PolicyContext& context);
+std::unique_ptr<Policy> make_gpu_packing_policy(const PolicyContext& context);
+std::unique_ptr<Policy> make_best_fit_policy(const PolicyContext& context);
+std::unique_ptr<Policy> make_fgd_policy(const PolicyContext& context);
+
+}  // namespace gpuorch::sched

@@ -1,0 +1,32 @@
+#include "gpuorch/sched/policy.hpp"
+
+#include "gpuorch/base/units.hpp"
+
+namespace gpuorch::sched {
+
+int best_fit_gpu(std::span<const std::int32_t> gpu_left, std::int64_t gpu_milli) {
+  int best = -1;
+  for (int g = 0; g < static_cast<int>(gpu_left.size()); ++g) {
+    if (gpu_left[g] >= gpu_milli && (best < 0 || gpu_left[g] < gpu_left[best])) best = g;
+  }
+  return best;
+}
+
+std::vector<int> lowest_free_gpus(std::span<const std::int32_t> gpu_left, int count) {
+  std::vector<int> gpus;
+  for (int g = 0; g < static_cast<int>(gpu_left.size()) && static_cast<int>(gpus.size()) < count;
+       ++g) {
+    if (gpu_left[g] == base::kMilliPerGpu) gpus.push_back(g);
+  }
+  return gpus;
+}
+
+std::vector<int> Policy::choose_gpus(const cluster::Cluster& cluster, cluster::NodeIndex node,
+                                     const PodRequest& pod) {
+  if (pod.cpu_only()) return {};
+  const auto left = cluster.gpu_milli_left(node);
+  if (pod.gpu_share()) return {best_fit_gpu(left, pod.gpu_milli)};
+  return lowest_free_gpus(left, pod.gpu_count);
+}
+
+}  // namespace gpuorch::sched

@@ -1,0 +1,58 @@
+#pragma once
+// A placement policy: scores the feasible nodes for a pod and picks the GPUs on the chosen node.
+// Adding a policy means one class in sched/policies/ and one line in policy_registry.cpp.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpuorch/base/rng.hpp"
+#include "gpuorch/cluster/cluster.hpp"
+#include "gpuorch/sched/fragmentation.hpp"
+#include "gpuorch/sched/pod_request.hpp"
+
+namespace gpuorch::sched {
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  Policy() = default;
+  Policy(const Policy&) = delete;
+  Policy& operator=(const Policy&) = delete;
+
+  [[nodiscard]] virtual std::string_view name() const = 0;
+
+  // scores[i] is the score of feasible[i]; higher wins, ties go to the node the scheduler's
+  // tie-break order ranks first.
+  virtual void score(const cluster::Cluster& cluster, const PodRequest& pod,
+                     std::span<const cluster::NodeIndex> feasible,
+                     std::span<std::int64_t> scores) = 0;
+
+  // The GPUs of the chosen node the pod gets; empty for a CPU-only pod. The default is the
+  // study's "best" GPU selection: a shared-GPU pod goes to the fitting GPU with the least free
+  // milli (lowest index on ties), whole-GPU pods to the lowest-index free GPUs.
+  virtual std::vector<int> choose_gpus(const cluster::Cluster& cluster, cluster::NodeIndex node,
+                                       const PodRequest& pod);
+};
+
+// What a policy may use: the cluster it will score, the target workload's fragmentation measure
+// and the experiment's random stream.
+struct PolicyContext {
+  const cluster::Cluster* cluster = nullptr;
+  const FragmentationMeasure* fragmentation = nullptr;
+  base::Rng* rng = nullptr;
+};
+
+std::unique_ptr<Policy> make_policy(std::string_view name, const PolicyContext& context);
+// Names accepted by make_policy, in the study's order.
+std::vector<std::string> policy_names();
+// The study's label for a policy ("06-FGD" for "fgd"); empty when the study has none.
+std::string_view study_label(std::string_view name);
+
+// Helpers shared by policies.
+int best_fit_gpu(std::span<const std::int32_t> gpu_left, std::int64_t gpu_milli);
+std::vector<int> lowest_free_gpus(std::span<const std::int32_t> gpu_left, int count);
+
+}  // namespace gpuorch::sched

@@ -1,0 +1,77 @@
+#include "gpuorch/sched/scheduler.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <numeric>
+
+namespace gpuorch::sched {
+
+Reason Decision::main_reason() const {
+  std::size_t best = 0;
+  std::uint32_t most = 0;
+  for (std::size_t i = 1; i < kReasonCount; ++i) {
+    if (diagnosis.nodes_by_reason[i] > most) {
+      most = diagnosis.nodes_by_reason[i];
+      best = i;
+    }
+  }
+  return static_cast<Reason>(best);
+}
+
+Scheduler::Scheduler(cluster::Cluster& cluster, Policy& policy)
+    : cluster_(&cluster), policy_(&policy), rank_(cluster.node_count()) {
+  std::iota(rank_.begin(), rank_.end(), 0U);
+  feasible_.reserve(cluster.node_count());
+  scores_.reserve(cluster.node_count());
+}
+
+void Scheduler::set_tie_break_rank(std::vector<std::uint32_t> rank) {
+  assert(rank.size() == cluster_->node_count());
+  rank_ = std::move(rank);
+}
+
+Decision Scheduler::decide(const PodRequest& pod) {
+  Decision d;
+  const cluster::Cluster& cluster = *cluster_;
+  const auto n_nodes = static_cast<cluster::NodeIndex>(cluster.node_count());
+  feasible_.clear();
+  for (cluster::NodeIndex n = 0; n < n_nodes; ++n) {
+    if (check_node(cluster, n, pod) == Reason::kFits) feasible_.push_back(n);
+  }
+  if (feasible_.empty()) {
+    bool fits_somewhere_empty = false;
+    for (cluster::NodeIndex n = 0; n < n_nodes; ++n) {
+      d.diagnosis.add(check_node(cluster, n, pod));
+      fits_somewhere_empty =
+          fits_somewhere_empty || check_empty_node(cluster, n, pod) == Reason::kFits;
+    }
+    d.outcome = fits_somewhere_empty ? Outcome::kWaiting : Outcome::kInfeasible;
+    return d;
+  }
+  scores_.assign(feasible_.size(), 0);
+  policy_->score(cluster, pod, feasible_, scores_);
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < feasible_.size(); ++i) {
+    if (scores_[i] > scores_[best] ||
+        (scores_[i] == scores_[best] && rank_[feasible_[i]] < rank_[feasible_[best]])) {
+      best = i;
+    }
+  }
+  const cluster::NodeIndex node = feasible_[best];
+  d.outcome = Outcome::kPlaced;
+  d.placement.node = node;
+  d.placement.cpu_milli = pod.cpu_milli;
+  d.placement.memory_mib = pod.memory_mib;
+  d.placement.gpu_milli = pod.gpu_milli;
+  d.placement.gpus = policy_->choose_gpus(cluster, node, pod);
+  assert(static_cast<int>(d.placement.gpus.size()) == (pod.cpu_only() ? 0 : pod.gpu_count));
+  return d;
+}
+
+Decision Scheduler::schedule(const PodRequest& pod) {
+  Decision d = decide(pod);
+  if (d.outcome == Outcome::kPlaced) cluster_->apply(d.placement);
+  return d;
+}
+
+}  // namespace gpuorch::sched

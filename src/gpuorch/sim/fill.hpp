@@ -1,0 +1,59 @@
+#pragma once
+// `sim fill`: the FGD study's experiment. Pods arrive one at a time in a seeded, tuned order; each
+// is placed by the scheduler core or fails (never retried); nothing departs. After every pod the
+// allocation and the fragmentation are sampled.
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gpuorch/cluster/node_spec.hpp"
+#include "gpuorch/sched/filter.hpp"
+#include "gpuorch/sim/curves.hpp"
+#include "gpuorch/workload/pod_spec.hpp"
+#include "gpuorch/workload/target_workload.hpp"
+
+namespace gpuorch::sim {
+
+struct FillInput {
+  std::string label;  // what to call the workload in reports ("openb_pod_list_default")
+  std::vector<cluster::NodeSpec> nodes;
+  std::vector<workload::PodSpec> pods;  // sorted by name (the study's canonical order)
+  workload::TargetWorkload target;      // typical pods of `pods`
+};
+
+// Sorts the pods by name and derives the target workload from them.
+FillInput make_fill_input(std::string label, std::vector<cluster::NodeSpec> nodes,
+                          std::vector<workload::PodSpec> pods);
+
+struct FillOptions {
+  double tune = 1.3;
+};
+
+struct FillRun {
+  std::string policy;
+  std::uint64_t seed = 0;
+  FillCurves curves;
+  std::size_t arrived_pods = 0;
+  std::size_t failed_pods = 0;
+  std::size_t infeasible_pods = 0;  // failed pods that fit no node even when it is empty
+  // Failed pods by the reason that rejected the most nodes.
+  std::array<std::uint32_t, sched::kReasonCount> failed_by_reason{};
+  std::int64_t arrived_gpu_milli = 0;
+  std::int64_t used_gpu_milli = 0;
+  std::int64_t gpu_milli_capacity = 0;
+  double elapsed_s = 0;
+};
+
+FillRun run_fill(const FillInput& input, const std::string& policy, std::uint64_t seed,
+                 const FillOptions& options);
+
+// Every policy x seed, in parallel on `threads` workers (0 = all cores). Results come back in
+// policy-major, seed-minor order. `on_done(done, total)` is called after each run, serialised.
+std::vector<FillRun> run_fill_grid(const FillInput& input, const std::vector<std::string>& policies,
+                                   const std::vector<std::uint64_t>& seeds,
+                                   const FillOptions& options, unsigned threads,
+                                   const std::function<void(std::size_t, std::size_t)>& on_done);
+
+}  // namespace gpuorch::sim

@@ -1,0 +1,43 @@
+#include "gpuorch/workload/target_workload.hpp"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+namespace gpuorch::workload {
+
+TargetWorkload typical_pods(std::span<const PodSpec> history, double popularity) {
+  using Key = std::tuple<std::int64_t, std::int64_t, int, std::string>;
+  std::map<Key, std::int64_t> counts;
+  std::map<Key, std::vector<std::string>> models;
+  for (const PodSpec& pod : history) {
+    Key key{pod.cpu_milli, pod.cpu_only() ? 0 : pod.gpu_milli, pod.gpu_count,
+            join_models(pod.allowed_models)};
+    if (++counts[key] == 1) models[key] = pod.allowed_models;
+  }
+  std::vector<std::pair<Key, std::int64_t>> ranked(counts.begin(), counts.end());
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    if (a.second != b.second) return a.second > b.second;
+    return a.first > b.first;
+  });
+  const auto total = static_cast<double>(history.size());
+  TargetWorkload target;
+  std::int64_t kept = 0;
+  for (const auto& [key, count] : ranked) {
+    if (static_cast<double>(kept) >= popularity * total) break;
+    kept += count;
+    TaskClass c;
+    c.cpu_milli = std::get<0>(key);
+    c.gpu_milli = std::get<1>(key);
+    c.gpu_count = std::get<2>(key);
+    c.allowed_models = models[key];
+    c.count = count;
+    target.classes.push_back(std::move(c));
+  }
+  for (TaskClass& c : target.classes) {
+    c.weight = static_cast<double>(c.count) / static_cast<double>(kept);
+  }
+  return target;
+}
+
+}  // namespace gpuorch::workload

@@ -1,0 +1,32 @@
+#pragma once
+// The target workload of the fragmentation measure: the pod shapes a cluster expects to serve,
+// with weights. The FGD study estimates it from history as the "typical pods": the most popular
+// shapes covering a given share of all pods.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gpuorch/workload/pod_spec.hpp"
+
+namespace gpuorch::workload {
+
+struct TaskClass {
+  std::int64_t cpu_milli = 0;
+  std::int64_t gpu_milli = 0;  // per GPU; 0 for a CPU-only class
+  int gpu_count = 0;
+  std::vector<std::string> allowed_models;  // empty = any
+  std::int64_t count = 0;                   // pods of this shape in the history
+  double weight = 0;                        // p_m; the weights of a workload sum to 1
+};
+
+struct TargetWorkload {
+  std::vector<TaskClass> classes;
+};
+
+// The study's rule: key pods by (cpu, per-GPU milli, GPU count, model constraint), most popular
+// first (ties: larger key first), keep keys until they cover `popularity` of all pods (the key that
+// crosses the threshold is kept), weight by count among the kept keys.
+TargetWorkload typical_pods(std::span<const PodSpec> history, double popularity = 0.95);
+
+}  // namespace gpuorch::workload
