@@ -125,10 +125,9 @@ int run(const FillFlags& f) {
   if (meta.gpu_count == 0) base::fail_input(fmt::format("{}: the cluster has no GPU", meta.nodes));
 
   Progress progress("sim fill", ::isatty(STDERR_FILENO) != 0);
-  const auto runs = sim::run_fill_grid(input, policies, seeds, sim::FillOptions{f.tune}, f.threads,
-                                       [&](std::size_t done, std::size_t total) {
-                                         progress.update(done, total);
-                                       });
+  const auto runs = sim::run_fill_grid(
+      input, policies, seeds, sim::FillOptions{f.tune}, f.threads,
+      [&](std::size_t done, std::size_t total) { progress.update(done, total); });
   progress.finish();
 
   if (!f.csv.empty()) base::write_file_atomically(f.csv, report::fill_csv(runs));
@@ -161,8 +160,7 @@ void add_sim_fill(CLI::App& sim, Action& action) {
       ->capture_default_str();
   cmd->add_option("--seeds", flags->seeds, "Seeds: A-B, or a comma-separated list")
       ->capture_default_str();
-  cmd->add_option("--tune", flags->tune,
-                  "Arrived GPU demand as a multiple of cluster GPU capacity")
+  cmd->add_option("--tune", flags->tune, "Arrived GPU demand as a multiple of cluster GPU capacity")
       ->capture_default_str();
   cmd->add_flag("--json", flags->json, "Print one JSON object instead of the table");
   cmd->add_option("--csv", flags->csv, "Also write every curve point to this CSV file");

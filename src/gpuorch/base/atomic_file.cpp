@@ -15,7 +15,8 @@ void write_file_atomically(const std::string& path, std::string_view content) {
   const std::string temp = fmt::format("{}.tmp.{}", path, ::getpid());
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(fmt::format("{}: cannot write: {}", path, std::strerror(errno)));
+    if (!out)
+      throw std::runtime_error(fmt::format("{}: cannot write: {}", path, std::strerror(errno)));
     out.write(content.data(), static_cast<std::streamsize>(content.size()));
     out.close();
     if (!out) {

@@ -13,7 +13,7 @@ struct NodeSpec {
   std::int64_t cpu_milli = 0;
   std::int64_t memory_mib = 0;
   int gpu_count = 0;
-  std::string gpu_model;  // empty when the node has no GPU
+  std::string gpu_model;            // empty when the node has no GPU
   std::int64_t gpu_memory_mib = 0;  // per GPU; 0 when unknown
   std::vector<std::pair<std::string, std::string>> labels;
 };

@@ -22,13 +22,14 @@ std::size_t line_of(const YAML::Node& node) {
 
 void check_keys(const Context& ctx, const YAML::Node& map, const std::set<std::string>& allowed,
                 const std::string& where) {
-  if (!map.IsMap()) base::fail_input(ctx.path, line_of(map), fmt::format("{} must be a mapping", where));
+  if (!map.IsMap())
+    base::fail_input(ctx.path, line_of(map), fmt::format("{} must be a mapping", where));
   for (const auto& kv : map) {
     const auto key = kv.first.as<std::string>();
     if (allowed.count(key) == 0) {
-      base::fail_input(ctx.path, line_of(kv.first),
-                       fmt::format("unknown key '{}' in {} (known: {})", key, where,
-                                   fmt::join(allowed, ", ")));
+      base::fail_input(
+          ctx.path, line_of(kv.first),
+          fmt::format("unknown key '{}' in {} (known: {})", key, where, fmt::join(allowed, ", ")));
     }
   }
 }
@@ -54,7 +55,8 @@ std::string text(const Context& ctx, const YAML::Node& map, const char* key, boo
     if (required) base::fail_input(ctx.path, line_of(map), fmt::format("missing key '{}'", key));
     return {};
   }
-  if (!v.IsScalar()) base::fail_input(ctx.path, line_of(v), fmt::format("'{}' must be a string", key));
+  if (!v.IsScalar())
+    base::fail_input(ctx.path, line_of(v), fmt::format("'{}' must be a string", key));
   return v.as<std::string>();
 }
 
@@ -126,7 +128,8 @@ std::vector<cluster::NodeSpec> load_inventory(const std::string& path) {
   std::ostringstream buffer;
   buffer << in.rdbuf();
   const std::string source = buffer.str();
-  if (source.find('\0') != std::string::npos) base::fail_input(path, 0, "not a YAML text file (binary content)");
+  if (source.find('\0') != std::string::npos)
+    base::fail_input(path, 0, "not a YAML text file (binary content)");
   return parse_inventory(source, path);
 }
 

@@ -15,13 +15,14 @@ namespace {
 
 void expect_header(const base::CsvTable& table, const std::vector<std::string>& expected,
                    std::size_t columns) {
-  const std::string want = fmt::format("{}", fmt::join(expected.begin(),
-                                                       expected.begin() + static_cast<long>(columns), ","));
+  const std::string want = fmt::format(
+      "{}", fmt::join(expected.begin(), expected.begin() + static_cast<long>(columns), ","));
   bool ok = table.header.size() == columns;
   for (std::size_t i = 0; ok && i < columns; ++i) ok = table.header[i] == expected[i];
   if (!ok) {
-    base::fail_input(table.path, 1,
-                     fmt::format("header is '{}', expected '{}'", fmt::join(table.header, ","), want));
+    base::fail_input(
+        table.path, 1,
+        fmt::format("header is '{}', expected '{}'", fmt::join(table.header, ","), want));
   }
 }
 
@@ -56,7 +57,8 @@ std::vector<cluster::NodeSpec> load_openb_nodes(const std::string& path) {
     n.cpu_milli = base::parse_nonnegative_int(table, row, 1);
     n.memory_mib = base::parse_nonnegative_int(table, row, 2);
     const std::int64_t gpus = base::parse_nonnegative_int(table, row, 3);
-    if (gpus > 64) base::fail_input(path, row.line, fmt::format("{} GPUs on one node (at most 64)", gpus));
+    if (gpus > 64)
+      base::fail_input(path, row.line, fmt::format("{} GPUs on one node (at most 64)", gpus));
     n.gpu_count = static_cast<int>(gpus);
     n.gpu_model = row.fields[4];
     if (n.gpu_count > 0 && n.gpu_model.empty()) {
@@ -71,15 +73,14 @@ std::vector<cluster::NodeSpec> load_openb_nodes(const std::string& path) {
 
 PodTrace load_openb_pods(const std::string& path) {
   const base::CsvTable table = base::read_csv(path);
-  const std::vector<std::string> columns{"name",      "cpu_milli",     "memory_mib",
-                                         "num_gpu",   "gpu_milli",     "gpu_spec",
-                                         "qos",       "pod_phase",     "creation_time",
-                                         "deletion_time", "scheduled_time"};
+  const std::vector<std::string> columns{
+      "name", "cpu_milli", "memory_mib",    "num_gpu",       "gpu_milli",     "gpu_spec",
+      "qos",  "pod_phase", "creation_time", "deletion_time", "scheduled_time"};
   if (table.header.size() != 5 && table.header.size() != columns.size()) {
-    base::fail_input(path, 1,
-                     fmt::format("header has {} columns, expected 5 ({}) or 11 ({})",
-                                 table.header.size(), fmt::join(columns.begin(), columns.begin() + 5, ","),
-                                 fmt::join(columns, ",")));
+    base::fail_input(
+        path, 1,
+        fmt::format("header has {} columns, expected 5 ({}) or 11 ({})", table.header.size(),
+                    fmt::join(columns.begin(), columns.begin() + 5, ","), fmt::join(columns, ",")));
   }
   expect_header(table, columns, table.header.size());
   if (table.rows.empty()) base::fail_input(path, 0, "no pods (header only)");
@@ -110,9 +111,9 @@ PodTrace load_openb_pods(const std::string& path) {
       base::fail_input(path, row.line, fmt::format("gpu_milli is {} but num_gpu is 0", milli));
     }
     if (gpus > 1 && milli < base::kMilliPerGpu) {
-      base::fail_input(path, row.line,
-                       fmt::format("a pod sharing a GPU ({} milli) must ask for one GPU, not {}",
-                                   milli, gpus));
+      base::fail_input(
+          path, row.line,
+          fmt::format("a pod sharing a GPU ({} milli) must ask for one GPU, not {}", milli, gpus));
     }
     p.gpu_count = static_cast<int>(gpus);
     p.gpu_milli = milli;
@@ -139,9 +140,9 @@ std::vector<std::string> unknown_model_warnings(const PodTrace& trace,
   }
   std::vector<std::string> warnings;
   for (const auto& [model, s] : unknown) {
-    warnings.push_back(fmt::format("{}:{}: warning: GPU model '{}' is not in the cluster ({} pod{} "
-                                   "name it)",
-                                   trace.path, s.first_line, model, s.pods, s.pods == 1 ? "" : "s"));
+    warnings.push_back(
+        fmt::format("{}:{}: warning: GPU model '{}' is not in the cluster ({} {} it)", trace.path,
+                    s.first_line, model, s.pods, s.pods == 1 ? "pod names" : "pods name"));
   }
   return warnings;
 }

@@ -21,11 +21,20 @@ std::string html_escape(const std::string& s) {
   std::string out;
   for (const char c : s) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out.push_back(c);
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out.push_back(c);
     }
   }
   return out;
@@ -39,9 +48,9 @@ std::string curve_data(const std::vector<PolicySummary>& summaries) {
     for (int x = 0; x < sim::kCurvePoints; ++x) {
       const auto i = static_cast<std::size_t>(x);
       if (!s.alloc_mean[i]) continue;
-      out += fmt::format("{} {} {} {} {} {}\n", x, *s.alloc_mean[i], *s.alloc_min[i],
-                         *s.alloc_max[i], s.frag_amount_mean[i].value_or(0),
-                         s.frag_ratio_mean[i].value_or(0));
+      out +=
+          fmt::format("{} {} {} {} {} {}\n", x, *s.alloc_mean[i], *s.alloc_min[i], *s.alloc_max[i],
+                      s.frag_amount_mean[i].value_or(0), s.frag_ratio_mean[i].value_or(0));
     }
     out += "\n\n";
   }
@@ -61,13 +70,15 @@ std::string plot_script(const std::vector<PolicySummary>& summaries) {
     for (std::size_t p = 0; p < summaries.size(); ++p) {
       const int color = static_cast<int>(p) + 1;
       if (band) {
-        parts.push_back(fmt::format("'curves.dat' index {} using 1:3:4 with filledcurves lc {} "
-                                    "notitle",
-                                    p, color));
+        parts.push_back(
+            fmt::format("'curves.dat' index {} using 1:3:4 with filledcurves lc {} "
+                        "notitle",
+                        p, color));
       }
-      parts.push_back(fmt::format("'curves.dat' index {} using 1:{} with lines lw 2 lc {} title "
-                                  "'{}'",
-                                  p, column, color, summaries[p].policy));
+      parts.push_back(
+          fmt::format("'curves.dat' index {} using 1:{} with lines lw 2 lc {} title "
+                      "'{}'",
+                      p, column, color, summaries[p].policy));
     }
     s += fmt::format("plot {}\n", fmt::join(parts, ", \\\n     "));
   };
@@ -117,19 +128,23 @@ void write_fill_html(const std::string& dir, const FillMeta& meta,
         "<h1>gpuorch sim fill: {0}</h1>\n",
         html_escape(meta.workload));
     if (meta.synthetic) {
-      html += "<p><strong>SYNTHETIC workload</strong>: the embedded openb-like cluster and pod mix, "
-              "not a real trace.</p>\n";
+      html +=
+          "<p><strong>SYNTHETIC workload</strong>: the embedded openb-like cluster and pod mix, "
+          "not a real trace.</p>\n";
     }
-    html += fmt::format("<p>nodes: {}<br>pods: {}<br>{} runs; the band around each line spans "
-                        "the seeds' minimum to maximum.</p>\n",
-                        html_escape(meta.nodes), html_escape(meta.pods), runs.size());
-    html += "<h2>GPU allocation</h2>\n<img src='alloc.svg' width='900'>\n"
-            "<img src='alloc_zoom.svg' width='900'>\n"
-            "<h2>Fragmentation</h2>\n<img src='frag_amount.svg' width='900'>\n"
-            "<img src='frag_ratio.svg' width='900'>\n";
+    html += fmt::format(
+        "<p>nodes: {}<br>pods: {}<br>{} runs; the band around each line spans "
+        "the seeds' minimum to maximum.</p>\n",
+        html_escape(meta.nodes), html_escape(meta.pods), runs.size());
+    html +=
+        "<h2>GPU allocation</h2>\n<img src='alloc.svg' width='900'>\n"
+        "<img src='alloc_zoom.svg' width='900'>\n"
+        "<h2>Fragmentation</h2>\n<img src='frag_amount.svg' width='900'>\n"
+        "<img src='frag_ratio.svg' width='900'>\n";
     html += fmt::format("<h2>Summary</h2>\n<pre>{}</pre>\n", html_escape(fill_table(meta, runs)));
-    html += "<p>Data: <a href='curves.dat'>curves.dat</a>, plot script: "
-            "<a href='plots.gp'>plots.gp</a>.</p>\n</body></html>\n";
+    html +=
+        "<p>Data: <a href='curves.dat'>curves.dat</a>, plot script: "
+        "<a href='plots.gp'>plots.gp</a>.</p>\n</body></html>\n";
     base::write_file_atomically((staging / "index.html").string(), html);
     if (fs::exists(target)) {
       const fs::path old = fs::path(target.string() + fmt::format(".old.{}", ::getpid()));

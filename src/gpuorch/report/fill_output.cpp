@@ -59,25 +59,28 @@ nlohmann::json fill_json(const FillMeta& meta, const std::vector<sim::FillRun>& 
 
 std::string fill_table(const FillMeta& meta, const std::vector<sim::FillRun>& runs) {
   std::string out;
-  out += fmt::format("workload {}{}: {} nodes, {} GPUs, {} pods in the trace, tuned to {:.0f}% "
-                     "of GPU capacity\n",
-                     meta.workload, meta.synthetic ? " (SYNTHETIC, openb-like)" : "",
-                     meta.node_count, meta.gpu_count, meta.trace_pods, meta.tune * 100);
+  out += fmt::format(
+      "workload {}{}: {} nodes, {} GPUs, {} pods in the trace, tuned to {:.0f}% "
+      "of GPU capacity\n",
+      meta.workload, meta.synthetic ? " (SYNTHETIC, openb-like)" : "", meta.node_count,
+      meta.gpu_count, meta.trace_pods, meta.tune * 100);
   const auto summaries = summarize(runs);
-  out += fmt::format("\nGPU allocation (% of capacity, mean over seeds) at arrived workload x % "
-                     "of capacity\n");
+  out += fmt::format(
+      "\nGPU allocation (% of capacity, mean over seeds) at arrived workload x % "
+      "of capacity\n");
   out += fmt::format("{:<16}{:>6}{:>8}{:>8}{:>8}{:>8}{:>8}{:>11}{:>11}{:>9}\n", "policy", "seeds",
-                     "x=90", "x=100", "x=110", "x=120", "x=130", "frag@130", "fragr@130",
-                     "failed");
+                     "x=90", "x=100", "x=110", "x=120", "x=130", "frag@130", "fragr@130", "failed");
   for (const auto& s : summaries) {
     out += fmt::format("{:<16}{:>6}", s.policy, s.runs.size());
-    for (const int x : {90, 100, 110, 120, 130}) out += cell(s.alloc_mean[static_cast<std::size_t>(x)], 8);
+    for (const int x : {90, 100, 110, 120, 130})
+      out += cell(s.alloc_mean[static_cast<std::size_t>(x)], 8);
     out += cell(s.frag_amount_mean[130], 11);
     out += cell(s.frag_ratio_mean[130], 11);
     out += fmt::format("{:>9.0f}\n", s.failed_pods_mean);
   }
-  out += "\nfrag@130: fragmented GPU as % of capacity; fragr@130: as % of idle GPU; failed: pods "
-         "never placed (mean)\n";
+  out +=
+      "\nfrag@130: fragmented GPU as % of capacity; fragr@130: as % of idle GPU; failed: pods "
+      "never placed (mean)\n";
   out += "\nFailed pods by main reason (mean over seeds)\n";
   for (const auto& s : summaries) {
     std::vector<std::string> parts;
@@ -89,14 +92,17 @@ std::string fill_table(const FillMeta& meta, const std::vector<sim::FillRun>& ru
                                     sum / static_cast<double>(s.runs.size())));
       }
     }
-    out += fmt::format("  {:<16}{}\n", s.policy, parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", ")));
+    out += fmt::format("  {:<16}{}\n", s.policy,
+                       parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", ")));
   }
   return out;
 }
 
 std::string fill_csv(const std::vector<sim::FillRun>& runs) {
   std::string out = "policy,seed,x,alloc,frag_amount,frag_ratio\n";
-  auto num = [](const std::optional<double>& v) { return v ? fmt::format("{}", *v) : std::string(); };
+  auto num = [](const std::optional<double>& v) {
+    return v ? fmt::format("{}", *v) : std::string();
+  };
   for (const auto& r : runs) {
     for (int x = 0; x < sim::kCurvePoints; ++x) {
       const auto i = static_cast<std::size_t>(x);

@@ -1,9 +1,8 @@
 #pragma once
 // Text, JSON and CSV renderings of fill runs.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "gpuorch/sim/fill.hpp"
 

@@ -43,28 +43,40 @@ Reason check_empty_node(const cluster::Cluster& cluster, cluster::NodeIndex n,
 
 const char* reason_key(Reason r) {
   switch (r) {
-    case Reason::kFits: return "fits";
-    case Reason::kNoGpu: return "no-gpu";
-    case Reason::kGpuModel: return "gpu-model";
-    case Reason::kGpuCount: return "gpu-count";
-    case Reason::kGpuMilli: return "gpu-milli";
-    case Reason::kCpu: return "cpu";
-    case Reason::kMemory: return "memory";
+    case Reason::kFits:
+      return "fits";
+    case Reason::kNoGpu:
+      return "no-gpu";
+    case Reason::kGpuModel:
+      return "gpu-model";
+    case Reason::kGpuCount:
+      return "gpu-count";
+    case Reason::kGpuMilli:
+      return "gpu-milli";
+    case Reason::kCpu:
+      return "cpu";
+    case Reason::kMemory:
+      return "memory";
   }
   return "unknown";
 }
 
 std::string reason_phrase(Reason r, const PodRequest& pod) {
   switch (r) {
-    case Reason::kFits: return "fit";
-    case Reason::kNoGpu: return "have no GPU";
-    case Reason::kGpuModel: return "have the wrong GPU model";
-    case Reason::kGpuCount: return fmt::format("lack {} free whole GPU{}", pod.gpu_count,
-                                               pod.gpu_count == 1 ? "" : "s");
+    case Reason::kFits:
+      return "fit";
+    case Reason::kNoGpu:
+      return "have no GPU";
+    case Reason::kGpuModel:
+      return "have the wrong GPU model";
+    case Reason::kGpuCount:
+      return fmt::format("lack {} free whole GPU{}", pod.gpu_count, pod.gpu_count == 1 ? "" : "s");
     case Reason::kGpuMilli:
       return fmt::format("lack a GPU with >= {} free milli", pod.gpu_milli);
-    case Reason::kCpu: return fmt::format("lack {} free CPU milli", pod.cpu_milli);
-    case Reason::kMemory: return fmt::format("lack {} MiB free memory", pod.memory_mib);
+    case Reason::kCpu:
+      return fmt::format("lack {} free CPU milli", pod.cpu_milli);
+    case Reason::kMemory:
+      return fmt::format("lack {} MiB free memory", pod.memory_mib);
   }
   return "unknown";
 }

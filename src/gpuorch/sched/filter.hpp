@@ -12,12 +12,12 @@ namespace gpuorch::sched {
 
 enum class Reason : std::uint8_t {
   kFits = 0,
-  kNoGpu,        // the node has no GPU at all
-  kGpuModel,     // the node's GPU model is not among the allowed ones
-  kGpuCount,     // fewer than k whole free GPUs
-  kGpuMilli,     // no single GPU with enough free milli for a shared-GPU pod
-  kCpu,          // not enough free CPU
-  kMemory,       // not enough free memory
+  kNoGpu,     // the node has no GPU at all
+  kGpuModel,  // the node's GPU model is not among the allowed ones
+  kGpuCount,  // fewer than k whole free GPUs
+  kGpuMilli,  // no single GPU with enough free milli for a shared-GPU pod
+  kCpu,       // not enough free CPU
+  kMemory,    // not enough free memory
 };
 inline constexpr std::size_t kReasonCount = 7;
 

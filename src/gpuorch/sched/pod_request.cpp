@@ -26,8 +26,8 @@ PodRequest RequestResolver::resolve(const workload::PodSpec& pod) {
   r.gpu_count = pod.gpu_count;
   r.gpu_milli = pod.gpu_count > 0 ? pod.gpu_milli : 0;
   // A CPU-only pod cannot be constrained to a GPU model.
-  r.model_mask = pod.gpu_count > 0 ? model_mask(*cluster_, pod.allowed_models, &unknown_models_)
-                                   : kAnyModel;
+  r.model_mask =
+      pod.gpu_count > 0 ? model_mask(*cluster_, pod.allowed_models, &unknown_models_) : kAnyModel;
   const auto key = std::make_tuple(r.cpu_milli, r.gpu_milli, r.gpu_count, r.model_mask);
   auto [it, inserted] = shapes_.try_emplace(key, static_cast<std::uint32_t>(shapes_.size()));
   r.shape = it->second;

@@ -18,7 +18,7 @@ struct PodRequest {
   std::int64_t cpu_milli = 0;
   std::int64_t memory_mib = 0;
   int gpu_count = 0;
-  std::int64_t gpu_milli = 0;           // per GPU
+  std::int64_t gpu_milli = 0;            // per GPU
   std::uint64_t model_mask = kAnyModel;  // bit m set = GPU model m allowed
   std::uint32_t shape = 0;               // equal for pods with equal cpu, GPU request and mask
 
@@ -35,7 +35,9 @@ class RequestResolver {
   explicit RequestResolver(const cluster::Cluster& cluster) : cluster_(&cluster) {}
 
   PodRequest resolve(const workload::PodSpec& pod);
-  [[nodiscard]] std::uint32_t shape_count() const { return static_cast<std::uint32_t>(shapes_.size()); }
+  [[nodiscard]] std::uint32_t shape_count() const {
+    return static_cast<std::uint32_t>(shapes_.size());
+  }
   // Model names that pods asked for and the cluster does not have (for a warning).
   [[nodiscard]] const std::vector<std::string>& unknown_models() const { return unknown_models_; }
 

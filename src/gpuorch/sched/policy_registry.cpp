@@ -48,8 +48,8 @@ std::unique_ptr<Policy> make_policy(std::string_view name, const PolicyContext& 
     }
     return e.make(context);
   }
-  base::fail_input(fmt::format("unknown policy '{}' (known: {})", name,
-                               fmt::join(policy_names(), ", ")));
+  base::fail_input(
+      fmt::format("unknown policy '{}' (known: {})", name, fmt::join(policy_names(), ", ")));
 }
 
 }  // namespace gpuorch::sched

@@ -8,8 +8,8 @@
 
 #include "gpuorch/cluster/cluster.hpp"
 #include "gpuorch/sched/filter.hpp"
-#include "gpuorch/sched/policy.hpp"
 #include "gpuorch/sched/pod_request.hpp"
+#include "gpuorch/sched/policy.hpp"
 
 namespace gpuorch::sched {
 

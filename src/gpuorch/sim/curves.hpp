@@ -14,8 +14,8 @@ inline constexpr int kCurvePoints = 131;  // x = 0..130
 struct FillSample {
   std::int64_t arrived_gpu_milli = 0;  // every pod tried so far, placed or not
   std::int64_t used_gpu_milli = 0;
-  double frag_milli = 0;    // cluster fragment amount
-  double frag_ratio = 0;    // % of idle GPU milli that is fragment
+  double frag_milli = 0;  // cluster fragment amount
+  double frag_ratio = 0;  // % of idle GPU milli that is fragment
 };
 
 using Curve = std::array<std::optional<double>, kCurvePoints>;

@@ -84,8 +84,7 @@ FillRun run_fill(const FillInput& input, const std::string& policy_name, std::ui
   run.arrived_pods = arrivals.size();
   run.used_gpu_milli = cluster.gpu_milli_used();
   run.curves = build_curves(samples, cluster.gpu_milli_capacity());
-  run.elapsed_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  run.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return run;
 }
 

@@ -1,8 +1,8 @@
 // The study's BestFit: least weighted leftover (CPU, GPU) after placement, min-max normalised to
 // 0..100 over the feasible nodes in integer arithmetic (which creates ties, as in the study).
-#include "gpuorch/sched/policies/policies.hpp"
-
 #include <algorithm>
+
+#include "gpuorch/sched/policies/policies.hpp"
 
 namespace gpuorch::sched {
 namespace {

@@ -13,8 +13,7 @@ class DotProductPolicy final : public Policy {
              std::span<const cluster::NodeIndex> feasible,
              std::span<std::int64_t> scores) override {
     const double pod_cpu = static_cast<double>(pod.cpu_milli) / kMaxSpecCpuMilli;
-    const double pod_gpu =
-        static_cast<double>(pod.gpu_count * pod.gpu_milli) / kMaxSpecGpuMilli;
+    const double pod_gpu = static_cast<double>(pod.gpu_count * pod.gpu_milli) / kMaxSpecGpuMilli;
     for (std::size_t i = 0; i < feasible.size(); ++i) {
       const cluster::NodeIndex n = feasible[i];
       const double node_cpu = static_cast<double>(cluster.cpu_free(n)) / kMaxSpecCpuMilli;

@@ -1,9 +1,9 @@
 // The study's GpuPacking: prefer, in this order, a partly used GPU (the fuller the better), a free
 // GPU on a node already in use, and last a completely free node (smaller nodes first).
-#include "gpuorch/sched/policies/policies.hpp"
-
 #include <algorithm>
 #include <numeric>
+
+#include "gpuorch/sched/policies/policies.hpp"
 
 namespace gpuorch::sched {
 namespace {
