@@ -7,7 +7,17 @@ namespace gpuorch::sim {
 
 double round_to(double value, int digits) {
   const double scale = std::pow(10.0, digits);
-  return std::nearbyint(value * scale) / scale;
+  const double scaled = value * scale;
+  double rounded = std::nearbyint(scaled);
+  // Python rounds the exact binary value. When the product lands exactly on a half, the exact
+  // value * scale may lie just below or above it (2.675 is 2.67499999...): its rounding error,
+  // exact through fma, says which way; only a true tie goes to even.
+  if (std::fabs(scaled - rounded) == 0.5) {
+    const double error = std::fma(value, scale, -scaled);
+    if (error > 0) rounded = scaled + 0.5;
+    if (error < 0) rounded = scaled - 0.5;
+  }
+  return rounded / scale;
 }
 
 FillCurves build_curves(std::span<const FillSample> samples, std::int64_t capacity) {
