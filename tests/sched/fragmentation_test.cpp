@@ -1,14 +1,13 @@
 #include "gpuorch/sched/fragmentation.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <fmt/format.h>
-
-#include "support/test_support.hpp"
 #include "gpuorch/base/rng.hpp"
 #include "gpuorch/sched/filter.hpp"
-#include "gpuorch/sched/policy.hpp"
 #include "gpuorch/sched/pod_request.hpp"
+#include "gpuorch/sched/policy.hpp"
+#include "support/test_support.hpp"
 
 namespace gpuorch::sched {
 namespace {
@@ -39,23 +38,23 @@ TargetWorkload study_test_classes() {
     double percent;
   };
   const Row rows[] = {
-      {6000, 465, 1, "", 9.33},        {8000, 440, 1, "2080", 9.15},
-      {8000, 475, 1, "T4", 8.76},      {8000, 440, 1, "P100", 8.72},
-      {2000, 465, 1, "", 8.68},        {12000, 900, 1, "", 8.65},
-      {4000, 900, 1, "", 8.43},        {16000, 678, 1, "T4", 8.36},
-      {8000, 500, 1, "", 8.29},        {6000, 511, 1, "", 8.11},
-      {14000, 1000, 2, "2080", 0.54},  {4000, 1000, 1, "2080", 0.43},
-      {32000, 1000, 2, "T4", 0.43},    {16000, 1000, 1, "V100M16", 0.40},
-      {64000, 1000, 2, "", 0.40},      {10000, 1000, 2, "", 0.40},
-      {11400, 1000, 1, "T4", 0.36},    {16000, 1000, 1, "T4", 0.36},
-      {4000, 1000, 2, "", 0.36},       {14000, 1000, 2, "V100M16", 0.36},
-      {8000, 1000, 4, "", 0.36},       {16000, 1000, 2, "", 0.32},
-      {2000, 1000, 1, "T4", 0.32},     {6000, 1000, 1, "", 0.32},
-      {4000, 1000, 1, "", 0.32},       {5000, 1000, 1, "", 0.32},
+      {6000, 465, 1, "", 9.33},          {8000, 440, 1, "2080", 9.15},
+      {8000, 475, 1, "T4", 8.76},        {8000, 440, 1, "P100", 8.72},
+      {2000, 465, 1, "", 8.68},          {12000, 900, 1, "", 8.65},
+      {4000, 900, 1, "", 8.43},          {16000, 678, 1, "T4", 8.36},
+      {8000, 500, 1, "", 8.29},          {6000, 511, 1, "", 8.11},
+      {14000, 1000, 2, "2080", 0.54},    {4000, 1000, 1, "2080", 0.43},
+      {32000, 1000, 2, "T4", 0.43},      {16000, 1000, 1, "V100M16", 0.40},
+      {64000, 1000, 2, "", 0.40},        {10000, 1000, 2, "", 0.40},
+      {11400, 1000, 1, "T4", 0.36},      {16000, 1000, 1, "T4", 0.36},
+      {4000, 1000, 2, "", 0.36},         {14000, 1000, 2, "V100M16", 0.36},
+      {8000, 1000, 4, "", 0.36},         {16000, 1000, 2, "", 0.32},
+      {2000, 1000, 1, "T4", 0.32},       {6000, 1000, 1, "", 0.32},
+      {4000, 1000, 1, "", 0.32},         {5000, 1000, 1, "", 0.32},
       {32000, 1000, 4, "V100M16", 0.32}, {32000, 1000, 2, "", 0.32},
-      {24000, 1000, 8, "2080", 0.32},  {40000, 1000, 4, "", 0.29},
-      {32000, 1000, 8, "", 0.29},      {32000, 1000, 1, "T4", 0.29},
-      {16000, 1000, 1, "", 0.25},      {7000, 1000, 1, "V100M16", 0.25},
+      {24000, 1000, 8, "2080", 0.32},    {40000, 1000, 4, "", 0.29},
+      {32000, 1000, 8, "", 0.29},        {32000, 1000, 1, "T4", 0.29},
+      {16000, 1000, 1, "", 0.25},        {7000, 1000, 1, "V100M16", 0.25},
       {24000, 1000, 1, "T4", 0.25},
   };
   TargetWorkload t;
@@ -165,7 +164,8 @@ TEST(FragmentationMeasure, EachCaseOfTheRule) {
   // A node with nothing idle has no fragment.
   EXPECT_DOUBLE_EQ(m.node_amount(t4, 4000, std::vector<std::int32_t>(4, 0)), 0);
   // The cluster overload reads the node's state.
-  EXPECT_DOUBLE_EQ(m.node_amount(c, 0), m.node_amount(g2, 8000, std::vector<std::int32_t>(4, 1000)));
+  EXPECT_DOUBLE_EQ(m.node_amount(c, 0),
+                   m.node_amount(g2, 8000, std::vector<std::int32_t>(4, 1000)));
   EXPECT_NEAR(m.node_amount(c, 0), 0.2 * 4000 + 0.3 * 4000, 1e-9);
 }
 
@@ -183,8 +183,8 @@ TEST(FragmentationTracker, IncrementalEqualsFullRecomputation) {
   const char* models[] = {"G2", "T4", "P100", "V100M16"};
   const int gpus[] = {8, 2, 4, 1};
   for (int i = 0; i < 24; ++i) {
-    nodes.push_back(gpu_node(fmt::format("n{:02}", i), 16000 + 8000 * (i % 5), gpus[i % 4],
-                             models[i % 4]));
+    nodes.push_back(
+        gpu_node(fmt::format("n{:02}", i), 16000 + 8000 * (i % 5), gpus[i % 4], models[i % 4]));
   }
   cluster::Cluster c(nodes);
   TargetWorkload t;
@@ -203,8 +203,8 @@ TEST(FragmentationTracker, IncrementalEqualsFullRecomputation) {
   EXPECT_NEAR(tracker.cluster_amount(), full(), 1e-6);
 
   const std::vector<workload::PodSpec> shapes{
-      test::pod("a", 3152, 1, 810), test::pod("b", 2000, 1, 250), test::pod("c", 8000, 1, 1000),
-      test::pod("d", 12000, 2, 1000), test::pod("e", 4000, 0, 0), test::pod("f", 1000, 1, 470)};
+      test::pod("a", 3152, 1, 810),   test::pod("b", 2000, 1, 250), test::pod("c", 8000, 1, 1000),
+      test::pod("d", 12000, 2, 1000), test::pod("e", 4000, 0, 0),   test::pod("f", 1000, 1, 470)};
   RequestResolver resolver(c);
   base::Rng rng(2024);
   std::vector<cluster::Placement> live;
