@@ -1,0 +1,137 @@
+// gpuorch's YAML inventory: node templates times a count; every bad input is one located line.
+#include "gpuorch/io/inventory.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "support/test_support.hpp"
+
+namespace gpuorch::io {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using Label = std::pair<std::string, std::string>;
+
+TEST(LoadInventory, ExpandsTemplatesTimesCount) {
+  const auto nodes = load_inventory(test::fixture("inventory.yaml"));
+  ASSERT_EQ(nodes.size(), 6U);
+  EXPECT_EQ(nodes[0].name, "g2-0000");
+  EXPECT_EQ(nodes[1].name, "g2-0001");
+  EXPECT_EQ(nodes[2].name, "t4-0000");
+  EXPECT_EQ(nodes[4].name, "t4-0002");
+  EXPECT_EQ(nodes[5].name, "cpu-0000");  // count defaults to 1
+  EXPECT_EQ(nodes[0].cpu_milli, 96000);
+  EXPECT_EQ(nodes[0].memory_mib, 393216);
+  EXPECT_EQ(nodes[0].gpu_count, 8);
+  EXPECT_EQ(nodes[0].gpu_model, "G2");
+  EXPECT_EQ(nodes[0].gpu_memory_mib, 32768);
+  EXPECT_THAT(nodes[0].labels, ElementsAre(Label{"gpu-model", "G2"}, Label{"zone", "a"}));
+  EXPECT_EQ(nodes[3].gpu_count, 2);
+  EXPECT_EQ(nodes[3].gpu_model, "T4");
+  EXPECT_EQ(nodes[3].gpu_memory_mib, 0);  // unknown
+  EXPECT_EQ(nodes[5].gpu_count, 0);
+  EXPECT_TRUE(nodes[5].labels.empty());
+}
+
+TEST(ParseInventory, ZeroCountTemplatesAndZeroGpusAreAllowed) {
+  const auto nodes = parse_inventory(
+      "nodes:\n"
+      "  - {name: a, count: 0, cpu_milli: 1, memory_mib: 1}\n"
+      "  - {name: b, count: 2, cpu_milli: 1, memory_mib: 1, gpu: {model: T4, count: 0}}\n",
+      "inv.yaml");
+  ASSERT_EQ(nodes.size(), 2U);
+  EXPECT_EQ(nodes[0].name, "b-0000");
+  EXPECT_EQ(nodes[0].gpu_count, 0);
+  EXPECT_TRUE(nodes[0].labels.empty());
+}
+
+struct BadYaml {
+  std::string name;
+  std::string text;
+  std::size_t line;  // 0: the whole file
+  std::string problem;
+};
+
+const std::string kTemplate = "  - name: a\n    cpu_milli: 1000\n    memory_mib: 1000\n";
+
+TEST(ParseInventory, EveryBadInputIsOneLocatedLine) {
+  const std::vector<BadYaml> cases{
+      {"unknown_root_key", "nodes:\n" + kTemplate + "racks: 3\n", 5,
+       "unknown key 'racks' in the inventory"},
+      {"unknown_template_key", "nodes:\n" + kTemplate + "    gpus: 8\n", 5,
+       "unknown key 'gpus' in a node template"},
+      {"unknown_gpu_key",
+       "nodes:\n" + kTemplate + "    gpu:\n      model: T4\n      count: 1\n      mig: 7g\n", 8,
+       "unknown key 'mig' in 'gpu'"},
+      {"not_an_integer", "nodes:\n  - name: a\n    cpu_milli: lots\n    memory_mib: 1000\n", 3,
+       "'cpu_milli' must be an integer"},
+      {"fraction", "nodes:\n  - name: a\n    cpu_milli: 1.5\n    memory_mib: 1000\n", 3,
+       "'cpu_milli' must be an integer"},
+      {"list_for_integer", "nodes:\n  - name: a\n    cpu_milli: [1, 2]\n    memory_mib: 1000\n", 3,
+       "'cpu_milli' must be an integer"},
+      {"negative", "nodes:\n" + kTemplate + "    count: -2\n", 5, "'count' is negative"},
+      {"huge_count", "nodes:\n" + kTemplate + "    count: 2000000\n", 2, "'count' above 1000000"},
+      {"too_many_gpus", "nodes:\n" + kTemplate + "    gpu: {model: T4, count: 65}\n", 5,
+       "'count' above 64 GPUs per node"},
+      {"empty_model", "nodes:\n" + kTemplate + "    gpu: {model: '', count: 1}\n", 5,
+       "'model' is empty"},
+      {"missing_model", "nodes:\n" + kTemplate + "    gpu: {count: 1}\n", 5, "missing key 'model'"},
+      {"missing_name", "nodes:\n  - cpu_milli: 1\n    memory_mib: 1\n", 2, "missing key 'name'"},
+      {"missing_cpu", "nodes:\n  - name: a\n    memory_mib: 1\n", 2, "missing key 'cpu_milli'"},
+      {"name_not_string", "nodes:\n  - name: [a]\n    cpu_milli: 1\n    memory_mib: 1\n", 2,
+       "'name' must be a string"},
+      {"empty_name", "nodes:\n  - name: ''\n    cpu_milli: 1\n    memory_mib: 1\n", 2,
+       "'name' is empty"},
+      {"labels_not_map", "nodes:\n" + kTemplate + "    labels: [a, b]\n", 5,
+       "'labels' must be a mapping"},
+      {"label_value_not_string", "nodes:\n" + kTemplate + "    labels:\n      zone: [a]\n", 6,
+       "label values must be strings"},
+      {"gpu_not_map", "nodes:\n" + kTemplate + "    gpu: 8\n", 5, "'gpu' must be a mapping"},
+      {"template_not_map", "nodes:\n  - just-a-name\n", 2, "a node template must be a mapping"},
+      {"duplicate_template", "nodes:\n" + kTemplate + kTemplate, 5, "duplicate template name 'a'"},
+      {"nodes_not_list", "nodes: 3\n", 1, "'nodes' must be a non-empty list"},
+      {"nodes_empty", "nodes: []\n", 1, "'nodes' must be a non-empty list"},
+      {"root_not_map", "- a\n- b\n", 1, "the inventory must be a mapping"},
+      {"syntax_error", "nodes:\n  - name: a\n    cpu_milli: [1000\n    memory_mib: 1\n", 0, ""},
+      {"bad_indent", "nodes:\n  - name: a\n   cpu_milli: 1\n", 0, ""},
+      {"empty_file", "", 0, "empty inventory"},
+      {"only_comments", "# nothing here\n", 0, "empty inventory"},
+      {"no_nodes", "nodes:\n  - {name: a, count: 0, cpu_milli: 1, memory_mib: 1}\n", 0,
+       "the inventory has no nodes"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string message = test::input_error([&] { parse_inventory(c.text, "inv.yaml"); });
+    if (c.line == 0 && c.problem.empty()) {
+      // YAML syntax errors: located by the parser, on some line of the file.
+      EXPECT_THAT(message, ::testing::MatchesRegex("inv\\.yaml:[0-9]+: .+"));
+    } else {
+      EXPECT_THAT(message, StartsWith(c.line == 0 ? "inv.yaml: "
+                                                  : "inv.yaml:" + std::to_string(c.line) + ": "));
+      EXPECT_THAT(message, HasSubstr(c.problem));
+    }
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+}
+
+TEST(ParseInventory, SyntaxErrorNamesTheLineOfTheProblem) {
+  const std::string message = test::input_error([] {
+    parse_inventory("nodes:\n  - name: a\n    cpu_milli: 1\n  memory_mib: : 1\n", "inv.yaml");
+  });
+  EXPECT_THAT(message, StartsWith("inv.yaml:4: "));
+}
+
+TEST(LoadInventory, MissingAndBinaryFiles) {
+  EXPECT_EQ(test::input_error([] { load_inventory("/nonexistent/inv.yaml"); }),
+            "/nonexistent/inv.yaml: cannot open file");
+  const test::TempDir dir;
+  const std::string path = dir.file("inv.yaml");
+  test::write_text(path, std::string("nodes:\n\0\0\x01", 10));
+  EXPECT_EQ(test::input_error([&] { load_inventory(path); }),
+            path + ": not a YAML text file (binary content)");
+}
+
+}  // namespace
+}  // namespace gpuorch::io
