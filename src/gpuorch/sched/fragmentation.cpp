@@ -7,12 +7,10 @@ namespace gpuorch::sched {
 FragmentationMeasure::FragmentationMeasure(const workload::TargetWorkload& target,
                                            const cluster::Cluster& cluster) {
   for (const auto& c : target.classes) {
-    if (c.gpu_count == 0 || c.gpu_milli == 0) {
-      cpu_only_weight_ += c.weight;
-      continue;
-    }
-    gpu_classes_.push_back(Class{c.cpu_milli, static_cast<std::int32_t>(c.gpu_milli), c.gpu_count,
-                                 model_mask(cluster, c.allowed_models), c.weight});
+    const bool cpu_only = c.gpu_count == 0 || c.gpu_milli == 0;
+    classes_.push_back(Class{c.cpu_milli, cpu_only ? 0 : static_cast<std::int32_t>(c.gpu_milli),
+                             cpu_only ? 0 : c.gpu_count,
+                             cpu_only ? 0 : model_mask(cluster, c.allowed_models), c.weight});
   }
 }
 
@@ -22,11 +20,18 @@ double FragmentationMeasure::node_amount(cluster::ModelId model, std::int64_t cp
   for (const std::int32_t left : gpu_left) idle += left;
   if (idle == 0) return 0.0;
   const auto idle_d = static_cast<double>(idle);
-  double amount = cpu_only_weight_ * idle_d;
-  for (const Class& c : gpu_classes_) {
-    const bool accessible = model >= 0 && ((c.model_mask >> model) & 1U) != 0;
-    if (!accessible || cpu_free < c.cpu_milli) {
-      amount += c.weight * idle_d;
+  // The study's categories (pkg/utils/frag.go): a GPU class that fits ("q3") counts only its
+  // too-small GPUs, under "q2_lack_gpu"; every other case counts all idle milli.
+  enum { kLackBoth, kLackGpu, kLackCpu, kCpuOnlyFits, kCpuOnlyLacksCpu, kNoAccess, kCategories };
+  double sum[kCategories] = {};
+  for (const Class& c : classes_) {
+    const bool cpu_fits = cpu_free >= c.cpu_milli;
+    if (c.gpu_milli == 0) {
+      sum[cpu_fits ? kCpuOnlyFits : kCpuOnlyLacksCpu] += c.weight * idle_d;
+      continue;
+    }
+    if (model < 0 || ((c.model_mask >> model) & 1U) == 0) {
+      sum[kNoAccess] += c.weight * idle_d;
       continue;
     }
     int usable = 0;
@@ -38,8 +43,16 @@ double FragmentationMeasure::node_amount(cluster::ModelId model, std::int64_t cp
         too_small += left;
       }
     }
-    amount += c.weight * static_cast<double>(usable >= c.gpu_count ? too_small : idle);
+    if (usable >= c.gpu_count) {
+      sum[cpu_fits ? kLackGpu : kLackCpu] +=
+          c.weight * static_cast<double>(cpu_fits ? too_small : idle);
+    } else {
+      sum[cpu_fits ? kLackGpu : kLackBoth] += c.weight * idle_d;
+    }
   }
+  // Summed in the study's category order: q1, q2, q4, xl, xr, no_access.
+  double amount = 0;
+  for (const double s : sum) amount += s;
   return amount;
 }
 

@@ -26,13 +26,15 @@ class FragmentationMeasure {
  private:
   struct Class {
     std::int64_t cpu_milli;
-    std::int32_t gpu_milli;
+    std::int32_t gpu_milli;  // 0 for a CPU-only class
     int gpu_count;
     std::uint64_t model_mask;
     double weight;
   };
-  std::vector<Class> gpu_classes_;  // classes that need a GPU
-  double cpu_only_weight_ = 0;      // for them every idle GPU milli is fragment
+  // Every class in the target workload's order. The sum is accumulated per fragment category and
+  // in this order, as the study does, so that equal states give bit-identical amounts: FGD's
+  // integer score turns a 1-ulp negative difference into 49 instead of 50, which changes ties.
+  std::vector<Class> classes_;
 };
 
 // Cluster-wide fragmentation, kept per node and refreshed only for nodes whose state changed.

@@ -21,10 +21,12 @@ TargetWorkload typical_pods(std::span<const PodSpec> history, double popularity)
     return a.first > b.first;
   });
   const auto total = static_cast<double>(history.size());
+  // The study's threshold is percent * all / 100 (e.g. 95 * 9420 / 100 = 8949 exactly).
+  const double threshold = popularity * 100.0 * total / 100.0;
   TargetWorkload target;
   std::int64_t kept = 0;
   for (const auto& [key, count] : ranked) {
-    if (static_cast<double>(kept) >= popularity * total) break;
+    if (static_cast<double>(kept) >= threshold) break;
     kept += count;
     TaskClass c;
     c.cpu_milli = std::get<0>(key);
@@ -34,8 +36,13 @@ TargetWorkload typical_pods(std::span<const PodSpec> history, double popularity)
     c.count = count;
     target.classes.push_back(std::move(c));
   }
+  // p_m = count / kept, computed as the study does ((count / all) / (kept / all), and no
+  // renormalisation when every key is kept) so the weights, and with them the fragmentation
+  // amounts that FGD compares, are the same doubles.
+  const bool all_kept = target.classes.size() == ranked.size();
   for (TaskClass& c : target.classes) {
-    c.weight = static_cast<double>(c.count) / static_cast<double>(kept);
+    c.weight = static_cast<double>(c.count) / total;
+    if (!all_kept) c.weight /= static_cast<double>(kept) / total;
   }
   return target;
 }

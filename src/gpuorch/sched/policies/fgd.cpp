@@ -13,8 +13,11 @@ namespace gpuorch::sched {
 namespace {
 
 std::int64_t quantised_score(double frag_before, double frag_after) {
+  // int64(sigmoid(x) * 100) with the study's operation order: 100 / (1 + e^-x) can round the
+  // other way where the product lands within an ulp of an integer.
   const double x = (frag_before - frag_after) / 1000.0;
-  return static_cast<std::int64_t>(100.0 / (1.0 + std::exp(-x)));
+  const double sigmoid = 1.0 / (1.0 + std::exp(-x));
+  return static_cast<std::int64_t>(sigmoid * 100.0);
 }
 
 class FgdPolicy final : public Policy {
