@@ -25,6 +25,10 @@ void check_keys(const Context& ctx, const YAML::Node& map, const std::set<std::s
   if (!map.IsMap())
     base::fail_input(ctx.path, line_of(map), fmt::format("{} must be a mapping", where));
   for (const auto& kv : map) {
+    if (!kv.first.IsScalar()) {
+      base::fail_input(ctx.path, line_of(kv.first),
+                       fmt::format("a key in {} is not a name", where));
+    }
     const auto key = kv.first.as<std::string>();
     if (allowed.count(key) == 0) {
       base::fail_input(
@@ -106,6 +110,9 @@ std::vector<cluster::NodeSpec> parse_inventory(const std::string& source, const 
     if (const YAML::Node labels = t["labels"]) {
       if (!labels.IsMap()) base::fail_input(path, line_of(labels), "'labels' must be a mapping");
       for (const auto& kv : labels) {
+        if (!kv.first.IsScalar()) {
+          base::fail_input(path, line_of(kv.first), "label names must be strings");
+        }
         if (!kv.second.IsScalar()) {
           base::fail_input(path, line_of(kv.second), "label values must be strings");
         }
