@@ -3,12 +3,35 @@
 #include <fmt/format.h>
 
 namespace gpuorch::base {
+namespace {
 
-void fail_input(const std::string& file, std::size_t line, const std::string& problem) {
-  if (line == 0) throw InputError(fmt::format("{}: {}", file, problem));
-  throw InputError(fmt::format("{}:{}: {}", file, line, problem));
+// The message must stay one line even when it quotes the input (a key, a name, or a parser's
+// message that shows the offending character): control characters are written as escapes.
+std::string one_line(const std::string& message) {
+  std::string out;
+  out.reserve(message.size());
+  for (const char c : message) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (u < 0x20 || u == 0x7f) {
+      out += fmt::format("\\x{:02x}", u);
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
 }
 
-void fail_input(const std::string& problem) { throw InputError(problem); }
+}  // namespace
+
+void fail_input(const std::string& file, std::size_t line, const std::string& problem) {
+  if (line == 0) throw InputError(one_line(fmt::format("{}: {}", file, problem)));
+  throw InputError(one_line(fmt::format("{}:{}: {}", file, line, problem)));
+}
+
+void fail_input(const std::string& problem) { throw InputError(one_line(problem)); }
 
 }  // namespace gpuorch::base
