@@ -19,6 +19,14 @@ TEST(FailInput, ProblemWithoutLocationIsKeptAsIs) {
   EXPECT_EQ(test::input_error([] { fail_input("--seeds: bad range"); }), "--seeds: bad range");
 }
 
+TEST(FailInput, MessageStaysOneLineWhenItQuotesControlCharacters) {
+  EXPECT_EQ(test::input_error([] { fail_input("a.yaml", 3, "unknown key 'a\nb'"); }),
+            "a.yaml:3: unknown key 'a\\nb'");
+  EXPECT_EQ(test::input_error([] { fail_input("a.csv", 0, "bad\r\tvalue\x01"); }),
+            "a.csv: bad\\r\\x09value\\x01");
+  EXPECT_EQ(test::input_error([] { fail_input("two\nlines"); }), "two\\nlines");
+}
+
 TEST(InputError, IsARuntimeError) {
   const InputError e("x");
   const std::runtime_error& base = e;

@@ -123,6 +123,39 @@ TEST(ParseInventory, SyntaxErrorNamesTheLineOfTheProblem) {
   EXPECT_THAT(message, StartsWith("inv.yaml:4: "));
 }
 
+TEST(ParseInventory, NonScalarKeysAreInputErrors) {
+  // A key that is a list or a mapping is legal YAML but no key of ours.
+  EXPECT_THAT(test::input_error([] {
+                parse_inventory(
+                    "nodes:\n  - name: a\n    cpu_milli: 1\n    memory_mib: 1\n    [x]: 1\n",
+                    "inv.yaml");
+              }),
+              StartsWith("inv.yaml:5: "));
+  EXPECT_THAT(test::input_error([] { parse_inventory("? {a: 1}\n: 2\n", "inv.yaml"); }),
+              StartsWith("inv.yaml:1: "));
+  EXPECT_THAT(test::input_error([] {
+                parse_inventory(
+                    "nodes:\n  - name: a\n    cpu_milli: 1\n    memory_mib: 1\n    labels:\n"
+                    "      [zone]: a\n",
+                    "inv.yaml");
+              }),
+              StartsWith("inv.yaml:6: "));
+}
+
+TEST(ParseInventory, MessagesQuotingTheInputStayOneLine) {
+  // A quoted key with an escaped newline, and a parser message showing a bad escape.
+  EXPECT_EQ(test::input_error([] {
+              parse_inventory(
+                  "nodes:\n  - name: a\n    cpu_milli: 1\n    memory_mib: 1\n    \"gp\\nu\": 1\n",
+                  "inv.yaml");
+            }).rfind("inv.yaml:5: unknown key 'gp\\nu' in a node template", 0),
+            0U);
+  const std::string bad_escape =
+      test::input_error([] { parse_inventory("nodes:\n  - name: \"a\\\n\"\n", "inv.yaml"); });
+  EXPECT_THAT(bad_escape, StartsWith("inv.yaml:"));
+  EXPECT_EQ(bad_escape.find('\n'), std::string::npos) << bad_escape;
+}
+
 TEST(LoadInventory, MissingAndBinaryFiles) {
   EXPECT_EQ(test::input_error([] { load_inventory("/nonexistent/inv.yaml"); }),
             "/nonexistent/inv.yaml: cannot open file");
