@@ -70,6 +70,19 @@ void Cluster::refresh_gpu_summary(NodeIndex n) {
   ++version_[n];
 }
 
+void Cluster::record_change(NodeIndex n) {
+  // Dropping the older half once the journal reaches 2 x the nodes (at least 4096) keeps it
+  // bounded at O(nodes) memory and O(1) amortised work per change, and a reader that falls that
+  // far behind pays one pass over the nodes, no more than the changes it would have replayed.
+  const std::size_t cap = std::max<std::size_t>(4096, 2 * specs_.size());
+  if (journal_.size() >= cap) {
+    const std::size_t drop = journal_.size() / 2;
+    journal_.erase(journal_.begin(), journal_.begin() + static_cast<std::ptrdiff_t>(drop));
+    journal_base_ += drop;
+  }
+  journal_.push_back(n);
+}
+
 void Cluster::count_kind(NodeIndex n, GpuPodKind kind, int delta) {
   auto& kinds = pod_kinds_[n];
   auto it = std::find_if(kinds.begin(), kinds.end(),
@@ -99,6 +112,7 @@ void Cluster::apply(const Placement& p) {
     count_kind(n, gpu_pod_kind(p.gpu_milli, static_cast<int>(p.gpus.size())), +1);
   }
   refresh_gpu_summary(n);
+  record_change(n);
 }
 
 void Cluster::release(const Placement& p) {
@@ -115,6 +129,7 @@ void Cluster::release(const Placement& p) {
     count_kind(n, gpu_pod_kind(p.gpu_milli, static_cast<int>(p.gpus.size())), -1);
   }
   refresh_gpu_summary(n);
+  record_change(n);
 }
 
 }  // namespace gpuorch::cluster

@@ -62,6 +62,19 @@ class Cluster {
     return pod_kinds_[n];
   }
 
+  // The change journal: every state change of a node (apply, release) appends the node, so state
+  // derived from nodes (the scheduler's score index) catches up on what changed since it last
+  // looked instead of rescanning every node. Positions are absolute and only grow. Old entries are
+  // dropped once the journal is a few times longer than the cluster (it must not grow forever in a
+  // long-running scheduler); a reader that fell behind them gets nullopt and revalidates every
+  // node by version. A node may appear more than once.
+  [[nodiscard]] std::uint64_t journal_end() const { return journal_base_ + journal_.size(); }
+  [[nodiscard]] std::optional<std::span<const NodeIndex>> changes_since(
+      std::uint64_t position) const {
+    if (position < journal_base_ || position > journal_end()) return std::nullopt;
+    return std::span<const NodeIndex>(journal_).subspan(position - journal_base_);
+  }
+
   [[nodiscard]] std::int64_t gpu_milli_capacity() const { return gpu_milli_capacity_; }
   [[nodiscard]] std::int64_t gpu_milli_used() const { return gpu_milli_used_; }
   [[nodiscard]] int gpu_total() const { return gpu_total_; }
@@ -73,6 +86,7 @@ class Cluster {
 
  private:
   void refresh_gpu_summary(NodeIndex n);
+  void record_change(NodeIndex n);
   void count_kind(NodeIndex n, GpuPodKind kind, int delta);
 
   std::vector<NodeSpec> specs_;
@@ -87,6 +101,8 @@ class Cluster {
   std::vector<std::int64_t> total_left_;
   std::vector<std::uint32_t> version_;
   std::vector<std::vector<PodKindCount>> pod_kinds_;
+  std::vector<NodeIndex> journal_;
+  std::uint64_t journal_base_ = 0;  // absolute position of journal_[0]
   std::int64_t gpu_milli_capacity_ = 0;
   std::int64_t gpu_milli_used_ = 0;
   int gpu_total_ = 0;

@@ -1,5 +1,7 @@
 #include "gpuorch/sched/policy.hpp"
 
+#include <cassert>
+
 #include "gpuorch/base/units.hpp"
 
 namespace gpuorch::sched {
@@ -21,11 +23,32 @@ std::vector<int> lowest_free_gpus(std::span<const std::int32_t> gpu_left, int co
   return gpus;
 }
 
+NodeScore Policy::score_node(const cluster::Cluster& /*cluster*/, cluster::NodeIndex /*node*/,
+                             const PodRequest& /*pod*/) {
+  // Only per-node policies are asked; reaching this is a bug in the caller.
+  assert(false && "score_node called on a policy that does not score per node");
+  return {};
+}
+
+void Policy::score(const cluster::Cluster& cluster, const PodRequest& pod,
+                   std::span<const cluster::NodeIndex> feasible, std::span<std::int64_t> scores) {
+  assert(scores_per_node());
+  for (std::size_t i = 0; i < feasible.size(); ++i) {
+    scores[i] = score_node(cluster, feasible[i], pod).score;
+  }
+}
+
 std::vector<int> Policy::choose_gpus(const cluster::Cluster& cluster, cluster::NodeIndex node,
                                      const PodRequest& pod) {
   if (pod.cpu_only()) return {};
   const auto left = cluster.gpu_milli_left(node);
-  if (pod.gpu_share()) return {best_fit_gpu(left, pod.gpu_milli)};
+  if (pod.gpu_share()) {
+    // The same GPU the incremental path takes from its cached NodeScore, so both paths agree.
+    if (scores_per_node()) {
+      if (const std::int32_t g = score_node(cluster, node, pod).gpu; g >= 0) return {g};
+    }
+    return {best_fit_gpu(left, pod.gpu_milli)};
+  }
   return lowest_free_gpus(left, pod.gpu_count);
 }
 

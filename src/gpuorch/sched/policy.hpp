@@ -15,6 +15,15 @@
 
 namespace gpuorch::sched {
 
+// One node's score for a pod, from a per-node policy.
+struct NodeScore {
+  std::int64_t score = 0;  // higher wins; never INT64_MIN (the score index's "infeasible" mark)
+  // For a shared-GPU pod, the GPU it gets on this node if the node is chosen; -1 leaves the
+  // choice to choose_gpus. A policy that scores each GPU (FGD) returns its best one here, so
+  // the scheduler does not have to ask twice.
+  std::int32_t gpu = -1;
+};
+
 class Policy {
  public:
   virtual ~Policy() = default;
@@ -24,15 +33,27 @@ class Policy {
 
   [[nodiscard]] virtual std::string_view name() const = 0;
 
-  // scores[i] is the score of feasible[i]; higher wins, ties go to the node the scheduler's
-  // tie-break order ranks first.
+  // True when a node's score depends only on that node's state and the pod's request, never on
+  // the other feasible nodes or a random draw: score_node(cluster, n, pod) is then a pure
+  // function of (cluster's state of n, pod). The scheduler core then caches scores per (request,
+  // node), re-scores only nodes whose version changed, and finds the best node in O(log N)
+  // instead of scanning every node per pod (see Scheduler).
+  [[nodiscard]] virtual bool scores_per_node() const { return false; }
+
+  // The score of one feasible node; only called when scores_per_node() is true.
+  virtual NodeScore score_node(const cluster::Cluster& cluster, cluster::NodeIndex node,
+                               const PodRequest& pod);
+
+  // The full-scan interface: scores[i] is the score of feasible[i]; higher wins, ties go to the
+  // node the scheduler's tie-break order ranks first. Policies that need the whole feasible set
+  // (random, a normalisation over it) override it; the default asks score_node per node.
   virtual void score(const cluster::Cluster& cluster, const PodRequest& pod,
-                     std::span<const cluster::NodeIndex> feasible,
-                     std::span<std::int64_t> scores) = 0;
+                     std::span<const cluster::NodeIndex> feasible, std::span<std::int64_t> scores);
 
   // The GPUs of the chosen node the pod gets; empty for a CPU-only pod. The default is the
-  // study's "best" GPU selection: a shared-GPU pod goes to the fitting GPU with the least free
-  // milli (lowest index on ties), whole-GPU pods to the lowest-index free GPUs.
+  // study's "best" GPU selection: a shared-GPU pod goes to the GPU score_node names, else to the
+  // fitting GPU with the least free milli (lowest index on ties); whole-GPU pods go to the
+  // lowest-index free GPUs.
   virtual std::vector<int> choose_gpus(const cluster::Cluster& cluster, cluster::NodeIndex node,
                                        const PodRequest& pod);
 };

@@ -18,36 +18,38 @@ Reason Decision::main_reason() const {
   return static_cast<Reason>(best);
 }
 
-Scheduler::Scheduler(cluster::Cluster& cluster, Policy& policy)
-    : cluster_(&cluster), policy_(&policy), rank_(cluster.node_count()) {
+Scheduler::Scheduler(cluster::Cluster& cluster, Policy& policy, SchedulerOptions options)
+    : cluster_(&cluster),
+      policy_(&policy),
+      options_(options),
+      index_(options.index_budget_bytes),
+      rank_(cluster.node_count()) {
   std::iota(rank_.begin(), rank_.end(), 0U);
-  feasible_.reserve(cluster.node_count());
-  scores_.reserve(cluster.node_count());
 }
 
 void Scheduler::set_tie_break_rank(std::vector<std::uint32_t> rank) {
   assert(rank.size() == cluster_->node_count());
   rank_ = std::move(rank);
+  index_.clear();  // the index orders its trees by rank
 }
 
 Decision Scheduler::decide(const PodRequest& pod) {
-  Decision d;
+  if (!options_.incremental || !policy_->scores_per_node()) return decide_full_scan(pod);
+  if (const auto best = index_.best(*cluster_, *policy_, pod, rank_)) {
+    return placed(best->node, pod, best->gpu);
+  }
+  // Nothing fits: the explanation needs every node's reason, exactly as the full scan gives it.
+  return diagnose(pod);
+}
+
+Decision Scheduler::decide_full_scan(const PodRequest& pod) {
   const cluster::Cluster& cluster = *cluster_;
   const auto n_nodes = static_cast<cluster::NodeIndex>(cluster.node_count());
   feasible_.clear();
   for (cluster::NodeIndex n = 0; n < n_nodes; ++n) {
     if (check_node(cluster, n, pod) == Reason::kFits) feasible_.push_back(n);
   }
-  if (feasible_.empty()) {
-    bool fits_somewhere_empty = false;
-    for (cluster::NodeIndex n = 0; n < n_nodes; ++n) {
-      d.diagnosis.add(check_node(cluster, n, pod));
-      fits_somewhere_empty =
-          fits_somewhere_empty || check_empty_node(cluster, n, pod) == Reason::kFits;
-    }
-    d.outcome = fits_somewhere_empty ? Outcome::kWaiting : Outcome::kInfeasible;
-    return d;
-  }
+  if (feasible_.empty()) return diagnose(pod);
   scores_.assign(feasible_.size(), 0);
   policy_->score(cluster, pod, feasible_, scores_);
   std::size_t best = 0;
@@ -57,13 +59,37 @@ Decision Scheduler::decide(const PodRequest& pod) {
       best = i;
     }
   }
-  const cluster::NodeIndex node = feasible_[best];
+  return placed(feasible_[best], pod, -1);
+}
+
+Decision Scheduler::diagnose(const PodRequest& pod) const {
+  Decision d;
+  const cluster::Cluster& cluster = *cluster_;
+  const auto n_nodes = static_cast<cluster::NodeIndex>(cluster.node_count());
+  bool fits_somewhere_empty = false;
+  for (cluster::NodeIndex n = 0; n < n_nodes; ++n) {
+    d.diagnosis.add(check_node(cluster, n, pod));
+    fits_somewhere_empty =
+        fits_somewhere_empty || check_empty_node(cluster, n, pod) == Reason::kFits;
+  }
+  d.outcome = fits_somewhere_empty ? Outcome::kWaiting : Outcome::kInfeasible;
+  return d;
+}
+
+Decision Scheduler::placed(cluster::NodeIndex node, const PodRequest& pod, std::int32_t gpu_hint) {
+  Decision d;
   d.outcome = Outcome::kPlaced;
   d.placement.node = node;
   d.placement.cpu_milli = pod.cpu_milli;
   d.placement.memory_mib = pod.memory_mib;
   d.placement.gpu_milli = pod.gpu_milli;
-  d.placement.gpus = policy_->choose_gpus(cluster, node, pod);
+  // A per-node policy's cached NodeScore already names the GPU of a shared-GPU pod (the same one
+  // choose_gpus would pick), which spares scoring the node again.
+  if (pod.gpu_share() && gpu_hint >= 0) {
+    d.placement.gpus = {gpu_hint};
+  } else {
+    d.placement.gpus = policy_->choose_gpus(*cluster_, node, pod);
+  }
   assert(static_cast<int>(d.placement.gpus.size()) == (pod.cpu_only() ? 0 : pod.gpu_count));
   return d;
 }

@@ -10,6 +10,7 @@
 #include "gpuorch/sched/filter.hpp"
 #include "gpuorch/sched/pod_request.hpp"
 #include "gpuorch/sched/policy.hpp"
+#include "gpuorch/sched/score_index.hpp"
 
 namespace gpuorch::sched {
 
@@ -27,9 +28,19 @@ struct Decision {
   [[nodiscard]] Reason main_reason() const;
 };
 
+struct SchedulerOptions {
+  // Per-node policies (Policy::scores_per_node) are decided through the score index, which
+  // re-scores only changed nodes and finds the best node in O(log N). false forces the full scan
+  // of every node per pod: the reference the equivalence test holds the index to.
+  bool incremental = true;
+  // Memory the score index may use (about 40 bytes per node and distinct request); beyond it the
+  // least recently used request is dropped and rebuilt when it comes back.
+  std::size_t index_budget_bytes = std::size_t{512} << 20;
+};
+
 class Scheduler {
  public:
-  Scheduler(cluster::Cluster& cluster, Policy& policy);
+  Scheduler(cluster::Cluster& cluster, Policy& policy, SchedulerOptions options = {});
 
   // Ties between equal scores go to the node with the lowest rank (rank[node]); by default the
   // node order of the cluster.
@@ -41,8 +52,15 @@ class Scheduler {
   Decision decide(const PodRequest& pod);
 
  private:
+  Decision decide_full_scan(const PodRequest& pod);
+  // Why no node fits: every node's first failing filter, and whether any would fit when empty.
+  Decision diagnose(const PodRequest& pod) const;
+  Decision placed(cluster::NodeIndex node, const PodRequest& pod, std::int32_t gpu_hint);
+
   cluster::Cluster* cluster_;
   Policy* policy_;
+  SchedulerOptions options_;
+  ScoreIndex index_;
   std::vector<std::uint32_t> rank_;
   std::vector<cluster::NodeIndex> feasible_;
   std::vector<std::int64_t> scores_;

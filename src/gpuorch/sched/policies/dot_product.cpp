@@ -9,19 +9,16 @@ class DotProductPolicy final : public Policy {
  public:
   [[nodiscard]] std::string_view name() const override { return "dot-product"; }
 
-  void score(const cluster::Cluster& cluster, const PodRequest& pod,
-             std::span<const cluster::NodeIndex> feasible,
-             std::span<std::int64_t> scores) override {
+  [[nodiscard]] bool scores_per_node() const override { return true; }
+
+  NodeScore score_node(const cluster::Cluster& cluster, cluster::NodeIndex n,
+                       const PodRequest& pod) override {
     const double pod_cpu = static_cast<double>(pod.cpu_milli) / kMaxSpecCpuMilli;
     const double pod_gpu = static_cast<double>(pod.gpu_count * pod.gpu_milli) / kMaxSpecGpuMilli;
-    for (std::size_t i = 0; i < feasible.size(); ++i) {
-      const cluster::NodeIndex n = feasible[i];
-      const double node_cpu = static_cast<double>(cluster.cpu_free(n)) / kMaxSpecCpuMilli;
-      const double node_gpu =
-          static_cast<double>(cluster.gpu_milli_left_total(n)) / kMaxSpecGpuMilli;
-      const double dot = node_cpu * pod_cpu + node_gpu * pod_gpu;
-      scores[i] = static_cast<std::int64_t>(100.0 * (1.0 - dot / 2.0));
-    }
+    const double node_cpu = static_cast<double>(cluster.cpu_free(n)) / kMaxSpecCpuMilli;
+    const double node_gpu = static_cast<double>(cluster.gpu_milli_left_total(n)) / kMaxSpecGpuMilli;
+    const double dot = node_cpu * pod_cpu + node_gpu * pod_gpu;
+    return {static_cast<std::int64_t>(100.0 * (1.0 - dot / 2.0))};
   }
 };
 

@@ -3,8 +3,10 @@
 // floor(100 * sigmoid((F - F') / 1000)): it turns small differences into ties that the fixed node
 // ranking then resolves, which packs pods onto the same nodes and is part of why FGD works.
 //
-// A node's score depends only on its state and the pod's shape, so it is cached per
-// (shape, node) and recomputed only for nodes whose version changed.
+// A node's score depends only on its state and the pod's request, so FGD is a per-node policy:
+// the scheduler core caches its scores per (request, node) and asks again only for nodes whose
+// version changed. F_n(M) before placement is shared by every request, so it is kept here per
+// node, against the node's version.
 #include <cmath>
 
 #include "gpuorch/sched/policies/policies.hpp"
@@ -23,57 +25,20 @@ std::int64_t quantised_score(double frag_before, double frag_after) {
 class FgdPolicy final : public Policy {
  public:
   FgdPolicy(const FragmentationMeasure& measure, std::size_t nodes)
-      : measure_(&measure), nodes_(nodes), frag_(nodes) {}
+      : measure_(&measure), frag_(nodes) {}
 
   [[nodiscard]] std::string_view name() const override { return "fgd"; }
+  [[nodiscard]] bool scores_per_node() const override { return true; }
 
-  void score(const cluster::Cluster& cluster, const PodRequest& pod,
-             std::span<const cluster::NodeIndex> feasible,
-             std::span<std::int64_t> scores) override {
-    if (pod.shape >= cache_.size()) cache_.resize(pod.shape + 1);
-    auto& entries = cache_[pod.shape];
-    if (entries.empty()) entries.resize(nodes_);
-    for (std::size_t i = 0; i < feasible.size(); ++i) {
-      const cluster::NodeIndex n = feasible[i];
-      Entry& e = entries[n];
-      if (e.version != cluster.version(n)) {
-        e = evaluate(cluster, n, pod);
-        e.version = cluster.version(n);
-      }
-      scores[i] = e.score;
-    }
-    last_shape_ = pod.shape;
-  }
-
-  std::vector<int> choose_gpus(const cluster::Cluster& cluster, cluster::NodeIndex node,
-                               const PodRequest& pod) override {
-    if (!pod.gpu_share()) return Policy::choose_gpus(cluster, node, pod);
-    const Entry& e = cache_[last_shape_][node];
-    return {e.gpu};
-  }
-
- private:
-  struct Entry {
-    std::uint32_t version = 0;  // cluster versions start at 1
-    std::int32_t score = 0;
-    std::int32_t gpu = -1;
-  };
-
-  double current_frag(const cluster::Cluster& cluster, cluster::NodeIndex n) {
-    auto& [version, amount] = frag_[n];
-    if (version != cluster.version(n)) {
-      amount = measure_->node_amount(cluster, n);
-      version = cluster.version(n);
-    }
-    return amount;
-  }
-
-  Entry evaluate(const cluster::Cluster& cluster, cluster::NodeIndex n, const PodRequest& pod) {
+  // The score of the pod's placement on n; for a shared-GPU pod, the best GPU (the first of
+  // equal ones) and its score.
+  NodeScore score_node(const cluster::Cluster& cluster, cluster::NodeIndex n,
+                       const PodRequest& pod) override {
     const double before = current_frag(cluster, n);
     const auto left = cluster.gpu_milli_left(n);
     scratch_.assign(left.begin(), left.end());
     const std::int64_t cpu_after = cluster.cpu_free(n) - pod.cpu_milli;
-    Entry e;
+    NodeScore e;
     if (pod.gpu_share()) {
       for (int g = 0; g < static_cast<int>(left.size()); ++g) {
         if (left[g] < pod.gpu_milli) continue;
@@ -86,7 +51,7 @@ class FgdPolicy final : public Policy {
             quantised_score(before, measure_->node_amount(cluster.model(n), cpu_after, scratch_));
         scratch_[g] = left[g];
         if (e.gpu < 0 || s > e.score) {
-          e.score = static_cast<std::int32_t>(s);
+          e.score = s;
           e.gpu = g;
         }
       }
@@ -95,17 +60,23 @@ class FgdPolicy final : public Policy {
     for (const int g : lowest_free_gpus(left, pod.gpu_count)) {
       scratch_[g] -= static_cast<std::int32_t>(pod.gpu_milli);
     }
-    e.score = static_cast<std::int32_t>(
-        quantised_score(before, measure_->node_amount(cluster.model(n), cpu_after, scratch_)));
+    e.score = quantised_score(before, measure_->node_amount(cluster.model(n), cpu_after, scratch_));
     return e;
   }
 
+ private:
+  double current_frag(const cluster::Cluster& cluster, cluster::NodeIndex n) {
+    auto& [version, amount] = frag_[n];
+    if (version != cluster.version(n)) {
+      amount = measure_->node_amount(cluster, n);
+      version = cluster.version(n);
+    }
+    return amount;
+  }
+
   const FragmentationMeasure* measure_;
-  std::size_t nodes_;
-  std::vector<std::pair<std::uint32_t, double>> frag_;
-  std::vector<std::vector<Entry>> cache_;  // [shape][node]
+  std::vector<std::pair<std::uint32_t, double>> frag_;  // per node: (version, F_n(M))
   std::vector<std::int32_t> scratch_;
-  std::uint32_t last_shape_ = 0;
 };
 
 }  // namespace

@@ -9,29 +9,24 @@ class GpuClusteringPolicy final : public Policy {
  public:
   [[nodiscard]] std::string_view name() const override { return "gpu-clustering"; }
 
-  void score(const cluster::Cluster& cluster, const PodRequest& pod,
-             std::span<const cluster::NodeIndex> feasible,
-             std::span<std::int64_t> scores) override {
-    if (pod.cpu_only()) {
-      std::fill(scores.begin(), scores.end(), 0);
-      return;
-    }
+  [[nodiscard]] bool scores_per_node() const override { return true; }
+
+  NodeScore score_node(const cluster::Cluster& cluster, cluster::NodeIndex n,
+                       const PodRequest& pod) override {
+    if (pod.cpu_only()) return {0};
     const cluster::GpuPodKind kind = cluster::gpu_pod_kind(pod.gpu_milli, pod.gpu_count);
-    for (std::size_t i = 0; i < feasible.size(); ++i) {
-      const cluster::NodeIndex n = feasible[i];
-      const auto kinds = cluster.gpu_pod_kinds(n);
-      bool hosts_kind = false;
-      for (const auto& k : kinds) hosts_kind = hosts_kind || k.kind == kind;
-      std::int64_t base = 0;
-      if (hosts_kind) {
-        base = kinds.size() == 1 ? 75 : 50;
-      } else {
-        base = kinds.empty() ? 25 : 0;
-      }
-      const std::int64_t used_share =
-          25 * (kMaxSpecGpuMilli - cluster.gpu_milli_left_total(n)) / kMaxSpecGpuMilli;
-      scores[i] = base + used_share;
+    const auto kinds = cluster.gpu_pod_kinds(n);
+    bool hosts_kind = false;
+    for (const auto& k : kinds) hosts_kind = hosts_kind || k.kind == kind;
+    std::int64_t base = 0;
+    if (hosts_kind) {
+      base = kinds.size() == 1 ? 75 : 50;
+    } else {
+      base = kinds.empty() ? 25 : 0;
     }
+    const std::int64_t used_share =
+        25 * (kMaxSpecGpuMilli - cluster.gpu_milli_left_total(n)) / kMaxSpecGpuMilli;
+    return {base + used_share};
   }
 };
 

@@ -12,12 +12,11 @@ class GpuPackingPolicy final : public Policy {
  public:
   [[nodiscard]] std::string_view name() const override { return "gpu-packing"; }
 
-  void score(const cluster::Cluster& cluster, const PodRequest& pod,
-             std::span<const cluster::NodeIndex> feasible,
-             std::span<std::int64_t> scores) override {
-    for (std::size_t i = 0; i < feasible.size(); ++i) {
-      scores[i] = pod.cpu_only() ? 0 : node_score(cluster, feasible[i], pod);
-    }
+  [[nodiscard]] bool scores_per_node() const override { return true; }
+
+  NodeScore score_node(const cluster::Cluster& cluster, cluster::NodeIndex n,
+                       const PodRequest& pod) override {
+    return {pod.cpu_only() ? 0 : node_score(cluster, n, pod)};
   }
 
  private:

@@ -1,0 +1,137 @@
+#include "gpuorch/sched/score_index.hpp"
+
+#include <algorithm>
+#include <cassert>
+
+#include "gpuorch/sched/filter.hpp"
+
+namespace gpuorch::sched {
+
+std::size_t ScoreIndex::KeyHash::operator()(const RequestKey& k) const {
+  // splitmix64-style mixing of the fields; the map holds a few hundred keys at most.
+  auto mix = [](std::uint64_t h, std::uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h;
+  };
+  std::uint64_t h = 0;
+  h = mix(h, static_cast<std::uint64_t>(k.cpu_milli));
+  h = mix(h, static_cast<std::uint64_t>(k.memory_mib));
+  h = mix(h, static_cast<std::uint64_t>(k.gpu_milli));
+  h = mix(h, k.model_mask);
+  h = mix(h, static_cast<std::uint64_t>(k.gpu_count));
+  return static_cast<std::size_t>(h);
+}
+
+const ScoreIndex::Leaf& ScoreIndex::better(const Leaf& a, const Leaf& b) {
+  // The full scan's order: higher score, then lower rank, then lower node index (the scan keeps
+  // the first of equal (score, rank) in node order). kInfeasible has the lowest possible score
+  // and the highest rank and index, so any feasible node beats it.
+  if (a.score != b.score) return a.score > b.score ? a : b;
+  if (a.rank != b.rank) return a.rank < b.rank ? a : b;
+  return a.node <= b.node ? a : b;
+}
+
+void ScoreIndex::clear() {
+  slots_.clear();
+  slot_of_.clear();
+}
+
+std::size_t ScoreIndex::memory_bytes() const {
+  std::size_t bytes = 0;
+  for (const Slot& s : slots_) {
+    bytes += s.entries.capacity() * sizeof(NodeEntry) + s.tree.capacity() * sizeof(Leaf);
+  }
+  return bytes;
+}
+
+ScoreIndex::Slot& ScoreIndex::slot_for(const PodRequest& pod, std::size_t node_count) {
+  const RequestKey key{pod.cpu_milli, pod.memory_mib, pod.gpu_milli, pod.model_mask, pod.gpu_count};
+  if (const auto it = slot_of_.find(key); it != slot_of_.end()) return slots_[it->second];
+
+  const std::size_t slot_bytes = node_count * (sizeof(NodeEntry) + 2 * sizeof(Leaf));
+  const std::size_t max_slots =
+      std::max<std::size_t>(1, budget_bytes_ / std::max<std::size_t>(1, slot_bytes));
+  std::uint32_t index = 0;
+  if (slots_.size() < max_slots) {
+    index = static_cast<std::uint32_t>(slots_.size());
+    slots_.emplace_back();
+  } else {
+    // Over budget: reuse the least recently used request's memory.
+    const auto lru =
+        std::min_element(slots_.begin(), slots_.end(),
+                         [](const Slot& a, const Slot& b) { return a.last_used < b.last_used; });
+    index = static_cast<std::uint32_t>(lru - slots_.begin());
+    slot_of_.erase(lru->key);
+  }
+  Slot& slot = slots_[index];
+  slot.key = key;
+  slot.cursor = kNeverBuilt;
+  slot.entries.assign(node_count, NodeEntry{});
+  slot.tree.assign(2 * node_count, kInfeasible);
+  slot_of_.emplace(key, index);
+  return slot;
+}
+
+ScoreIndex::Leaf ScoreIndex::evaluate(Slot& slot, const cluster::Cluster& cluster, Policy& policy,
+                                      const PodRequest& pod, std::span<const std::uint32_t> rank,
+                                      cluster::NodeIndex n) {
+  NodeEntry& e = slot.entries[n];
+  e.version = cluster.version(n);
+  if (check_node(cluster, n, pod) != Reason::kFits) {
+    e.gpu = -1;
+    return kInfeasible;
+  }
+  const NodeScore s = policy.score_node(cluster, n, pod);
+  assert(s.score != kInfeasible.score);
+  e.gpu = s.gpu;
+  return Leaf{s.score, rank[n], n};
+}
+
+void ScoreIndex::catch_up(Slot& slot, const cluster::Cluster& cluster, Policy& policy,
+                          const PodRequest& pod, std::span<const std::uint32_t> rank) {
+  const std::size_t n_nodes = cluster.node_count();
+  Leaf* tree = slot.tree.data();
+  const auto changes = cluster.changes_since(slot.cursor);
+  // Many changes (or a new request, or a journal trimmed past our cursor): refresh the stale
+  // leaves and rebuild the inner nodes bottom-up, O(N), cheaper than a walk up per change then.
+  if (!changes || changes->size() * 8 > n_nodes) {
+    for (cluster::NodeIndex n = 0; n < n_nodes; ++n) {
+      if (slot.entries[n].version != cluster.version(n)) {
+        tree[n_nodes + n] = evaluate(slot, cluster, policy, pod, rank, n);
+      }
+    }
+    for (std::size_t i = n_nodes - 1; i >= 1; --i) tree[i] = better(tree[2 * i], tree[2 * i + 1]);
+  } else {
+    for (const cluster::NodeIndex n : *changes) {
+      // A node changed twice appears twice; the version says whether it is still stale.
+      if (slot.entries[n].version == cluster.version(n)) continue;
+      std::size_t i = n_nodes + n;
+      tree[i] = evaluate(slot, cluster, policy, pod, rank, n);
+      // Walk up; once an inner node keeps its value, everything above it does too.
+      for (i >>= 1; i >= 1; i >>= 1) {
+        const Leaf& m = better(tree[2 * i], tree[2 * i + 1]);
+        if (m == tree[i]) break;
+        tree[i] = m;
+      }
+    }
+  }
+  slot.cursor = cluster.journal_end();
+}
+
+std::optional<ScoreIndex::Best> ScoreIndex::best(const cluster::Cluster& cluster, Policy& policy,
+                                                 const PodRequest& pod,
+                                                 std::span<const std::uint32_t> rank) {
+  const std::size_t n_nodes = cluster.node_count();
+  assert(rank.size() == n_nodes);
+  if (n_nodes == 0) return std::nullopt;
+  Slot& slot = slot_for(pod, n_nodes);
+  slot.last_used = ++clock_;
+  catch_up(slot, cluster, policy, pod, rank);
+  // The 2N layout keeps every leaf under the root for any N (not only powers of two), and "best
+  // of" is a total order, so the root is the best leaf. With one node the root is its leaf.
+  const Leaf& root = slot.tree[1];
+  if (root.node == kNoNode) return std::nullopt;
+  return Best{root.node, slot.entries[root.node].gpu};
+}
+
+}  // namespace gpuorch::sched
