@@ -166,10 +166,17 @@ inline std::string shell_quote(const std::string& s) {
 inline CommandResult run_cli(const std::vector<std::string>& args, const TempDir& dir,
                              const std::string& tag = "cli") {
   std::string command = shell_quote(GPUORCH_BINARY);
-  for (const auto& a : args) command += " " + shell_quote(a);
+  for (const auto& a : args) {
+    command += ' ';
+    command += shell_quote(a);
+  }
   const std::string out = dir.file(tag + ".stdout");
   const std::string err = dir.file(tag + ".stderr");
-  command += " >" + shell_quote(out) + " 2>" + shell_quote(err) + " </dev/null";
+  command += " >";
+  command += shell_quote(out);
+  command += " 2>";
+  command += shell_quote(err);
+  command += " </dev/null";
   const int status = std::system(command.c_str());
   CommandResult r;
   if (status != -1 && WIFEXITED(status)) {
