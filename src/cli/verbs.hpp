@@ -10,4 +10,9 @@ using Action = std::function<int()>;
 // `gpuorch sim fill`
 void add_sim_fill(CLI::App& sim, Action& action);
 
+// `gpuorch topo`, `gpuorch dmon`, `gpuorch exporter`
+void add_topo(CLI::App& app, Action& action);
+void add_dmon(CLI::App& app, Action& action);
+void add_exporter(CLI::App& app, Action& action);
+
 }  // namespace gpuorch::cli
