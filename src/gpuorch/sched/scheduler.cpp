@@ -35,11 +35,13 @@ void Scheduler::set_tie_break_rank(std::vector<std::uint32_t> rank) {
 
 Decision Scheduler::decide(const PodRequest& pod) {
   if (!options_.incremental || !policy_->scores_per_node()) return decide_full_scan(pod);
-  if (const auto best = index_.best(*cluster_, *policy_, pod, rank_)) {
-    return placed(best->node, pod, best->gpu);
-  }
-  // Nothing fits: the explanation needs every node's reason, exactly as the full scan gives it.
-  return diagnose(pod);
+  ScoreIndex::Answer a = index_.best(*cluster_, *policy_, pod, rank_);
+  if (a.found) return placed(a.node, pod, a.gpu);
+  // Nothing fits: the index counted every node's reason, as the full scan's diagnosis does.
+  Decision d;
+  d.outcome = a.fits_some_empty_node ? Outcome::kWaiting : Outcome::kInfeasible;
+  d.diagnosis = a.diagnosis;
+  return d;
 }
 
 Decision Scheduler::decide_full_scan(const PodRequest& pod) {

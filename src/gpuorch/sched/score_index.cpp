@@ -68,6 +68,8 @@ ScoreIndex::Slot& ScoreIndex::slot_for(const PodRequest& pod, std::size_t node_c
   slot.cursor = kNeverBuilt;
   slot.entries.assign(node_count, NodeEntry{});
   slot.tree.assign(2 * node_count, kInfeasible);
+  slot.nodes_by_reason = {};
+  slot.fits_some_empty_node = false;
   slot_of_.emplace(key, index);
   return slot;
 }
@@ -77,13 +79,18 @@ ScoreIndex::Leaf ScoreIndex::evaluate(Slot& slot, const cluster::Cluster& cluste
                                       cluster::NodeIndex n) {
   NodeEntry& e = slot.entries[n];
   e.version = cluster.version(n);
-  if (check_node(cluster, n, pod) != Reason::kFits) {
+  const Reason reason = check_node(cluster, n, pod);
+  if (e.reason != kUncounted) --slot.nodes_by_reason[e.reason];
+  e.reason = static_cast<std::uint8_t>(reason);
+  ++slot.nodes_by_reason[e.reason];
+  if (reason != Reason::kFits) {
     e.gpu = -1;
     return kInfeasible;
   }
   const NodeScore s = policy.score_node(cluster, n, pod);
   assert(s.score != kInfeasible.score);
-  e.gpu = s.gpu;
+  assert(s.gpu >= -1 && s.gpu <= INT16_MAX);
+  e.gpu = static_cast<std::int16_t>(s.gpu);
   return Leaf{s.score, rank[n], n};
 }
 
@@ -118,20 +125,35 @@ void ScoreIndex::catch_up(Slot& slot, const cluster::Cluster& cluster, Policy& p
   slot.cursor = cluster.journal_end();
 }
 
-std::optional<ScoreIndex::Best> ScoreIndex::best(const cluster::Cluster& cluster, Policy& policy,
-                                                 const PodRequest& pod,
-                                                 std::span<const std::uint32_t> rank) {
+ScoreIndex::Answer ScoreIndex::best(const cluster::Cluster& cluster, Policy& policy,
+                                    const PodRequest& pod, std::span<const std::uint32_t> rank) {
   const std::size_t n_nodes = cluster.node_count();
   assert(rank.size() == n_nodes);
-  if (n_nodes == 0) return std::nullopt;
+  Answer a;
+  if (n_nodes == 0) return a;
   Slot& slot = slot_for(pod, n_nodes);
   slot.last_used = ++clock_;
+  if (slot.cursor == kNeverBuilt) {
+    for (cluster::NodeIndex n = 0; n < n_nodes && !slot.fits_some_empty_node; ++n) {
+      slot.fits_some_empty_node = check_empty_node(cluster, n, pod) == Reason::kFits;
+    }
+  }
   catch_up(slot, cluster, policy, pod, rank);
   // The 2N layout keeps every leaf under the root for any N (not only powers of two), and "best
   // of" is a total order, so the root is the best leaf. With one node the root is its leaf.
   const Leaf& root = slot.tree[1];
-  if (root.node == kNoNode) return std::nullopt;
-  return Best{root.node, slot.entries[root.node].gpu};
+  if (root.node != kNoNode) {
+    a.found = true;
+    a.node = root.node;
+    a.gpu = slot.entries[root.node].gpu;
+    return a;
+  }
+  // Every entry is current after catch_up, so the counts are what a pass of check_node over all
+  // nodes would add up (none of them kFits here).
+  a.diagnosis.nodes_by_reason = slot.nodes_by_reason;
+  a.diagnosis.nodes_checked = static_cast<std::uint32_t>(n_nodes);
+  a.fits_some_empty_node = slot.fits_some_empty_node;
+  return a;
 }
 
 }  // namespace gpuorch::sched

@@ -8,15 +8,18 @@
 // last decided (the cluster's change journal; each is re-filtered, re-scored and pushed up the
 // tree in O(log N)), then reads the root. No per-pod pass over all nodes: a placement touches one
 // node, so a request pays for the nodes changed since its last use, not for the cluster's size.
+// The same per-node filter results, counted by reason, explain a pod that fits nowhere, so even
+// a failing pod costs no pass over all nodes.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
 
 #include "gpuorch/cluster/cluster.hpp"
+#include "gpuorch/sched/filter.hpp"
 #include "gpuorch/sched/pod_request.hpp"
 #include "gpuorch/sched/policy.hpp"
 
@@ -24,19 +27,24 @@ namespace gpuorch::sched {
 
 class ScoreIndex {
  public:
-  struct Best {
-    cluster::NodeIndex node = 0;
-    std::int32_t gpu = -1;  // NodeScore::gpu of that node
+  struct Answer {
+    bool found = false;
+    cluster::NodeIndex node = 0;  // when found: the best node
+    std::int32_t gpu = -1;        // when found: NodeScore::gpu of that node
+    // When not found: every node's first failing filter (as check_node gives it), and whether
+    // the pod fits some node when it is empty.
+    FilterDiagnosis diagnosis;
+    bool fits_some_empty_node = false;
   };
 
   // budget_bytes bounds the memory of the per-request state (about 40 bytes per node and
   // request); beyond it the least recently used request is dropped and rebuilt when it returns.
   explicit ScoreIndex(std::size_t budget_bytes) : budget_bytes_(budget_bytes) {}
 
-  // The best feasible node for the pod under the policy and tie-break ranks, or nullopt when no
-  // node passes the filters. The rank must not change between calls without clear().
-  std::optional<Best> best(const cluster::Cluster& cluster, Policy& policy, const PodRequest& pod,
-                           std::span<const std::uint32_t> rank);
+  // The best feasible node for the pod under the policy and tie-break ranks, or, when no node
+  // passes the filters, why. The rank must not change between calls without clear().
+  Answer best(const cluster::Cluster& cluster, Policy& policy, const PodRequest& pod,
+              std::span<const std::uint32_t> rank);
 
   // Forgets everything (after a change of tie-break ranks).
   void clear();
@@ -55,8 +63,10 @@ class ScoreIndex {
   };
   struct NodeEntry {
     std::uint32_t version = 0;  // the node version the leaf reflects; cluster versions start at 1
-    std::int32_t gpu = -1;
+    std::int16_t gpu = -1;
+    std::uint8_t reason = kUncounted;  // check_node's result at that version
   };
+  static constexpr std::uint8_t kUncounted = 0xff;  // not evaluated yet
   // Everything that can change a node's filter result or score: the whole request.
   struct RequestKey {
     std::int64_t cpu_milli;
@@ -75,6 +85,8 @@ class ScoreIndex {
     std::uint64_t last_used = 0;
     std::vector<NodeEntry> entries;  // per node
     std::vector<Leaf> tree;          // 2N entries: root at 1, leaf of node n at N + n
+    std::array<std::uint32_t, kReasonCount> nodes_by_reason{};  // over the evaluated entries
+    bool fits_some_empty_node = false;  // capacities never change: computed once
   };
 
   static constexpr cluster::NodeIndex kNoNode = ~cluster::NodeIndex{0};
