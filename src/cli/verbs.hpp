@@ -9,6 +9,8 @@ using Action = std::function<int()>;
 
 // `gpuorch sim fill`
 void add_sim_fill(CLI::App& sim, Action& action);
+// `gpuorch sim scale`
+void add_sim_scale(CLI::App& sim, Action& action);
 
 // `gpuorch topo`, `gpuorch dmon`, `gpuorch exporter`
 void add_topo(CLI::App& app, Action& action);
