@@ -65,19 +65,22 @@ std::vector<std::uint64_t> parse_seeds(const std::string& text) {
 }
 
 std::vector<std::string> parse_policies(const std::string& text) {
-  const std::vector<std::string> known = sched::policy_names();
-  if (text == "all") return known;
+  if (text == "all") return sched::policy_names();
   std::vector<std::string> out;
   std::size_t start = 0;
   while (start <= text.size()) {
     std::size_t end = text.find(',', start);
     if (end == std::string::npos) end = text.size();
-    const std::string name = text.substr(start, end - start);
-    if (std::find(known.begin(), known.end(), name) == known.end()) {
-      base::fail_input(fmt::format("--policy: unknown policy '{}' (known: {}, or all)", name,
-                                   fmt::join(known, ", ")));
+    std::string spec = text.substr(start, end - start);
+    const std::size_t colon = spec.find(':');
+    spec = std::string(sched::canonical_policy_name(spec.substr(0, colon))) +
+           (colon == std::string::npos ? "" : spec.substr(colon));
+    try {
+      sched::check_policy_spec(spec);
+    } catch (const base::InputError& e) {
+      base::fail_input(fmt::format("--policy: {} (or default, or all)", e.what()));
     }
-    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+    if (std::find(out.begin(), out.end(), spec) == out.end()) out.push_back(spec);
     start = end + 1;
   }
   return out;
@@ -155,8 +158,8 @@ void add_sim_fill(CLI::App& sim, Action& action) {
                   "inventory (.yaml/.yml, see docs/inventory.md)");
   cmd->add_option("--pods", flags->pods, "Pods: openb pod CSV (5 or 11 columns)");
   cmd->add_option("--policy", flags->policies,
-                  fmt::format("Policies, comma-separated, or all ({})",
-                              fmt::join(sched::policy_names(), ", ")))
+                  fmt::format("Policies, comma-separated, default (= {}), or all ({})",
+                              sched::kDefaultPolicy, fmt::join(sched::policy_names(), ", ")))
       ->capture_default_str();
   cmd->add_option("--seeds", flags->seeds, "Seeds: A-B, or a comma-separated list")
       ->capture_default_str();

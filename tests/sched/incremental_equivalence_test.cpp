@@ -29,10 +29,21 @@ struct Config {
   int catalogue = 16;   // distinct pod shapes per run (requests repeat, as in traces)
   double depart = 0.2;  // chance that a step releases a placed pod instead
   bool colliding_ranks = false;
+  int node_types = 0;  // > 0: nodes drawn from this many specs, so many nodes share a state
+
   std::size_t index_budget = std::size_t{512} << 20;
 };
 
-std::vector<cluster::NodeSpec> random_nodes(base::Rng& rng, int count) {
+std::vector<cluster::NodeSpec> random_nodes(base::Rng& rng, int count, int types = 0) {
+  if (types > 0) {
+    const auto kinds = random_nodes(rng, types);
+    std::vector<cluster::NodeSpec> nodes;
+    for (int i = 0; i < count; ++i) {
+      nodes.push_back(kinds[rng.below(kinds.size())]);
+      nodes.back().name = fmt::format("n{}", i);
+    }
+    return nodes;
+  }
   std::vector<cluster::NodeSpec> nodes;
   for (int i = 0; i < count; ++i) {
     const int gpus = rng.below(10) == 0 ? 0 : std::array{1, 2, 4, 8, 8}[rng.below(5)];
@@ -80,7 +91,7 @@ struct Side {
   Side(const std::vector<cluster::NodeSpec>& nodes, const workload::TargetWorkload& target,
        const std::string& policy_name, std::uint64_t seed, const SchedulerOptions& options)
       : cluster(nodes), rng(seed), measure(target, cluster) {
-    const PolicyContext context{&cluster, &measure, &rng};
+    const PolicyContext context{&cluster, &measure, &rng, &target};
     policy = make_policy(policy_name, context);
     scheduler = std::make_unique<Scheduler>(cluster, *policy, options);
   }
@@ -108,7 +119,7 @@ int run_scenario(const std::string& policy_name, std::uint64_t seed, const Confi
   base::Rng rng(seed * 7919 + 17);
   const int node_count =
       1 + static_cast<int>(rng.below(static_cast<std::uint64_t>(config.max_nodes)));
-  const auto nodes = random_nodes(rng, node_count);
+  const auto nodes = random_nodes(rng, node_count, config.node_types);
   std::vector<workload::PodSpec> catalogue;
   for (int i = 0; i < config.catalogue; ++i) catalogue.push_back(random_pod(rng, i));
   const workload::TargetWorkload target = workload::typical_pods(catalogue);
@@ -205,6 +216,20 @@ TEST_P(IncrementalEquivalence, LargerClustersFewDepartures) {
   }
 }
 
+TEST_P(IncrementalEquivalence, FewNodeTypesShareScoresByState) {
+  // Many nodes in equal states: a whole-cluster pass scores each state once and copies it.
+  for (std::uint64_t seed = 400; seed < 440; ++seed) {
+    Config c;
+    c.max_nodes = 150;
+    c.steps = 600;
+    c.node_types = 1 + static_cast<int>(seed % 4);
+    c.depart = 0.3;
+    c.colliding_ranks = seed % 3 == 0;
+    run_scenario(GetParam(), seed, c);
+    if (HasFailure()) return;
+  }
+}
+
 TEST_P(IncrementalEquivalence, LongRunTrimsTheChangeJournal) {
   // A few nodes and many placements and departures: the cluster's journal (at least 4096
   // entries) is trimmed several times, so requests that fell behind it revalidate every node.
@@ -230,13 +255,15 @@ INSTANTIATE_TEST_SUITE_P(AllPolicies, IncrementalEquivalence, ::testing::ValuesI
                          param_name);
 
 TEST(IncrementalEquivalence, StudyPoliciesScorePerNode) {
-  // The five deterministic study policies take the incremental path; random cannot.
+  // The five deterministic study policies take the incremental path (and score by node state);
+  // random cannot.
   const cluster::Cluster cluster({test::gpu_node("n", 8000, 1)});
   const FragmentationMeasure measure({}, cluster);
   base::Rng rng(1);
   const PolicyContext context{&cluster, &measure, &rng};
   for (const char* name : {"dot-product", "gpu-clustering", "gpu-packing", "best-fit", "fgd"}) {
     EXPECT_TRUE(make_policy(name, context)->scores_per_node()) << name;
+    EXPECT_TRUE(make_policy(name, context)->scores_by_state()) << name;
   }
   EXPECT_FALSE(make_policy("random", context)->scores_per_node());
 }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "gpuorch/report/fill_summary.hpp"
 #include "gpuorch/sched/policy.hpp"
 
@@ -68,10 +70,13 @@ std::string fill_table(const FillMeta& meta, const std::vector<sim::FillRun>& ru
   out += fmt::format(
       "\nGPU allocation (% of capacity, mean over seeds) at arrived workload x % "
       "of capacity\n");
-  out += fmt::format("{:<16}{:>6}{:>8}{:>8}{:>8}{:>8}{:>8}{:>11}{:>11}{:>9}\n", "policy", "seeds",
-                     "x=90", "x=100", "x=110", "x=120", "x=130", "frag@130", "fragr@130", "failed");
+  std::size_t width = 16;
+  for (const auto& s : summaries) width = std::max(width, s.policy.size() + 2);
+  out += fmt::format("{:<{}}{:>6}{:>8}{:>8}{:>8}{:>8}{:>8}{:>11}{:>11}{:>9}\n", "policy", width,
+                     "seeds", "x=90", "x=100", "x=110", "x=120", "x=130", "frag@130", "fragr@130",
+                     "failed");
   for (const auto& s : summaries) {
-    out += fmt::format("{:<16}{:>6}", s.policy, s.runs.size());
+    out += fmt::format("{:<{}}{:>6}", s.policy, width, s.runs.size());
     for (const int x : {90, 100, 110, 120, 130})
       out += cell(s.alloc_mean[static_cast<std::size_t>(x)], 8);
     out += cell(s.frag_amount_mean[130], 11);
@@ -92,7 +97,7 @@ std::string fill_table(const FillMeta& meta, const std::vector<sim::FillRun>& ru
                                     sum / static_cast<double>(s.runs.size())));
       }
     }
-    out += fmt::format("  {:<16}{}\n", s.policy,
+    out += fmt::format("  {:<{}}{}\n", s.policy, width,
                        parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", ")));
   }
   return out;

@@ -35,6 +35,10 @@ void Scheduler::set_tie_break_rank(std::vector<std::uint32_t> rank) {
 
 Decision Scheduler::decide(const PodRequest& pod) {
   if (!options_.incremental || !policy_->scores_per_node()) return decide_full_scan(pod);
+  if (policy_->score_epoch() != score_epoch_) {
+    index_.clear();
+    score_epoch_ = policy_->score_epoch();
+  }
   ScoreIndex::Answer a = index_.best(*cluster_, *policy_, pod, rank_);
   if (a.found) return placed(a.node, pod, a.gpu);
   // Nothing fits: the index counted every node's reason, as the full scan's diagnosis does.
@@ -97,6 +101,7 @@ Decision Scheduler::placed(cluster::NodeIndex node, const PodRequest& pod, std::
 }
 
 Decision Scheduler::schedule(const PodRequest& pod) {
+  policy_->observe(pod);
   Decision d = decide(pod);
   if (d.outcome == Outcome::kPlaced) cluster_->apply(d.placement);
   return d;

@@ -61,6 +61,7 @@ class Scheduler {
   Policy* policy_;
   SchedulerOptions options_;
   ScoreIndex index_;
+  std::uint64_t score_epoch_ = 0;  // the policy's score epoch the index was built under
   std::vector<std::uint32_t> rank_;
   std::vector<cluster::NodeIndex> feasible_;
   std::vector<std::int64_t> scores_;

@@ -25,6 +25,7 @@ FillInput make_fill_input(std::string label, std::vector<cluster::NodeSpec> node
   input.label = std::move(label);
   input.nodes = std::move(nodes);
   input.target = workload::typical_pods(pods);
+  input.history = workload::typical_pods(pods, 1.0);
   input.pods = std::move(pods);
   return input;
 }
@@ -45,7 +46,7 @@ FillRun run_fill(const FillInput& input, const std::string& policy_name, std::ui
 
   const sched::FragmentationMeasure measure(input.target, cluster);
   sched::FragmentationTracker tracker(measure, cluster);
-  const sched::PolicyContext context{&cluster, &measure, &rng};
+  const sched::PolicyContext context{&cluster, &measure, &rng, &input.history};
   const auto policy = sched::make_policy(policy_name, context);
   sched::Scheduler scheduler(cluster, *policy);
   scheduler.set_tie_break_rank(std::move(rank));

@@ -20,7 +20,8 @@ struct FillInput {
   std::string label;  // what to call the workload in reports ("openb_pod_list_default")
   std::vector<cluster::NodeSpec> nodes;
   std::vector<workload::PodSpec> pods;  // sorted by name (the study's canonical order)
-  workload::TargetWorkload target;      // typical pods of `pods`
+  workload::TargetWorkload target;      // typical pods of `pods` (FGD's target workload)
+  workload::TargetWorkload history;     // every shape of `pods` with its count
 };
 
 // Sorts the pods by name and derives the target workload from them.

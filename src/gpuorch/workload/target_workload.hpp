@@ -17,7 +17,8 @@ struct TaskClass {
   int gpu_count = 0;
   std::vector<std::string> allowed_models;  // empty = any
   std::int64_t count = 0;                   // pods of this shape in the history
-  double weight = 0;                        // p_m; the weights of a workload sum to 1
+  double memory_mib = 0;  // their mean memory request (not part of the key: the study ignores it)
+  double weight = 0;      // p_m; the weights of a workload sum to 1
 };
 
 struct TargetWorkload {
@@ -28,5 +29,9 @@ struct TargetWorkload {
 // first (ties: larger key first), keep keys until they cover `popularity` of all pods (the key that
 // crosses the threshold is kept), weight by count among the kept keys.
 TargetWorkload typical_pods(std::span<const PodSpec> history, double popularity = 0.95);
+
+// The most popular classes of `all` (as produced by typical_pods(history, 1.0)) covering
+// `popularity` of its pods, re-weighted among themselves.
+TargetWorkload most_popular(const TargetWorkload& all, double popularity);
 
 }  // namespace gpuorch::workload

@@ -1,0 +1,105 @@
+#include "gpuorch/sched/expected_fill.hpp"
+
+#include <algorithm>
+
+#include "gpuorch/base/units.hpp"
+#include "gpuorch/sched/pod_request.hpp"
+
+namespace gpuorch::sched {
+namespace {
+
+bool allows(std::uint64_t mask, cluster::ModelId model) {
+  return model >= 0 && ((mask >> model) & 1U) != 0;
+}
+
+}  // namespace
+
+std::vector<ShapeClass> resolve_classes(const workload::TargetWorkload& target,
+                                        const cluster::Cluster& cluster) {
+  std::vector<ShapeClass> out;
+  out.reserve(target.classes.size());
+  for (const auto& c : target.classes) {
+    const bool cpu_only = c.gpu_count == 0 || c.gpu_milli == 0;
+    out.push_back(ShapeClass{c.cpu_milli, cpu_only ? 0 : static_cast<std::int32_t>(c.gpu_milli),
+                             cpu_only ? 0 : c.gpu_count,
+                             cpu_only ? 0 : model_mask(cluster, c.allowed_models), c.memory_mib,
+                             c.weight});
+  }
+  return out;
+}
+
+ExpectedFill::ExpectedFill(std::vector<ShapeClass> classes, std::size_t model_count,
+                           ExpectedFillParams params)
+    : classes_(std::move(classes)), params_(params), fill_(model_count * kSteps) {
+  for (const ShapeClass& c : classes_) {
+    if (c.gpu_count >= 2) multi_.push_back(c);
+  }
+  for (std::size_t m = 0; m < model_count; ++m) {
+    const auto model = static_cast<cluster::ModelId>(m);
+    Fill* f = fill_.data() + m * kSteps;
+    for (std::int32_t r = 1; r <= base::kMilliPerGpu; ++r) {
+      double mass = 0;
+      Fill sum;
+      for (const ShapeClass& c : classes_) {
+        if (c.gpu_milli == 0 || c.gpu_milli > r || !allows(c.model_mask, model)) continue;
+        const Fill& rest = f[r - c.gpu_milli];
+        mass += c.weight;
+        sum.gpu += c.weight * (c.gpu_milli + rest.gpu);
+        // A k-GPU pod's CPU and memory are shared by its k GPUs.
+        sum.cpu += c.weight * (static_cast<double>(c.cpu_milli) / c.gpu_count + rest.cpu);
+        sum.memory += c.weight * (c.memory_mib / c.gpu_count + rest.memory);
+      }
+      if (mass > 0) f[r] = Fill{sum.gpu / mass, sum.cpu / mass, sum.memory / mass};
+    }
+  }
+}
+
+double ExpectedFill::effective_cpu(cluster::ModelId model, std::int64_t cpu_free) const {
+  const auto cpu = static_cast<double>(cpu_free);
+  if (params_.cpu_competition <= 0) return cpu;
+  double cpu_only = 0;
+  double gpu_pods = 0;
+  for (const ShapeClass& c : classes_) {
+    if (c.gpu_milli == 0) {
+      if (c.cpu_milli <= cpu_free) cpu_only += c.weight * static_cast<double>(c.cpu_milli);
+    } else if (allows(c.model_mask, model)) {
+      gpu_pods += c.weight * static_cast<double>(c.cpu_milli);
+    }
+  }
+  if (cpu_only + gpu_pods <= 0) return cpu;
+  return cpu * std::max(0.0, 1.0 - params_.cpu_competition * cpu_only / (cpu_only + gpu_pods));
+}
+
+double ExpectedFill::stranded(cluster::ModelId model, std::int64_t cpu_free,
+                              std::int64_t memory_free,
+                              std::span<const std::int32_t> gpu_left) const {
+  std::int64_t idle = 0;
+  Fill total;
+  int fully_free = 0;
+  for (const std::int32_t left : gpu_left) {
+    idle += left;
+    fully_free += left == base::kMilliPerGpu ? 1 : 0;
+    if (model < 0) continue;
+    const Fill& f = fill(model, left);
+    total.gpu += f.gpu;
+    total.cpu += f.cpu;
+    total.memory += f.memory;
+  }
+  if (idle == 0) return 0.0;
+  // The pods that would fill the GPUs need CPU and memory too; when the node has less, only
+  // that share of the fill happens.
+  double share = 1.0;
+  const double cpu = params_.feed_limit ? effective_cpu(model, cpu_free) : total.cpu;
+  if (total.cpu > cpu) share = std::min(share, cpu / total.cpu);
+  const auto memory = static_cast<double>(memory_free);
+  if (params_.feed_limit && total.memory > memory) share = std::min(share, memory / total.memory);
+  double stranded = static_cast<double>(idle) - total.gpu * share;
+  for (const ShapeClass& c : multi_) {
+    if (!allows(c.model_mask, model) || static_cast<int>(gpu_left.size()) < c.gpu_count) continue;
+    if (fully_free >= c.gpu_count && cpu_free >= c.cpu_milli) continue;
+    stranded += params_.multi_gpu_weight * c.weight * static_cast<double>(idle);
+  }
+  return stranded;
+}
+
+}  // namespace gpuorch::sched

@@ -1,0 +1,72 @@
+#pragma once
+// The expected-fill model behind the EFD policy: how much of a node's idle GPU the arriving
+// workload is expected to fill, and so how much is expected to stay stranded.
+//
+// Each GPU with r free milli is filled by a random stream of pods from the target workload, the
+// first fitting pod first: fill(r) = sum over fitting classes m of p_m (d_m + fill(r - d_m)),
+// divided by the fitting mass (a dynamic programme over r = 0..1000 per GPU model, with the CPU
+// and memory those pods bring along). The node's expected fill is the sum over its GPUs, scaled
+// down when the node's free CPU or memory cannot feed it; CPU-only pods compete for the same CPU.
+// Pods needing several whole GPUs count as in the FGD measure: a node that cannot host one
+// strands its idle GPU for that class.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "gpuorch/cluster/cluster.hpp"
+#include "gpuorch/workload/target_workload.hpp"
+
+namespace gpuorch::sched {
+
+// A target-workload class resolved against one cluster.
+struct ShapeClass {
+  std::int64_t cpu_milli = 0;
+  std::int32_t gpu_milli = 0;  // per GPU; 0 = CPU-only
+  int gpu_count = 0;
+  std::uint64_t model_mask = 0;
+  double memory_mib = 0;
+  double weight = 0;
+};
+
+std::vector<ShapeClass> resolve_classes(const workload::TargetWorkload& target,
+                                        const cluster::Cluster& cluster);
+
+struct ExpectedFillParams {
+  // How much of a node's free CPU is assumed lost to CPU-only pods, as a multiple of their share
+  // of the CPU the fitting classes ask for (0 = CPU-only pods never compete).
+  double cpu_competition = 0.0;
+  // Weight of the multi-GPU term (FGD-style: a node that cannot host a k-GPU class strands
+  // weight x idle milli for it).
+  double multi_gpu_weight = 1.0;
+  // Scale the fill down when the node's free CPU or memory cannot feed it (off only to measure
+  // what it buys).
+  bool feed_limit = true;
+};
+
+class ExpectedFill {
+ public:
+  // `classes`: the target workload (weights summing to 1); `model_count`: the cluster's models.
+  ExpectedFill(std::vector<ShapeClass> classes, std::size_t model_count, ExpectedFillParams params);
+
+  // Idle GPU milli of a node in this state that the target workload is not expected to fill.
+  [[nodiscard]] double stranded(cluster::ModelId model, std::int64_t cpu_free,
+                                std::int64_t memory_free,
+                                std::span<const std::int32_t> gpu_left) const;
+
+ private:
+  struct Fill {  // expected GPU milli filled, and the CPU and memory the filling pods use
+    double gpu = 0, cpu = 0, memory = 0;
+  };
+  static constexpr std::size_t kSteps = 1001;  // r = 0..1000 milli
+  [[nodiscard]] const Fill& fill(cluster::ModelId model, std::int32_t left) const {
+    return fill_[static_cast<std::size_t>(model) * kSteps + static_cast<std::size_t>(left)];
+  }
+  [[nodiscard]] double effective_cpu(cluster::ModelId model, std::int64_t cpu_free) const;
+
+  std::vector<ShapeClass> classes_;
+  std::vector<ShapeClass> multi_;  // the classes asking for 2 or more whole GPUs
+  ExpectedFillParams params_;
+  std::vector<Fill> fill_;  // [model][r]
+};
+
+}  // namespace gpuorch::sched
