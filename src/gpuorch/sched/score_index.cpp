@@ -22,6 +22,53 @@ std::size_t ScoreIndex::KeyHash::operator()(const RequestKey& k) const {
   return static_cast<std::size_t>(h);
 }
 
+namespace {
+
+// A node's resource state (what Policy::scores_by_state allows a score to read), hashed and
+// compared for the whole-cluster pass.
+std::uint64_t state_hash(const cluster::Cluster& c, cluster::NodeIndex n) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  auto mix = [&h](std::uint64_t v) {
+    h ^= v;
+    h *= 0x100000001b3ULL;
+    h ^= h >> 29;
+  };
+  const cluster::NodeSpec& spec = c.spec(n);
+  mix(static_cast<std::uint64_t>(c.model(n)));
+  mix(static_cast<std::uint64_t>(spec.cpu_milli));
+  mix(static_cast<std::uint64_t>(spec.memory_mib));
+  mix(static_cast<std::uint64_t>(c.cpu_free(n)));
+  mix(static_cast<std::uint64_t>(c.memory_free(n)));
+  mix(static_cast<std::uint64_t>(spec.gpu_count));
+  for (const std::int32_t left : c.gpu_milli_left(n)) mix(static_cast<std::uint64_t>(left));
+  for (const auto& k : c.gpu_pod_kinds(n)) {
+    mix(static_cast<std::uint64_t>(k.kind));
+    mix(static_cast<std::uint64_t>(k.count));
+  }
+  return h;
+}
+
+bool same_state(const cluster::Cluster& c, cluster::NodeIndex a, cluster::NodeIndex b) {
+  const cluster::NodeSpec& sa = c.spec(a);
+  const cluster::NodeSpec& sb = c.spec(b);
+  if (c.model(a) != c.model(b) || sa.cpu_milli != sb.cpu_milli || sa.memory_mib != sb.memory_mib ||
+      sa.gpu_count != sb.gpu_count || c.cpu_free(a) != c.cpu_free(b) ||
+      c.memory_free(a) != c.memory_free(b)) {
+    return false;
+  }
+  const auto la = c.gpu_milli_left(a);
+  const auto lb = c.gpu_milli_left(b);
+  if (!std::equal(la.begin(), la.end(), lb.begin(), lb.end())) return false;
+  const auto ka = c.gpu_pod_kinds(a);
+  const auto kb = c.gpu_pod_kinds(b);
+  return std::equal(ka.begin(), ka.end(), kb.begin(), kb.end(),
+                    [](const cluster::PodKindCount& x, const cluster::PodKindCount& y) {
+                      return x.kind == y.kind && x.count == y.count;
+                    });
+}
+
+}  // namespace
+
 const ScoreIndex::Leaf& ScoreIndex::better(const Leaf& a, const Leaf& b) {
   // The full scan's order: higher score, then lower rank, then lower node index (the scan keeps
   // the first of equal (score, rank) in node order). kInfeasible has the lowest possible score
@@ -94,6 +141,22 @@ ScoreIndex::Leaf ScoreIndex::evaluate(Slot& slot, const cluster::Cluster& cluste
   return Leaf{s.score, rank[n], n};
 }
 
+ScoreIndex::Leaf ScoreIndex::copy_result(Slot& slot, const cluster::Cluster& cluster,
+                                         std::span<const std::uint32_t> rank,
+                                         cluster::NodeIndex from, cluster::NodeIndex n) {
+  const std::size_t n_nodes = cluster.node_count();
+  NodeEntry& e = slot.entries[n];
+  const NodeEntry& source = slot.entries[from];
+  e.version = cluster.version(n);
+  if (e.reason != kUncounted) --slot.nodes_by_reason[e.reason];
+  e.reason = source.reason;
+  ++slot.nodes_by_reason[e.reason];
+  e.gpu = source.gpu;
+  const Leaf& leaf = slot.tree[n_nodes + from];
+  if (leaf.node == kNoNode) return kInfeasible;
+  return Leaf{leaf.score, rank[n], n};
+}
+
 void ScoreIndex::catch_up(Slot& slot, const cluster::Cluster& cluster, Policy& policy,
                           const PodRequest& pod, std::span<const std::uint32_t> rank) {
   const std::size_t n_nodes = cluster.node_count();
@@ -102,10 +165,21 @@ void ScoreIndex::catch_up(Slot& slot, const cluster::Cluster& cluster, Policy& p
   // Many changes (or a new request, or a journal trimmed past our cursor): refresh the stale
   // leaves and rebuild the inner nodes bottom-up, O(N), cheaper than a walk up per change then.
   if (!changes || changes->size() * 8 > n_nodes) {
+    // For a policy that scores by state, nodes in a state already scored in this pass copy that
+    // result: a fresh cluster has a few distinct states, so a first decision costs N hashes and
+    // a handful of scores instead of N scores.
+    const bool by_state = policy.scores_by_state();
+    state_memo_.clear();
     for (cluster::NodeIndex n = 0; n < n_nodes; ++n) {
-      if (slot.entries[n].version != cluster.version(n)) {
-        tree[n_nodes + n] = evaluate(slot, cluster, policy, pod, rank, n);
+      if (slot.entries[n].version == cluster.version(n)) continue;
+      if (by_state) {
+        const auto [it, inserted] = state_memo_.try_emplace(state_hash(cluster, n), n);
+        if (!inserted && same_state(cluster, it->second, n)) {
+          tree[n_nodes + n] = copy_result(slot, cluster, rank, it->second, n);
+          continue;
+        }
       }
+      tree[n_nodes + n] = evaluate(slot, cluster, policy, pod, rank, n);
     }
     for (std::size_t i = n_nodes - 1; i >= 1; --i) tree[i] = better(tree[2 * i], tree[2 * i + 1]);
   } else {

@@ -102,11 +102,17 @@ class ScoreIndex {
   static Leaf evaluate(Slot& slot, const cluster::Cluster& cluster, Policy& policy,
                        const PodRequest& pod, std::span<const std::uint32_t> rank,
                        cluster::NodeIndex n);
+  // Gives node n the result of node `from`, evaluated in the same state; returns n's new leaf.
+  static Leaf copy_result(Slot& slot, const cluster::Cluster& cluster,
+                          std::span<const std::uint32_t> rank, cluster::NodeIndex from,
+                          cluster::NodeIndex n);
 
   std::size_t budget_bytes_;
   std::vector<Slot> slots_;
   std::unordered_map<RequestKey, std::uint32_t, KeyHash> slot_of_;
   std::uint64_t clock_ = 0;  // decisions so far, for least-recently-used eviction
+  // State hash -> first node seen in that state, during one whole-cluster pass (scratch).
+  std::unordered_map<std::uint64_t, cluster::NodeIndex> state_memo_;
 };
 
 }  // namespace gpuorch::sched

@@ -14,6 +14,7 @@ class BestFitPolicy final : public Policy {
   // The raw score: the scheduler's incremental path picks argmax(raw) with rank ties, which is
   // the same decision as argmax(normalised) (see score()).
   [[nodiscard]] bool scores_per_node() const override { return true; }
+  [[nodiscard]] bool scores_by_state() const override { return true; }
 
   NodeScore score_node(const cluster::Cluster& cluster, cluster::NodeIndex n,
                        const PodRequest& pod) override {

@@ -10,6 +10,7 @@ class DotProductPolicy final : public Policy {
   [[nodiscard]] std::string_view name() const override { return "dot-product"; }
 
   [[nodiscard]] bool scores_per_node() const override { return true; }
+  [[nodiscard]] bool scores_by_state() const override { return true; }
 
   NodeScore score_node(const cluster::Cluster& cluster, cluster::NodeIndex n,
                        const PodRequest& pod) override {

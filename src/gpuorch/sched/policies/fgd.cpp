@@ -29,6 +29,7 @@ class FgdPolicy final : public Policy {
 
   [[nodiscard]] std::string_view name() const override { return "fgd"; }
   [[nodiscard]] bool scores_per_node() const override { return true; }
+  [[nodiscard]] bool scores_by_state() const override { return true; }
 
   // The score of the pod's placement on n; for a shared-GPU pod, the best GPU (the first of
   // equal ones) and its score.
