@@ -1,20 +1,23 @@
 # GPUORCH_PORTABLE: the node-side `gpuorch` for GPU hosts that have a driver and nothing else.
 # GPU libraries are always loaded at run time (dlopen), so nothing NVIDIA or AMD ships is linked.
-# Here the third-party libraries become static where Debian 12 ships an archive (hwloc, yaml-cpp,
-# libstdc++, libgcc) or can be used header-only (fmt); the rest (cpp-httplib and what it needs,
-# libudev) has no archive in Debian and is bundled next to the binary by scripts/build-portable,
-# found through RPATH $ORIGIN/../lib. docs/topology.md has the details.
+# Here the third-party libraries become static where Debian 12 ships an archive (hwloc, yaml-cpp)
+# or can be used header-only (fmt); the rest has no archive in Debian (cpp-httplib and what it
+# needs, libudev) and is bundled next to the binary by scripts/build-portable, found through
+# RPATH $ORIGIN/../lib. libstdc++ stays shared and bundled: cpp-httplib's .so needs it anyway, and
+# one copy in the process is safer than a static one plus a shared one. docs/topology.md has more.
 if(GPUORCH_PORTABLE)
   find_library(GPUORCH_HWLOC_ARCHIVE libhwloc.a REQUIRED)
   find_library(GPUORCH_YAML_ARCHIVE libyaml-cpp.a REQUIRED)
-  find_library(GPUORCH_UDEV udev REQUIRED)
+  # libudev.so.1 only: Debian ships no archive (and the .so link only with libudev-dev).
+  find_library(GPUORCH_UDEV NAMES udev libudev.so.1 REQUIRED)
   set(GPUORCH_HWLOC ${GPUORCH_HWLOC_ARCHIVE} ${GPUORCH_UDEV} m)
   set_target_properties(yaml-cpp PROPERTIES IMPORTED_LOCATION_NONE ${GPUORCH_YAML_ARCHIVE}
                                             IMPORTED_LOCATION ${GPUORCH_YAML_ARCHIVE})
   # fmt compiled into every user; --as-needed then drops libfmt.so, which nothing references.
   add_compile_definitions(FMT_HEADER_ONLY=1)
-  add_link_options(-static-libstdc++ -static-libgcc -Wl,--as-needed
-                   "-Wl,-rpath,\$ORIGIN/../lib" -Wl,--disable-new-dtags)
+  # RPATH (not RUNPATH, hence --disable-new-dtags) also serves the bundled libraries' own needs.
+  set(CMAKE_BUILD_RPATH "\$ORIGIN/../lib")
+  add_link_options(-Wl,--as-needed -Wl,--disable-new-dtags)
 else()
   set(GPUORCH_HWLOC PkgConfig::HWLOC)
 endif()

@@ -122,31 +122,37 @@ std::string render_metrics(const topology::Host& host, const Round& round,
     }
   }
 
-  w.family("gpuorch_gpu_info", "gauge",
-           "One per GPU: identity and placement (vendor, NUMA node, CPU affinity).");
-  for (std::size_t i = 0; i < host.gpus.size(); ++i) {
-    const auto& g = host.gpus[i];
-    w.sample("gpuorch_gpu_info",
-             fmt::format("{},vendor=\"{}\",numa_node=\"{}\",cpu_affinity=\"{}\",mig=\"{}\"",
-                         labels[i], topology::to_string(g.vendor), topology::numa_affinity(host, g),
-                         topology::cpu_affinity(host, g), g.mig.enabled ? "enabled" : "disabled"),
-             1);
-  }
-  w.family("gpuorch_gpu_sample_ok", "gauge", "1 when the GPU's latest reading succeeded.");
-  for (const auto& s : round.gpus) {
-    if (static_cast<std::size_t>(s.gpu) < labels.size()) {
-      w.sample("gpuorch_gpu_sample_ok", labels[static_cast<std::size_t>(s.gpu)], s.ok ? 1 : 0);
+  if (!host.gpus.empty()) {
+    w.family("gpuorch_gpu_info", "gauge",
+             "One per GPU: identity and placement (vendor, NUMA node, CPU affinity).");
+    for (std::size_t i = 0; i < host.gpus.size(); ++i) {
+      const auto& g = host.gpus[i];
+      w.sample(
+          "gpuorch_gpu_info",
+          fmt::format("{},vendor=\"{}\",numa_node=\"{}\",cpu_affinity=\"{}\",mig=\"{}\"", labels[i],
+                      topology::to_string(g.vendor), topology::numa_affinity(host, g),
+                      topology::cpu_affinity(host, g), g.mig.enabled ? "enabled" : "disabled"),
+          1);
+    }
+    w.family("gpuorch_gpu_sample_ok", "gauge", "1 when the GPU's latest reading succeeded.");
+    for (const auto& s : round.gpus) {
+      if (static_cast<std::size_t>(s.gpu) < labels.size()) {
+        w.sample("gpuorch_gpu_sample_ok", labels[static_cast<std::size_t>(s.gpu)], s.ok ? 1 : 0);
+      }
     }
   }
-  w.family("gpuorch_topology_link", "gauge",
-           "One per device pair: the connection (nvidia-smi topo -m vocabulary); value = NVLinks.");
-  for (const auto& l : host.links) {
-    w.sample("gpuorch_topology_link",
-             fmt::format("a=\"{}\",b=\"{}\",path=\"{}\",Hostname=\"{}\"",
-                         host.device_name(static_cast<std::size_t>(l.a)),
-                         host.device_name(static_cast<std::size_t>(l.b)),
-                         topology::to_string(l.path, l.nvlinks), escape_label(host.hostname)),
-             l.nvlinks);
+  if (!host.links.empty()) {
+    w.family(
+        "gpuorch_topology_link", "gauge",
+        "One per device pair: the connection (nvidia-smi topo -m vocabulary); value = NVLinks.");
+    for (const auto& l : host.links) {
+      w.sample("gpuorch_topology_link",
+               fmt::format("a=\"{}\",b=\"{}\",path=\"{}\",Hostname=\"{}\"",
+                           host.device_name(static_cast<std::size_t>(l.a)),
+                           host.device_name(static_cast<std::size_t>(l.b)),
+                           topology::to_string(l.path, l.nvlinks), escape_label(host.hostname)),
+               l.nvlinks);
+    }
   }
   if (!host.nics.empty()) {
     w.family("gpuorch_nic_port_rate_gbps", "gauge", "RDMA port rate (Gb/s); state in labels.");
