@@ -69,6 +69,8 @@ int run(const ScaleFlags& f) {
     j["mean_decision_us"] = std::round(r.mean_decision_us * 10) / 10;
     j["setup_s"] = std::round(r.setup_s * 1000) / 1000;
     j["placing_s"] = std::round(r.placing_s * 1000) / 1000;
+    j["placing_cpu_s"] = std::round(r.placing_cpu_s * 1000) / 1000;
+    j["placements_per_cpu_s"] = std::round(r.placements_per_cpu_s);
     j["gpu_alloc_pct"] = std::round(r.gpu_alloc_pct * 100) / 100;
     j["scan"] = r.full_scan ? "full" : "incremental";
     j["placement_digest"] = r.placement_digest;
@@ -79,8 +81,8 @@ int run(const ScaleFlags& f) {
              r.seed, r.full_scan ? " (full scan)" : "");
   fmt::print("  pods        {} ({} placed, {} failed), GPU allocation {:.2f} %\n", r.pods, r.placed,
              r.failed, r.gpu_alloc_pct);
-  fmt::print("  throughput  {:.0f} placements/s ({:.3f} s placing)\n", r.placements_per_s,
-             r.placing_s);
+  fmt::print("  throughput  {:.0f} placements/s ({:.3f} s placing; {:.0f} per CPU second)\n",
+             r.placements_per_s, r.placing_s, r.placements_per_cpu_s);
   fmt::print("  decision    p50 {:.1f} us, p99 {:.1f} us, max {:.1f} us, mean {:.1f} us\n",
              r.p50_decision_us, r.p99_decision_us, r.max_decision_us, r.mean_decision_us);
   fmt::print("  memory      peak RSS {:.1f} MB\n", rss);

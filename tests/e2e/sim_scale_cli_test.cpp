@@ -50,7 +50,7 @@ TEST(SimScaleCli, JsonReportsTheRun) {
 
 TEST(SimScaleCli, SameSeedSamePlacementsAndFullScanAgrees) {
   const test::TempDir dir;
-  for (const char* policy : {"fgd", "best-fit", "gpu-packing"}) {
+  for (const char* policy : {"fgd", "best-fit", "gpu-packing", "default"}) {
     const std::vector<std::string> args{"sim",    "scale", "--nodes",  "200",  "--pods", "1800",
                                         "--seed", "7",     "--policy", policy, "--json"};
     const auto a = run_cli(args, dir);
@@ -68,6 +68,13 @@ TEST(SimScaleCli, SameSeedSamePlacementsAndFullScanAgrees) {
     EXPECT_EQ(ja["placed"], jc["placed"]) << policy;
     EXPECT_EQ(jc["scan"], "full");
   }
+  // The default policy, whatever it resolves to, takes the same path.
+  const auto dflt = run_cli(
+      {"sim", "scale", "--nodes", "200", "--pods", "1800", "--policy", "default", "--json"}, dir);
+  ASSERT_EQ(dflt.exit_code, 0) << dflt.err;
+  EXPECT_EQ(parse_json(dflt.out)["policy"], "default");
+  EXPECT_EQ(parse_json(dflt.out)["placed"].get<int>() + parse_json(dflt.out)["failed"].get<int>(),
+            1800);
   // Another seed is another cluster, workload and ranking.
   const auto d =
       run_cli({"sim", "scale", "--nodes", "200", "--pods", "1800", "--seed", "8", "--json"}, dir);

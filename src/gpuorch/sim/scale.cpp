@@ -1,6 +1,7 @@
 #include "gpuorch/sim/scale.hpp"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -24,6 +25,16 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// User + system CPU seconds of this process so far.
+double cpu_seconds() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
 // The q-quantile (nearest rank) of the decision times, in microseconds.
@@ -58,8 +69,10 @@ ScaleResult run_scale(const ScaleOptions& options) {
   cluster::Cluster cluster(synthetic_cluster(options.nodes, options.seed));
   r.gpus = cluster.gpu_total();
   const std::vector<workload::PodSpec> pods = openb_like_pods(options.seed, options.pods);
-  // FGD's target workload: the typical pods of the workload, as `sim fill` derives it.
+  // FGD's target workload (the typical pods) and the history other policies estimate from
+  // (every shape with its count), derived from the workload as `sim fill` does.
   const workload::TargetWorkload target = workload::typical_pods(pods);
+  const workload::TargetWorkload history = workload::typical_pods(pods, 1.0);
 
   // As in `sim fill`: one random stream per seed and a random node ranking for ties.
   base::Rng rng(options.seed);
@@ -67,7 +80,7 @@ ScaleResult run_scale(const ScaleOptions& options) {
   std::iota(rank.begin(), rank.end(), 0U);
   rng.shuffle(std::span<std::uint32_t>(rank));
   const sched::FragmentationMeasure measure(target, cluster);
-  const sched::PolicyContext context{&cluster, &measure, &rng};
+  const sched::PolicyContext context{&cluster, &measure, &rng, &history};
   // make_policy knows every name and alias ("default") and rejects the others with one line.
   const auto policy = sched::make_policy(options.policy, context);
   sched::SchedulerOptions scheduler_options;
@@ -89,6 +102,7 @@ ScaleResult run_scale(const ScaleOptions& options) {
     }
   };
   const auto placing = Clock::now();
+  const double cpu_before = cpu_seconds();
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const auto t0 = Clock::now();
     const sched::Decision d = scheduler.schedule(requests[i]);
@@ -104,10 +118,13 @@ ScaleResult run_scale(const ScaleOptions& options) {
     }
   }
   r.placing_s = seconds_since(placing);
+  r.placing_cpu_s = cpu_seconds() - cpu_before;
 
   r.gpu_alloc_pct = 100.0 * static_cast<double>(cluster.gpu_milli_used()) /
                     static_cast<double>(std::max<std::int64_t>(1, cluster.gpu_milli_capacity()));
   r.placements_per_s = r.placing_s > 0 ? static_cast<double>(r.placed) / r.placing_s : 0;
+  r.placements_per_cpu_s =
+      r.placing_cpu_s > 0 ? static_cast<double>(r.placed) / r.placing_cpu_s : 0;
   const std::int64_t total_ns =
       std::accumulate(decision_ns.begin(), decision_ns.end(), std::int64_t{0});
   r.mean_decision_us =

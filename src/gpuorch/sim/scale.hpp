@@ -31,8 +31,12 @@ struct ScaleResult {
   double p50_decision_us = 0;
   double p99_decision_us = 0;
   double max_decision_us = 0;
-  double setup_s = 0;            // building the cluster, workload, policy and scheduler
-  double placing_s = 0;          // the M decisions
+  double setup_s = 0;    // building the cluster, workload, policy and scheduler
+  double placing_s = 0;  // the M decisions, wall clock
+  // CPU time of the process over the M decisions: on a loaded machine the wall clock also counts
+  // the time other processes held the core; this does not.
+  double placing_cpu_s = 0;
+  double placements_per_cpu_s = 0;
   double elapsed_s = 0;          // setup + placing
   std::string placement_digest;  // FNV-1a of every decision (node and GPUs), hex
 };
