@@ -34,12 +34,15 @@ nvidia-smi topo -m >"$OUT/nvidia-smi-topo.txt" 2>&1 || status=1
   python3 scripts/hw/compare_topo.py "$OUT/topo.txt" "$OUT/nvidia-smi-topo.txt"
 } >"$OUT/compare.txt" 2>&1 || status=1
 
-# 6. dmon while a matmul loop loads GPU 0: 3 idle samples, ~15 s of load, then idle again
-"$GPUORCH" dmon --interval 1 --count 24 >"$OUT/dmon.txt" 2>&1 &
+# 6. dmon while a matmul loop loads GPU 0: idle samples, ~15 s of load (after PyTorch's start-up),
+#    then idle again
+"$GPUORCH" dmon --interval 1 --count 36 >"$OUT/dmon.txt" 2>&1 &
 dmon_pid=$!
+dmon_start=$(date +%H:%M:%S)
 sleep 3
 python3 - >"$OUT/.load.log" 2>&1 <<'PY'
 import time, torch
+print(f"load: starting at {time.strftime('%H:%M:%S')}")
 a = torch.randn(8192, 8192, device="cuda:0", dtype=torch.float16)
 b = torch.randn(8192, 8192, device="cuda:0", dtype=torch.float16)
 end, n = time.time() + 15, 0
@@ -48,10 +51,10 @@ while time.time() < end:
         c = a @ b
     torch.cuda.synchronize()
     n += 20
-print(f"load: {n} fp16 8192^3 matmuls on cuda:0 in 15 s ({n * 2 * 8192**3 / 15 / 1e12:.0f} TFLOP/s)")
+print(f"load: ended at {time.strftime('%H:%M:%S')}: {n} fp16 8192^3 matmuls on cuda:0 in 15 s ({n * 2 * 8192**3 / 15 / 1e12:.0f} TFLOP/s)")
 PY
 wait "$dmon_pid" || status=1
-{ echo; echo "# load on GPU 0 from sample 4 to about sample 18"; cat "$OUT/.load.log"; } >>"$OUT/dmon.txt"
+{ echo; echo "# dmon started at $dmon_start; one row per GPU per second"; cat "$OUT/.load.log"; } >>"$OUT/dmon.txt"
 rm -f "$OUT/.load.log"
 
 # 7. exporter: one scrape kept, health, and 8 concurrent curl loops x 100 scrapes timed

@@ -79,9 +79,10 @@ class Recorder {
   fs::path out_;
 };
 
-}  // namespace
-
+// Fills `tmp` with the recording (defined below record_host, which owns the folder's lifecycle).
 void record_into(const fs::path& tmp, const Options& options, int samples);
+
+}  // namespace
 
 void record_host(const Options& options, const std::string& dir, int samples) {
   if (options.root != "/") base::fail_input("--record reads the live host; drop --sysfs-root");
@@ -105,6 +106,8 @@ void record_host(const Options& options, const std::string& dir, int samples) {
     base::fail_input(dir, 0, "cannot be created");
   }
 }
+
+namespace {
 
 void record_into(const fs::path& tmp, const Options& options, int samples) {
   Diagnostics quiet;
@@ -187,5 +190,7 @@ void record_into(const fs::path& tmp, const Options& options, int samples) {
     }
   }
 }
+
+}  // namespace
 
 }  // namespace gpuorch::discover
