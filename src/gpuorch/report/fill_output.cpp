@@ -53,6 +53,7 @@ nlohmann::json fill_json(const FillMeta& meta, const std::vector<sim::FillRun>& 
     j["arrived_gpu_milli"] = r.arrived_gpu_milli;
     j["used_gpu_milli"] = r.used_gpu_milli;
     j["gpu_milli_capacity"] = r.gpu_milli_capacity;
+    j["idle_gpu_milli_by_free"] = r.idle_gpu_milli_by_free;
     j["elapsed_s"] = r.elapsed_s;
     out["runs"].push_back(std::move(j));
   }
@@ -99,6 +100,20 @@ std::string fill_table(const FillMeta& meta, const std::vector<sim::FillRun>& ru
     }
     out += fmt::format("  {:<{}}{}\n", s.policy, width,
                        parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", ")));
+  }
+  out += "\nIdle GPUs at the end by free milli per GPU (mean over seeds, in GPUs)\n";
+  out += fmt::format("  {:<{}}", "policy", width);
+  for (int b = 0; b < 10; ++b)
+    out += fmt::format("{:>8}", fmt::format("{}-{}", b * 100 + (b == 0), b * 100 + 99));
+  out += fmt::format("{:>8}\n", "whole");
+  for (const auto& s : summaries) {
+    out += fmt::format("  {:<{}}", s.policy, width);
+    for (std::size_t b = 0; b < 11; ++b) {
+      double sum = 0;
+      for (const auto* r : s.runs) sum += static_cast<double>(r->idle_gpu_milli_by_free[b]);
+      out += fmt::format("{:>8.1f}", sum / 1000.0 / static_cast<double>(s.runs.size()));
+    }
+    out += "\n";
   }
   return out;
 }

@@ -84,6 +84,12 @@ FillRun run_fill(const FillInput& input, const std::string& policy_name, std::ui
   }
   run.arrived_pods = arrivals.size();
   run.used_gpu_milli = cluster.gpu_milli_used();
+  for (cluster::NodeIndex n = 0; n < cluster.node_count(); ++n) {
+    for (const std::int32_t left : cluster.gpu_milli_left(n)) {
+      if (left > 0)
+        run.idle_gpu_milli_by_free[static_cast<std::size_t>(std::min(left / 100, 10))] += left;
+    }
+  }
   run.curves = build_curves(samples, cluster.gpu_milli_capacity());
   run.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return run;
