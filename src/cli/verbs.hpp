@@ -17,4 +17,7 @@ void add_topo(CLI::App& app, Action& action);
 void add_dmon(CLI::App& app, Action& action);
 void add_exporter(CLI::App& app, Action& action);
 
+// `gpuorch bench <collective>`
+void add_bench(CLI::App& app, Action& action);
+
 }  // namespace gpuorch::cli

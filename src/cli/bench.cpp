@@ -1,0 +1,122 @@
+// gpuorch bench <collective>: an nccl-tests-compatible collective benchmark (flags, table, footer).
+#include "gpuorch/comm/bench.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/verbs.hpp"
+#include "gpuorch/base/error.hpp"
+#include "gpuorch/comm/gpu_backend.hpp"
+
+namespace gpuorch::cli {
+namespace {
+
+struct BenchFlags {
+  std::string collective;
+  std::string backend = "gpu";
+  std::string min_bytes = "32M", max_bytes = "32M", step_bytes = "1M";
+  double step_factor = 1.0;
+  int gpus = 1, iters = 20, warmup = 1, check = 1, root = 0, blocking = 0;
+  std::string type = "float", op = "sum";
+  bool json = false;
+};
+
+comm::Options to_options(const BenchFlags& f) {
+  comm::Options o;
+  const auto c = comm::parse_collective(f.collective);
+  if (!c) {
+    base::fail_input(fmt::format("unknown collective '{}' (one of {})", f.collective,
+                                 fmt::join(comm::collective_names(), ", ")));
+  }
+  o.collective = *c;
+  if (f.backend != "gpu") {
+    base::fail_input(fmt::format("--backend {}: only 'gpu' (NCCL) is available so far", f.backend));
+  }
+  o.backend = f.backend;
+  o.min_bytes = comm::parse_size(f.min_bytes, "-b");
+  o.max_bytes = comm::parse_size(f.max_bytes, "-e");
+  o.step_bytes = comm::parse_size(f.step_bytes, "-i");
+  o.step_factor = f.step_factor;
+  o.gpus = f.gpus;
+  o.iters = f.iters;
+  o.warmup = f.warmup;
+  o.check = f.check;
+  o.root = f.root;
+  o.blocking = f.blocking;
+  const auto t = comm::parse_type(f.type);
+  if (!t) {
+    base::fail_input(fmt::format(
+        "-d {}: unknown type (int8, uint8, int32, uint32, int64, uint64, float, double)", f.type));
+  }
+  o.type = *t;
+  const auto op = comm::parse_op(f.op);
+  if (!op) base::fail_input(fmt::format("-o {}: unknown op (sum, prod, max, min, avg)", f.op));
+  o.op = *op;
+  o.json = f.json;
+  comm::validate(o);
+  return o;
+}
+
+int run(const BenchFlags& f) {
+  const comm::Options o = to_options(f);
+  std::vector<comm::Row> rows;
+  comm::RunInfo info;
+  try {
+    rows = comm::run_gpu(
+        o,
+        [&](const comm::RunInfo& i) {
+          info = i;
+          if (!o.json) fmt::print("{}{}", comm::header(o, i), comm::table_header());
+          std::fflush(stdout);
+        },
+        [&](const comm::Row& r) {
+          if (!o.json) fmt::print("{}", comm::format_row(o, r));
+          std::fflush(stdout);
+        });
+  } catch (const comm::EnvironmentError& e) {
+    fmt::print(stderr, "gpuorch bench: {}\n", e.what());
+    return 1;
+  }
+  if (o.json) {
+    fmt::print("{}\n", comm::to_json(o, info, rows).dump(2));
+  } else {
+    fmt::print("{}", comm::footer(o, rows));
+  }
+  for (const auto& r : rows) {
+    if (r.out_of_place.wrong > 0 || (r.in_place && r.in_place->wrong > 0)) return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_bench(CLI::App& app, Action& action) {
+  auto flags = std::make_shared<BenchFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench",
+      "Measure a collective like nccl-tests (all_reduce, all_gather, reduce_scatter, "
+      "broadcast, reduce, alltoall, sendrecv)");
+  cmd->add_option("collective", flags->collective, "Collective to measure")->required();
+  cmd->add_option("--backend", flags->backend, "gpu (NCCL + CUDA driver, loaded at run time)");
+  cmd->add_option("-b,--minbytes", flags->min_bytes, "Smallest size (K/M/G suffixes)");
+  cmd->add_option("-e,--maxbytes", flags->max_bytes, "Largest size (K/M/G suffixes)");
+  cmd->add_option("-i,--stepbytes", flags->step_bytes, "Fixed size increment");
+  cmd->add_option("-f,--stepfactor", flags->step_factor, "Multiplicative size step");
+  cmd->add_option("-g,--ngpus", flags->gpus, "GPUs driven by this process");
+  cmd->add_option("-n,--iters", flags->iters, "Timed iterations");
+  cmd->add_option("-w,--warmup_iters", flags->warmup, "Untimed warm-up iterations");
+  cmd->add_option("-c,--check", flags->check, "Correctness iterations (0: off, #wrong N/A)");
+  cmd->add_option("-d,--datatype", flags->type, "Element type");
+  cmd->add_option("-o,--op", flags->op, "Reduction: sum, prod, max, min, avg");
+  cmd->add_option("-r,--root", flags->root, "Root rank for broadcast and reduce");
+  cmd->add_option("-z,--blocking", flags->blocking,
+                  "0: no wait; 1, 2: wait after every op; 3: at end");
+  cmd->add_flag("--json", flags->json, "One JSON document instead of the table");
+  cmd->callback([flags, &action] { action = [flags] { return run(*flags); }; });
+}
+
+}  // namespace gpuorch::cli

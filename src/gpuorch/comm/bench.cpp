@@ -1,0 +1,334 @@
+#include "gpuorch/comm/bench.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
+#include <limits>
+
+#include "gpuorch/base/error.hpp"
+
+namespace gpuorch::comm {
+namespace {
+
+struct CollectiveInfo {
+  Collective c;
+  std::string_view name;
+};
+constexpr std::array<CollectiveInfo, 7> kCollectives{{
+    {Collective::all_reduce, "all_reduce"},
+    {Collective::all_gather, "all_gather"},
+    {Collective::reduce_scatter, "reduce_scatter"},
+    {Collective::broadcast, "broadcast"},
+    {Collective::reduce, "reduce"},
+    {Collective::alltoall, "alltoall"},
+    {Collective::sendrecv, "sendrecv"},
+}};
+
+// ncclDataType_t values (nccl.h): int8 0, uint8 1, int32 2, uint32 3, int64 4, uint64 5, float16 6,
+// float32 7, float64 8, bfloat16 9. Half types are not offered: the host check needs conversions.
+constexpr std::array<DataType, 8> kTypes{{
+    {"int8", 0, 1, false},
+    {"uint8", 1, 1, false},
+    {"int32", 2, 4, false},
+    {"uint32", 3, 4, false},
+    {"int64", 4, 8, false},
+    {"uint64", 5, 8, false},
+    {"float", 7, 4, true},
+    {"double", 8, 8, true},
+}};
+// ncclRedOp_t: sum 0, prod 1, max 2, min 3, avg 4.
+constexpr std::array<RedOp, 5> kOps{{{"sum", 0}, {"prod", 1}, {"max", 2}, {"min", 3}, {"avg", 4}}};
+
+}  // namespace
+
+std::optional<Collective> parse_collective(std::string_view name) {
+  for (const auto& c : kCollectives) {
+    if (c.name == name) return c.c;
+  }
+  return std::nullopt;
+}
+
+std::string_view collective_name(Collective c) {
+  for (const auto& i : kCollectives) {
+    if (i.c == c) return i.name;
+  }
+  return "?";
+}
+
+const std::vector<std::string_view>& collective_names() {
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> v;
+    for (const auto& c : kCollectives) v.push_back(c.name);
+    return v;
+  }();
+  return names;
+}
+
+bool has_redop(Collective c) {
+  return c == Collective::all_reduce || c == Collective::reduce_scatter || c == Collective::reduce;
+}
+bool has_root(Collective c) { return c == Collective::broadcast || c == Collective::reduce; }
+bool size_is_whole_array(Collective c) {
+  return c == Collective::all_gather || c == Collective::reduce_scatter ||
+         c == Collective::alltoall;
+}
+bool has_in_place(Collective c) { return c != Collective::alltoall && c != Collective::sendrecv; }
+
+double busbw_factor(Collective c, int nranks) {
+  const double n = nranks;
+  switch (c) {
+    case Collective::all_reduce:
+      return 2.0 * (n - 1) / n;
+    case Collective::all_gather:
+    case Collective::reduce_scatter:
+    case Collective::alltoall:
+      return (n - 1) / n;
+    case Collective::broadcast:
+    case Collective::reduce:
+    case Collective::sendrecv:
+      return 1.0;
+  }
+  return 1.0;
+}
+
+std::size_t parse_size(std::string_view text, std::string_view flag) {
+  auto bad = [&] {
+    base::fail_input(fmt::format("{} {}: not a size (a number with an optional K, M or G)", flag,
+                                 text.empty() ? "''" : text));
+  };
+  if (text.empty()) bad();
+  std::size_t value = 0;
+  std::size_t i = 0;
+  for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
+    const auto digit = static_cast<std::size_t>(text[i] - '0');
+    if (value > (std::numeric_limits<std::size_t>::max() - digit) / 10) bad();
+    value = value * 10 + digit;
+  }
+  if (i == 0) bad();
+  unsigned shift = 0;
+  if (i < text.size()) {
+    switch (std::toupper(static_cast<unsigned char>(text[i]))) {
+      case 'K':
+        shift = 10;
+        break;
+      case 'M':
+        shift = 20;
+        break;
+      case 'G':
+        shift = 30;
+        break;
+      default:
+        bad();
+    }
+    ++i;
+    if (i < text.size() && (text[i] == 'B' || text[i] == 'b')) ++i;
+  }
+  if (i != text.size()) bad();
+  if (shift > 0 && value > (std::numeric_limits<std::size_t>::max() >> shift)) bad();
+  return value << shift;
+}
+
+std::optional<DataType> parse_type(std::string_view name) {
+  if (name == "float32") name = "float";
+  if (name == "float64") name = "double";
+  for (const auto& t : kTypes) {
+    if (t.name == name) return t;
+  }
+  return std::nullopt;
+}
+
+std::optional<RedOp> parse_op(std::string_view name) {
+  for (const auto& o : kOps) {
+    if (o.name == name) return o;
+  }
+  return std::nullopt;
+}
+
+void validate(const Options& o) {
+  if (o.min_bytes > o.max_bytes) {
+    base::fail_input(
+        fmt::format("-b {} is larger than -e {}: sizes out of order", o.min_bytes, o.max_bytes));
+  }
+  if (o.step_factor < 1.0 || !std::isfinite(o.step_factor)) {
+    base::fail_input("-f must be at least 1");
+  }
+  if (o.step_factor <= 1.0 && o.step_bytes == 0 && o.min_bytes != o.max_bytes) {
+    base::fail_input("-i 0 with -f 1 never reaches -e");
+  }
+  if (o.gpus < 1 || o.gpus > 1024) base::fail_input("-g must be between 1 and 1024");
+  if (o.iters < 1) base::fail_input("-n must be at least 1");
+  if (o.warmup < 0) base::fail_input("-w must be 0 or more");
+  if (o.check < 0) base::fail_input("-c must be 0 or more");
+  if (o.blocking < 0 || o.blocking > 3) base::fail_input("-z must be 0, 1, 2 or 3");
+  if (has_root(o.collective) && (o.root < 0 || o.root >= o.gpus)) {
+    base::fail_input(fmt::format("-r {} is not a rank (0..{})", o.root, o.gpus - 1));
+  }
+  if (o.op.name == "avg" && !o.type.floating) {
+    base::fail_input("-o avg needs a floating type (-d float or double) for an exact check");
+  }
+}
+
+std::vector<SizePoint> size_sweep(const Options& o, int nranks) {
+  std::vector<SizePoint> out;
+  const std::size_t per =
+      o.type.bytes *
+      (size_is_whole_array(o.collective) ? static_cast<std::size_t>(nranks) : std::size_t{1});
+  std::size_t size = o.min_bytes;
+  while (size <= o.max_bytes) {
+    const std::size_t count = size / per;
+    out.push_back({count * per, count});
+    std::size_t next = o.step_factor > 1.0
+                           ? static_cast<std::size_t>(static_cast<double>(size) * o.step_factor)
+                           : size + o.step_bytes;
+    if (next <= size) next = size + 1;  // -b 0 -f 2: 0, 1, 2, 4, ...
+    if (next < size) break;
+    size = next;
+    if (out.size() > 100000) break;
+  }
+  return out;
+}
+
+Timing make_timing(Collective c, int nranks, std::size_t bytes, double seconds, long long wrong) {
+  Timing t;
+  t.time_us = seconds * 1e6;
+  t.algbw = seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0.0;
+  t.busbw = t.algbw * busbw_factor(c, nranks);
+  t.wrong = wrong;
+  return t;
+}
+
+std::string header(const Options& o, const RunInfo& info) {
+  std::string s = fmt::format(
+      "# gpuorch bench {}: nThread 1 nGpus {} minBytes {} maxBytes {} step: {} warmup iters: {} "
+      "iters: {} agg iters: 1 validation: {} graph: 0\n#\n",
+      collective_name(o.collective), o.gpus, o.min_bytes, o.max_bytes,
+      o.step_factor > 1.0 ? fmt::format("{:g}(factor)", o.step_factor)
+                          : fmt::format("{}(bytes)", o.step_bytes),
+      o.warmup, o.iters, o.check);
+  if (!info.library.empty()) s += fmt::format("# {}\n", info.library);
+  s += "# Using devices\n";
+  for (std::size_t r = 0; r < info.devices.size(); ++r) {
+    s += fmt::format("#  Rank {:2} Group  0 {}\n", r, info.devices[r]);
+  }
+  s += "#\n";
+  return s;
+}
+
+std::string table_header() {
+  return fmt::format(
+      "#{:>63}{:>34}\n"
+      "#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  "
+      "{:>6}\n"
+      "#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  "
+      "{:>6}\n",
+      "out-of-place", "in-place", "size", "count", "type", "redop", "root", "time", "algbw",
+      "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", "(B)", "(elements)", "", "", "",
+      "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+}
+
+namespace {
+std::string format_timing(const Timing& t) {
+  const std::string time =
+      t.time_us < 1e4 ? fmt::format("{:7.2f}", t.time_us) : fmt::format("{:7.0f}", t.time_us);
+  const std::string wrong = t.wrong < 0 ? std::string("N/A") : fmt::format("{}", t.wrong);
+  return fmt::format("  {:>7}  {:6.2f}  {:6.2f}  {:>6}", time, t.algbw, t.busbw, wrong);
+}
+}  // namespace
+
+std::string format_row(const Options& o, const Row& r) {
+  std::string s = fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}", r.size.bytes, r.size.count,
+                              o.type.name, has_redop(o.collective) ? o.op.name : "none",
+                              has_root(o.collective) ? o.root : -1);
+  s += format_timing(r.out_of_place);
+  if (r.in_place) {
+    s += format_timing(*r.in_place);
+  } else {
+    s += fmt::format("  {:>7}  {:>6}  {:>6}  {:>6}", "N/A", "N/A", "N/A", "N/A");
+  }
+  s += '\n';
+  return s;
+}
+
+double average_busbw(const std::vector<Row>& rows) {
+  double sum = 0;
+  int n = 0;
+  for (const auto& r : rows) {
+    sum += r.out_of_place.busbw;
+    ++n;
+    if (r.in_place) {
+      sum += r.in_place->busbw;
+      ++n;
+    }
+  }
+  return n > 0 ? sum / n : 0.0;
+}
+
+std::string footer(const Options& o, const std::vector<Row>& rows) {
+  long long failed = 0;
+  for (const auto& r : rows) {
+    if (r.out_of_place.wrong > 0 || (r.in_place && r.in_place->wrong > 0)) ++failed;
+  }
+  return fmt::format(
+      "# Out of bounds values : {} {}\n# Avg bus bandwidth    : {:g} \n#\n"
+      "# Collective test concluded: {}\n",
+      failed, failed == 0 ? "OK" : "FAILED", average_busbw(rows), collective_name(o.collective));
+}
+
+nlohmann::ordered_json to_json(const Options& o, const RunInfo& info,
+                               const std::vector<Row>& rows) {
+  auto timing = [](const Timing& t) {
+    nlohmann::ordered_json j{
+        {"time_us", t.time_us}, {"algbw_gbps", t.algbw}, {"busbw_gbps", t.busbw}};
+    j["wrong"] = t.wrong < 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t.wrong);
+    return j;
+  };
+  nlohmann::ordered_json j;
+  j["collective"] = collective_name(o.collective);
+  j["backend"] = o.backend;
+  j["library"] = info.library;
+  j["ranks"] = info.nranks;
+  j["devices"] = info.devices;
+  j["type"] = o.type.name;
+  j["redop"] = has_redop(o.collective) ? o.op.name : "none";
+  j["root"] = has_root(o.collective) ? o.root : -1;
+  j["iters"] = o.iters;
+  j["warmup_iters"] = o.warmup;
+  j["check_iters"] = o.check;
+  j["busbw_factor"] = busbw_factor(o.collective, info.nranks);
+  auto& arr = j["results"] = nlohmann::ordered_json::array();
+  long long failed = 0;
+  for (const auto& r : rows) {
+    nlohmann::ordered_json e{{"size_bytes", r.size.bytes}, {"count", r.size.count}};
+    e["out_of_place"] = timing(r.out_of_place);
+    e["in_place"] = r.in_place ? timing(*r.in_place) : nlohmann::ordered_json(nullptr);
+    if (r.out_of_place.wrong > 0 || (r.in_place && r.in_place->wrong > 0)) ++failed;
+    arr.push_back(std::move(e));
+  }
+  j["out_of_bounds"] = failed;
+  j["avg_busbw_gbps"] = average_busbw(rows);
+  return j;
+}
+
+double input_value(const Options& o, int rank, std::size_t i) {
+  const auto r = static_cast<std::size_t>(rank);
+  if (o.op.name == "prod") return ((i + r) % 3 == 0) ? 2.0 : 1.0;
+  return static_cast<double>((i * 7 + r * 3 + 1) % 11);  // 0..10: int8 sums of 11 ranks fit
+}
+
+double reduced_value(const Options& o, int nranks, std::size_t i) {
+  double acc = input_value(o, 0, i);
+  for (int r = 1; r < nranks; ++r) {
+    const double v = input_value(o, r, i);
+    if (o.op.name == "sum" || o.op.name == "avg") acc += v;
+    if (o.op.name == "prod") acc *= v;
+    if (o.op.name == "max") acc = std::max(acc, v);
+    if (o.op.name == "min") acc = std::min(acc, v);
+  }
+  if (o.op.name == "avg") acc /= nranks;
+  return acc;
+}
+
+}  // namespace gpuorch::comm
