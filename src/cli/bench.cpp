@@ -23,6 +23,7 @@ struct BenchFlags {
   int gpus = 1, iters = 20, warmup = 1, check = 1, root = 0, blocking = 0;
   std::string type = "float", op = "sum";
   bool json = false;
+  std::string nccl_library = "libnccl.so.2";
 };
 
 comm::Options to_options(const BenchFlags& f) {
@@ -57,6 +58,7 @@ comm::Options to_options(const BenchFlags& f) {
   if (!op) base::fail_input(fmt::format("-o {}: unknown op (sum, prod, max, min, avg)", f.op));
   o.op = *op;
   o.json = f.json;
+  o.nccl_library = f.nccl_library;
   comm::validate(o);
   return o;
 }
@@ -115,6 +117,7 @@ void add_bench(CLI::App& app, Action& action) {
   cmd->add_option("-r,--root", flags->root, "Root rank for broadcast and reduce");
   cmd->add_option("-z,--blocking", flags->blocking,
                   "0: no wait; 1, 2: wait after every op; 3: at end");
+  cmd->add_option("--nccl-library", flags->nccl_library, "NCCL library to dlopen (name or path)");
   cmd->add_flag("--json", flags->json, "One JSON document instead of the table");
   cmd->callback([flags, &action] { action = [flags] { return run(*flags); }; });
 }

@@ -68,6 +68,7 @@ struct Options {
   DataType type{"float", 7, 4, true};
   RedOp op{"sum", 0};
   bool json = false;
+  std::string nccl_library = "libnccl.so.2";  // dlopen name or path
 };
 
 // Checks ranges and ordering; throws base::InputError with one line.

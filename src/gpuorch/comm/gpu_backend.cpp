@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <string>
 
 namespace gpuorch::comm {
 namespace {
@@ -91,7 +92,7 @@ struct Cuda {
 };
 
 struct Nccl {
-  Library lib{"libnccl.so.2"};
+  Library lib;
   NcclResult (*get_version)(int*) = nullptr;
   const char* (*error_string)(NcclResult) = nullptr;
   NcclResult (*comm_init_all)(NcclComm*, int, const int*) = nullptr;
@@ -108,11 +109,11 @@ struct Nccl {
   NcclResult (*send)(const void*, std::size_t, int, int, NcclComm, CuStream) = nullptr;
   NcclResult (*recv)(void*, std::size_t, int, int, NcclComm, CuStream) = nullptr;
 
-  Nccl() {
+  explicit Nccl(const std::string& name) : lib(name.c_str()) {
     if (!lib.handle) {
-      throw EnvironmentError(
-          "no NCCL (libnccl.so.2 not found): install NCCL or add its lib folder "
-          "to LD_LIBRARY_PATH");
+      throw EnvironmentError(fmt::format(
+          "no NCCL ({} not found): install NCCL or pass --nccl-library /path/to/libnccl.so.2",
+          name));
     }
     const char* n = "libnccl.so.2";
     bind(lib, n, get_version, "ncclGetVersion");
@@ -456,7 +457,7 @@ class Runner {
 std::vector<Row> run_gpu(const Options& o, const std::function<void(const RunInfo&)>& on_start,
                          const std::function<void(const Row&)>& on_row) {
   const Cuda cuda;
-  const Nccl nccl;
+  const Nccl nccl(o.nccl_library);
   cuda.check(cuda.init(0), "init");
   int present = 0;
   cuda.check(cuda.device_count(&present), "device count");
