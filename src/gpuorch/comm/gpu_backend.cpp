@@ -26,7 +26,13 @@ constexpr int kCuDevAttrPciBus = 33, kCuDevAttrPciDevice = 34, kCuDevAttrPciDoma
 
 struct Library {
   void* handle = nullptr;
-  explicit Library(const char* name) : handle(dlopen(name, RTLD_NOW | RTLD_LOCAL)) {}
+  std::string error;  // dlerror() when dlopen failed: why the library did not load
+  explicit Library(const char* name) : handle(dlopen(name, RTLD_NOW | RTLD_LOCAL)) {
+    if (handle == nullptr) {
+      const char* e = dlerror();
+      error = e != nullptr ? e : "unknown error";
+    }
+  }
   ~Library() {
     if (handle) dlclose(handle);
   }
@@ -62,8 +68,8 @@ struct Cuda {
 
   Cuda() {
     if (!lib.handle) {
-      throw EnvironmentError(
-          "no CUDA driver (libcuda.so.1 not found): gpuorch bench needs an NVIDIA GPU host");
+      throw EnvironmentError(fmt::format(
+          "no CUDA driver (libcuda.so.1: {}): gpuorch bench needs an NVIDIA GPU host", lib.error));
     }
     const char* n = "libcuda.so.1";
     bind(lib, n, init, "cuInit");
@@ -111,9 +117,9 @@ struct Nccl {
 
   explicit Nccl(const std::string& name) : lib(name.c_str()) {
     if (!lib.handle) {
-      throw EnvironmentError(fmt::format(
-          "no NCCL ({} not found): install NCCL or pass --nccl-library /path/to/libnccl.so.2",
-          name));
+      throw EnvironmentError(
+          fmt::format("no NCCL ({}: {}): install NCCL or pass --nccl-library /path/to/libnccl.so.2",
+                      name, lib.error));
     }
     const char* n = "libnccl.so.2";
     bind(lib, n, get_version, "ncclGetVersion");
