@@ -185,11 +185,7 @@ int run_scenario(const std::string& policy_name, std::uint64_t seed, const Confi
   return placed_count;
 }
 
-std::string param_name(const ::testing::TestParamInfo<std::string>& param) {
-  std::string name = param.param;
-  std::replace(name.begin(), name.end(), '-', '_');
-  return name;
-}
+using test::param_name;
 
 class IncrementalEquivalence : public ::testing::TestWithParam<std::string> {};
 

@@ -7,15 +7,12 @@
 #include <algorithm>
 
 #include "support/policy_bench.hpp"
+#include "support/test_support.hpp"
 
 namespace gpuorch::sched {
 namespace {
 
-std::string param_name(const ::testing::TestParamInfo<std::string>& param) {
-  std::string name = param.param;
-  std::replace(name.begin(), name.end(), '-', '_');
-  return name;
-}
+using test::param_name;
 
 using test::gpu_node;
 using test::PolicyBench;

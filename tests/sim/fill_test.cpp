@@ -14,11 +14,7 @@
 namespace gpuorch::sim {
 namespace {
 
-std::string param_name(const ::testing::TestParamInfo<std::string>& param) {
-  std::string name = param.param;
-  std::replace(name.begin(), name.end(), '-', '_');
-  return name;
-}
+using test::param_name;
 
 using test::gpu_node;
 using test::pod;

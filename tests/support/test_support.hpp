@@ -28,6 +28,15 @@ inline constexpr bool kSanitized = true;
 inline constexpr bool kSanitized = false;
 #endif
 
+// A gtest parameter name from a policy name ("gpu-packing" -> "gpu_packing").
+inline std::string param_name(const ::testing::TestParamInfo<std::string>& param) {
+  std::string name = param.param;
+  for (char& c : name) {
+    if (c == '-' || c == ':' || c == '=' || c == '.') c = '_';
+  }
+  return name;
+}
+
 inline constexpr std::int64_t kMemory = 1 << 20;  // MiB; more than any test pod asks for
 
 inline cluster::NodeSpec gpu_node(std::string name, std::int64_t cpu_milli, int gpus,
