@@ -3,8 +3,10 @@
 # Here the third-party libraries become static where Debian 12 ships an archive (hwloc, yaml-cpp)
 # or can be used header-only (fmt); the rest has no archive in Debian (cpp-httplib and what it
 # needs, libudev) and is bundled next to the binary by scripts/build-portable, found through
-# RPATH $ORIGIN/../lib. libstdc++ stays shared and bundled: cpp-httplib's .so needs it anyway, and
-# one copy in the process is safer than a static one plus a shared one. docs/topology.md has more.
+# RPATH $ORIGIN/../lib. glibc is the host's (the host's NCCL needs it). libstdc++ stays shared:
+# cpp-httplib's .so needs it anyway, one copy in the process is safer than a static one plus a
+# shared one, and the host's NCCL needs the host's when that is newer; Debian's travels as a
+# fallback for hosts with an older one. docs/topology.md, "Portable build", has more.
 if(GPUORCH_PORTABLE)
   find_library(GPUORCH_HWLOC_ARCHIVE libhwloc.a REQUIRED)
   find_library(GPUORCH_YAML_ARCHIVE libyaml-cpp.a REQUIRED)
