@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   gpuorch::cli::add_dmon(app, action);
   gpuorch::cli::add_exporter(app, action);
   gpuorch::cli::add_bench(app, action);
+  gpuorch::cli::add_launch(app, action);
 
   try {
     app.parse(argc, argv);

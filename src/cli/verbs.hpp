@@ -20,4 +20,7 @@ void add_exporter(CLI::App& app, Action& action);
 // `gpuorch bench <collective>`
 void add_bench(CLI::App& app, Action& action);
 
+// `gpuorch launch [options] -- PROGRAM ARGS`
+void add_launch(CLI::App& app, Action& action);
+
 }  // namespace gpuorch::cli

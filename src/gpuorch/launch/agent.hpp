@@ -1,0 +1,73 @@
+#pragma once
+// The elastic agent of one node (TorchElastic's semantics, ../shared/reference B3): rendezvous,
+// start the local workers, watch them every monitor interval; a failed worker stops the whole
+// local group (SIGTERM, then SIGKILL after the grace period) and restarts it while restarts are
+// left; a membership change restarts it without using one; SIGINT/SIGTERM are forwarded to every
+// worker's process group, then escalated. Workers never outlive the agent (own process groups,
+// PR_SET_PDEATHSIG, the agent is their descendants' subreaper).
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpuorch/launch/error_file.hpp"
+#include "gpuorch/launch/plan.hpp"
+#include "gpuorch/launch/rendezvous.hpp"
+#include "gpuorch/launch/worker_env.hpp"
+
+namespace gpuorch::launch {
+
+struct AgentConfig {
+  Plan plan;
+  std::string program;            // resolved path
+  std::vector<std::string> argv;  // argv[0] first
+  EnvMap base_env;                // the agent's environment
+  EnvMap user_env;                // --env-file
+  int max_restarts = 0;
+  std::chrono::milliseconds monitor_interval{100};
+  std::chrono::milliseconds stop_grace{std::chrono::seconds(10)};
+  std::string run_id = "none";
+  std::string role = "default";
+  std::string log_dir;  // empty: error files go to a private temporary folder
+  bool tee = true;      // worker output on the console, rank-prefixed
+};
+
+struct RankExit {
+  int rank = 0;
+  int local_rank = 0;
+  int exit_code = 0;  // torch's convention: -N when killed by signal N
+};
+
+struct FailureReport {
+  int rank = 0;
+  int local_rank = 0;
+  int exit_code = 0;
+  int attempt = 0;
+  std::string error_file;
+  std::optional<WorkerError> error;
+};
+
+struct AgentResult {
+  int exit_code = 0;           // the agent's: 0 ok, 1 workers failed, 128+N stopped by signal N
+  int restarts = 0;            // failures that used a restart
+  int membership_changes = 0;  // restarts for a new round (not counted)
+  int attempts = 0;
+  Round round;  // the last round
+  int world_size = 0;
+  std::vector<RankExit> exits;  // of the last attempt, local-rank order
+  std::optional<FailureReport> first_failure;
+  int signal = 0;
+  double wall_seconds = 0;
+  std::vector<std::string> warnings;  // binding steps the kernel refused, each once
+};
+
+using Log = std::function<void(const std::string&)>;
+
+AgentResult run_agent(const AgentConfig& config, Rendezvous& rendezvous, const Log& log);
+
+// The closing summary (stderr) and its JSON form.
+std::string render_summary(const AgentConfig& config, const AgentResult& result);
+std::string summary_json(const AgentConfig& config, const AgentResult& result);
+
+}  // namespace gpuorch::launch

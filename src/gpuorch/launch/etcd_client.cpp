@@ -1,0 +1,234 @@
+#include "gpuorch/launch/etcd_client.hpp"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+
+namespace gpuorch::launch {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+// The gateway writes int64 fields as JSON strings and leaves out zero values.
+std::int64_t int64_field(const Json& j, const char* key) {
+  if (!j.contains(key)) return 0;
+  const auto& v = j.at(key);
+  if (v.is_string()) return std::stoll(v.get<std::string>());
+  if (v.is_number_integer()) return v.get<std::int64_t>();
+  return 0;
+}
+
+KeyValue kv_of(const Json& j) {
+  KeyValue kv;
+  kv.key = base64_decode(j.value("key", std::string()));
+  kv.value = base64_decode(j.value("value", std::string()));
+  kv.mod_revision = int64_field(j, "mod_revision");
+  kv.version = int64_field(j, "version");
+  kv.lease = int64_field(j, "lease");
+  return kv;
+}
+
+// The smallest key greater than every key with this prefix (etcd's range_end convention).
+std::string prefix_end(std::string prefix) {
+  while (!prefix.empty()) {
+    auto& c = prefix.back();
+    if (static_cast<unsigned char>(c) < 0xff) {
+      c = static_cast<char>(static_cast<unsigned char>(c) + 1);
+      return prefix;
+    }
+    prefix.pop_back();
+  }
+  return std::string(1, '\0');
+}
+
+}  // namespace
+
+std::string base64_encode(const std::string& in) {
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  std::size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    const unsigned v = (static_cast<unsigned char>(in[i]) << 16) |
+                       (static_cast<unsigned char>(in[i + 1]) << 8) |
+                       static_cast<unsigned char>(in[i + 2]);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += kAlphabet[v & 63];
+  }
+  if (i < in.size()) {
+    unsigned v = static_cast<unsigned char>(in[i]) << 16;
+    if (i + 1 < in.size()) v |= static_cast<unsigned char>(in[i + 1]) << 8;
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += i + 1 < in.size() ? kAlphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+std::string base64_decode(const std::string& in) {
+  std::string out;
+  unsigned buffer = 0;
+  int bits = 0;
+  for (const char c : in) {
+    int v = -1;
+    if (c >= 'A' && c <= 'Z') v = c - 'A';
+    if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
+    if (c >= '0' && c <= '9') v = c - '0' + 52;
+    if (c == '+' || c == '-') v = 62;
+    if (c == '/' || c == '_') v = 63;
+    if (v < 0) continue;  // '=' padding and whitespace
+    buffer = (buffer << 6) | static_cast<unsigned>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((buffer >> bits) & 0xff));
+    }
+  }
+  return out;
+}
+
+EtcdClient::EtcdClient(const std::string& endpoint, std::chrono::milliseconds request_timeout)
+    : timeout_(request_timeout) {
+  std::string rest = endpoint;
+  if (rest.rfind("http://", 0) == 0) rest = rest.substr(7);
+  if (rest.rfind("https://", 0) == 0) {
+    throw EtcdError(endpoint + ": https endpoints are not supported; use http://");
+  }
+  if (!rest.empty() && rest.back() == '/') rest.pop_back();
+  const auto colon = rest.rfind(':');
+  host_ = colon == std::string::npos ? rest : rest.substr(0, colon);
+  if (colon != std::string::npos) {
+    try {
+      std::size_t used = 0;
+      port_ = std::stoi(rest.substr(colon + 1), &used);
+      if (used != rest.size() - colon - 1 || port_ <= 0 || port_ > 65535) throw std::exception();
+    } catch (const std::exception&) {
+      throw EtcdError(endpoint + ": not host:port");
+    }
+  }
+  if (host_.empty()) throw EtcdError(endpoint + ": no host");
+  http_ = std::make_unique<httplib::Client>(host_, port_);
+  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(timeout_);
+  const auto usecs = std::chrono::duration_cast<std::chrono::microseconds>(timeout_ - secs);
+  http_->set_connection_timeout(secs.count(), usecs.count());
+  http_->set_read_timeout(secs.count(), usecs.count());
+  http_->set_write_timeout(secs.count(), usecs.count());
+  http_->set_keep_alive(true);
+}
+
+EtcdClient::~EtcdClient() = default;
+
+std::string EtcdClient::post(const std::string& path, const std::string& body) {
+  auto res = http_->Post(path, body, "application/json");
+  if (!res) {
+    throw EtcdError(
+        fmt::format("etcd at {}:{}: {}", host_, port_, httplib::to_string(res.error())));
+  }
+  if (res->status != 200) {
+    throw EtcdError(fmt::format("etcd at {}:{}{}: HTTP {}: {}", host_, port_, path, res->status,
+                                res->body.substr(0, 200)));
+  }
+  return res->body;
+}
+
+std::optional<KeyValue> EtcdClient::get(const std::string& key) {
+  const auto j = Json::parse(post("/v3/kv/range", Json{{"key", base64_encode(key)}}.dump()));
+  if (!j.contains("kvs") || j.at("kvs").empty()) return std::nullopt;
+  return kv_of(j.at("kvs").at(0));
+}
+
+std::vector<KeyValue> EtcdClient::get_prefix(const std::string& prefix, std::int64_t* revision) {
+  const Json req{{"key", base64_encode(prefix)}, {"range_end", base64_encode(prefix_end(prefix))}};
+  const auto j = Json::parse(post("/v3/kv/range", req.dump()));
+  if (revision) *revision = int64_field(j.value("header", Json::object()), "revision");
+  std::vector<KeyValue> out;
+  for (const auto& kv : j.value("kvs", Json::array())) out.push_back(kv_of(kv));
+  return out;
+}
+
+void EtcdClient::put(const std::string& key, const std::string& value, std::int64_t lease) {
+  Json req{{"key", base64_encode(key)}, {"value", base64_encode(value)}};
+  if (lease) req["lease"] = std::to_string(lease);
+  post("/v3/kv/put", req.dump());
+}
+
+bool EtcdClient::put_if(const std::string& key, const std::string& value,
+                        std::int64_t expected_mod_revision, std::int64_t lease) {
+  Json compare{{"key", base64_encode(key)}, {"result", "EQUAL"}};
+  if (expected_mod_revision == 0) {
+    compare["target"] = "VERSION";
+    compare["version"] = "0";
+  } else {
+    compare["target"] = "MOD";
+    compare["mod_revision"] = std::to_string(expected_mod_revision);
+  }
+  Json put{{"key", base64_encode(key)}, {"value", base64_encode(value)}};
+  if (lease) put["lease"] = std::to_string(lease);
+  const Json req{{"compare", Json::array({compare})},
+                 {"success", Json::array({Json{{"request_put", put}}})}};
+  const auto j = Json::parse(post("/v3/kv/txn", req.dump()));
+  return j.value("succeeded", false);
+}
+
+std::int64_t EtcdClient::grant_lease(std::int64_t ttl_seconds) {
+  const auto j = Json::parse(post("/v3/lease/grant", Json{{"TTL", ttl_seconds}}.dump()));
+  const auto id = int64_field(j, "ID");
+  if (id == 0) throw EtcdError("etcd granted no lease: " + j.dump());
+  return id;
+}
+
+bool EtcdClient::keep_alive(std::int64_t lease) {
+  const auto j =
+      Json::parse(post("/v3/lease/keepalive", Json{{"ID", std::to_string(lease)}}.dump()));
+  return int64_field(j.value("result", Json::object()), "TTL") > 0;
+}
+
+void EtcdClient::revoke_lease(std::int64_t lease) {
+  post("/v3/lease/revoke", Json{{"ID", std::to_string(lease)}}.dump());
+}
+
+bool EtcdClient::wait_for_change(const std::string& key, std::int64_t after_revision,
+                                 std::chrono::milliseconds wait) {
+  // A watch is a streamed response: one JSON object per event batch. A separate connection keeps
+  // the shared one free, and its read timeout bounds the wait.
+  httplib::Client watcher(host_, port_);
+  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(timeout_);
+  watcher.set_connection_timeout(secs.count(), 0);
+  const auto w = std::chrono::duration_cast<std::chrono::microseconds>(wait);
+  watcher.set_read_timeout(w.count() / 1000000, w.count() % 1000000);
+  const Json req{
+      {"create_request",
+       {{"key", base64_encode(key)}, {"start_revision", std::to_string(after_revision + 1)}}}};
+  httplib::Request r;
+  r.method = "POST";
+  r.path = "/v3/watch";
+  r.body = req.dump();
+  r.set_header("Content-Type", "application/json");
+  bool changed = false;
+  std::string buffer;
+  r.content_receiver = [&](const char* data, std::size_t n, std::uint64_t, std::uint64_t) {
+    buffer.append(data, n);
+    for (auto nl = buffer.find('\n'); nl != std::string::npos; nl = buffer.find('\n')) {
+      const auto line = buffer.substr(0, nl);
+      buffer.erase(0, nl + 1);
+      const auto j = Json::parse(line, nullptr, false);
+      if (j.is_discarded()) continue;
+      const auto& result = j.contains("result") ? j.at("result") : j;
+      if (result.contains("events") && !result.at("events").empty()) changed = true;
+    }
+    if (!changed && buffer.find("\"events\"") != std::string::npos) {
+      const auto j = Json::parse(buffer, nullptr, false);
+      if (!j.is_discarded()) changed = true;
+    }
+    return !changed;  // stop reading once something changed
+  };
+  watcher.send(r);  // ends by timeout (no change) or cancellation (change)
+  return changed;
+}
+
+}  // namespace gpuorch::launch

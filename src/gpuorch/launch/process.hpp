@@ -1,0 +1,40 @@
+#pragma once
+// Starting one worker: fork, then in the child (before exec) its own process group, death with
+// the agent (PR_SET_PDEATHSIG), the CPU affinity (sched_setaffinity) and the memory policy
+// (set_mempolicy MPOL_BIND; a raw syscall, so no libnuma) of its binding, its output pipes.
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "gpuorch/topology/cpuset.hpp"
+
+namespace gpuorch::launch {
+
+struct SpawnSpec {
+  std::string path;               // resolved executable
+  std::vector<std::string> argv;  // argv[0] first
+  std::vector<std::string> env;   // "KEY=VALUE"
+  topology::IdSet cpus;           // empty: inherit
+  int memory_node = -1;           // -1: inherit
+  int stdout_fd = -1;             // write ends, dup2'ed onto 1 and 2
+  int stderr_fd = -1;
+};
+
+struct Spawned {
+  pid_t pid = -1;  // also the worker's process group id
+  // Binding steps that failed in the child (the worker still runs): "set_mempolicy: ...".
+  std::vector<std::string> warnings;
+};
+
+// Throws base::InputError when the program cannot be executed (the child reports exec's errno).
+Spawned spawn_worker(const SpawnSpec& spec);
+
+// PATH lookup as execvp would do it, done before forking; throws base::InputError
+// ("PROGRAM: program not found") when nothing executable matches.
+std::string resolve_program(const std::string& program);
+
+// Makes this process the reaper of orphaned descendants, so a worker's children never escape.
+void become_subreaper();
+
+}  // namespace gpuorch::launch

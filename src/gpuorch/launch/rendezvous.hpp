@@ -1,0 +1,62 @@
+#pragma once
+// How the agents of a job agree on a round: which nodes take part, each node's group rank, and
+// where the workers' c10d store lives (MASTER_ADDR:MASTER_PORT). Static (ranks known: Slurm,
+// Kubernetes indexed Jobs, a fixed list) or etcd (elastic, min..max nodes). docs/launch.md.
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace gpuorch::launch {
+
+// next_round gave up because the agent is stopping (a signal arrived).
+class RendezvousCancelled : public std::runtime_error {
+ public:
+  RendezvousCancelled() : std::runtime_error("rendezvous cancelled") {}
+};
+
+struct RendezvousConfig {
+  std::string backend = "static";  // static | etcd
+  std::string endpoint;            // etcd: host:port
+  std::string run_id = "none";
+  int min_nodes = 1;
+  int max_nodes = 1;
+  int node_rank = 0;  // static only
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;  // static; 0 = pick a free one (standalone)
+  std::string local_addr;   // this node's address for MASTER_ADDR (etcd); default: towards etcd
+  std::chrono::milliseconds join_timeout{std::chrono::seconds(600)};
+  std::chrono::milliseconds last_call_timeout{std::chrono::seconds(30)};
+  std::chrono::milliseconds connect_timeout{std::chrono::seconds(30)};
+  int lease_ttl_s = 10;
+};
+
+struct Round {
+  int round = 0;
+  int group_rank = 0;
+  int group_world_size = 1;
+  std::string master_addr;
+  int master_port = 0;
+  std::vector<std::string> members;  // node ids in group-rank order
+};
+
+class Rendezvous {
+ public:
+  virtual ~Rendezvous() = default;
+  // Blocks until a round that includes this node closes. `cancelled` is polled while waiting.
+  // Throws base::InputError for a bad configuration and std::runtime_error on timeout.
+  virtual Round next_round(const std::function<bool()>& cancelled) = 0;
+  // A node joined or left since the current round closed: restart the group (not a failure).
+  virtual bool membership_changed() = 0;
+  // This node is done with the job (`succeeded`: its workers all exited 0).
+  virtual void finish(bool succeeded) = 0;
+  [[nodiscard]] virtual std::string describe() const = 0;
+};
+
+std::unique_ptr<Rendezvous> make_rendezvous(const RendezvousConfig& config);
+std::unique_ptr<Rendezvous> make_static_rendezvous(const RendezvousConfig& config);
+std::unique_ptr<Rendezvous> make_etcd_rendezvous(const RendezvousConfig& config);
+
+}  // namespace gpuorch::launch

@@ -1,0 +1,164 @@
+// The binding plan for the recorded fixture hosts, checked against expected tables.
+#include "gpuorch/launch/plan.hpp"
+
+#include <gtest/gtest.h>
+
+#include "../launch/launch_support.hpp"
+#include "../support/test_support.hpp"
+#include "../topology/fixture_hosts.hpp"
+#include "gpuorch/base/error.hpp"
+#include "gpuorch/launch/plan_render.hpp"
+#include "gpuorch/launch/recorded_host.hpp"
+#include "gpuorch/topology/json.hpp"
+
+namespace gpuorch::launch {
+namespace {
+
+using launch_test::golden;
+using launch_test::topo_json;
+
+Plan plan_for(const std::string& host, int nproc, BindMode bind) {
+  PlanRequest r;
+  r.nproc = nproc;
+  r.bind = bind;
+  return make_plan(load_recorded_host(topo_json(host)), r);
+}
+
+struct Case {
+  std::string host;
+  int nproc;
+  BindMode bind;
+  std::string golden;
+};
+
+class PlanGolden : public ::testing::TestWithParam<Case> {};
+
+TEST_P(PlanGolden, TableMatchesExpected) {
+  const auto& c = GetParam();
+  const auto table = render_plan_table(plan_for(c.host, c.nproc, c.bind));
+  EXPECT_EQ(table, golden(c.golden, table));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, PlanGolden,
+    ::testing::Values(Case{"dgx-h100", 8, BindMode::kCores, "dgx-h100.cores.txt"},
+                      Case{"dgx-h100", 4, BindMode::kNuma, "dgx-h100.numa4.txt"},
+                      Case{"dgx-h100", 8, BindMode::kNone, "dgx-h100.none.txt"},
+                      Case{"mi250", 4, BindMode::kCores, "mi250.cores.txt"},
+                      Case{"t4x2", 2, BindMode::kCores, "t4x2.cores.txt"},
+                      Case{"h200-vm", 2, BindMode::kCores, "h200-vm.cores.txt"}),
+    [](const ::testing::TestParamInfo<Case>& p) {
+      std::string n = p.param.golden.substr(0, p.param.golden.size() - 4);
+      for (char& ch : n) {
+        if (ch == '-' || ch == '.') ch = '_';
+      }
+      return n;
+    });
+
+TEST(Plan, JsonMatchesExpected) {
+  const auto text = topology::to_json_text(plan_json(plan_for("dgx-h100", 8, BindMode::kCores)));
+  EXPECT_EQ(text + "\n", golden("dgx-h100.cores.json", text + "\n"));
+}
+
+// A recorded tree (discovery) and its `topo --json` give the same plan.
+TEST(Plan, RecordedTreeAndTopoJsonAgree) {
+  for (const std::string host : {"dgx-h100", "mi250", "t4x2"}) {
+    const auto d = testing::discover_fixture(testing::topo_fixture(host));
+    PlanRequest r;
+    r.nproc = static_cast<int>(d.host.gpus.size());
+    EXPECT_EQ(render_plan_table(make_plan(d.host, r)),
+              render_plan_table(plan_for(host, r.nproc, BindMode::kCores)))
+        << host;
+  }
+}
+
+TEST(Plan, SharesAreDisjointAndCoverTheNode) {
+  const auto plan = plan_for("dgx-h100", 8, BindMode::kCores);
+  topology::IdSet all;
+  for (const auto& r : plan.ranks) {
+    EXPECT_EQ(r.cores, 14);
+    EXPECT_EQ(r.omp_threads, 14);
+    EXPECT_EQ(r.cpus.size(), 28u);  // 14 cores with their SMT siblings
+    all.insert(all.end(), r.cpus.begin(), r.cpus.end());
+  }
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end());
+  EXPECT_EQ(all.size(), 224u);
+}
+
+TEST(Plan, FewerRanksTakeBiggerShares) {
+  // Ranks 0-3 are GPUs 0-3, all on NUMA node 0: 56 cores split in four.
+  const auto plan = plan_for("dgx-h100", 2, BindMode::kCores);
+  ASSERT_EQ(plan.ranks.size(), 2u);
+  EXPECT_EQ(plan.ranks[0].cores, 28);
+  EXPECT_EQ(topology::format_id_list(plan.ranks[0].cpus), "0-27,112-139");
+  EXPECT_EQ(topology::format_id_list(plan.ranks[1].cpus), "28-55,140-167");
+}
+
+TEST(Plan, MoreRanksThanGpusNeedsBindNone) {
+  const auto msg = test::input_error([] { plan_for("t4x2", 3, BindMode::kCores); });
+  EXPECT_NE(msg.find("more ranks than GPUs (2)"), std::string::npos) << msg;
+  const auto plan = plan_for("t4x2", 3, BindMode::kNone);
+  EXPECT_EQ(plan.ranks[0].gpu, -1);
+  EXPECT_FALSE(plan.notes.empty());
+}
+
+TEST(Plan, NicIsExactMatchAndUserMayOverride) {
+  const auto plan = plan_for("dgx-h100", 8, BindMode::kCores);
+  bool found = false;
+  for (const auto& [k, v] : plan.rank_env(1)) {
+    if (k == "NCCL_IB_HCA") {
+      EXPECT_EQ(v, "=mlx5_1");
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(Plan, VirtualLocalRankSeesOneDevice) {
+  PlanRequest r;
+  r.nproc = 4;
+  r.own_gpu_only = true;
+  const auto plan = make_plan(load_recorded_host(topo_json("mi250")), r);
+  std::map<std::string, std::string> env;
+  for (const auto& [k, v] : plan.rank_env(2)) env[k] = v;
+  EXPECT_EQ(env["ROCR_VISIBLE_DEVICES"], "2");
+  EXPECT_EQ(env["HIP_VISIBLE_DEVICES"], "0");
+  EXPECT_EQ(plan.ranks[2].device_index, 0);
+}
+
+TEST(Plan, CpuOnlyHostUsesGlooAndSplitsNodes) {
+  auto host = load_recorded_host(topo_json("t4x2"));
+  host.gpus.clear();
+  host.links.clear();
+  PlanRequest r;
+  r.nproc = 4;
+  const auto plan = make_plan(host, r);
+  EXPECT_EQ(plan.backend, Backend::kGloo);
+  EXPECT_EQ(plan.ranks[0].numa_node, 0);
+  EXPECT_EQ(plan.ranks[1].numa_node, 0);
+  EXPECT_EQ(plan.ranks[2].numa_node, 1);
+  EXPECT_EQ(plan.ranks[3].numa_node, 1);
+  EXPECT_EQ(plan.ranks[0].cores, 8);
+}
+
+TEST(Plan, PhysicalCoresFollowSiblingNumbering) {
+  topology::Host h;
+  h.logical_cpus = 8;
+  h.cores = 4;
+  const auto cores = physical_cores(h, {0, 1, 4, 5});
+  ASSERT_EQ(cores.size(), 2u);
+  EXPECT_EQ(cores[0], (topology::IdSet{0, 4}));
+  EXPECT_EQ(cores[1], (topology::IdSet{1, 5}));
+  h.cores = 0;  // unknown: every CPU its own core
+  EXPECT_EQ(physical_cores(h, {0, 1, 4, 5}).size(), 4u);
+}
+
+TEST(RecordedHost, BadFileIsOneLine) {
+  const auto msg = test::input_error([] { load_recorded_host("/nonexistent/topo.json"); });
+  EXPECT_NE(msg.find("/nonexistent/topo.json"), std::string::npos);
+  EXPECT_EQ(msg.find('\n'), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpuorch::launch

@@ -1,0 +1,187 @@
+// The torchrun environment contract, env files, Slurm/Kubernetes node identity, error files.
+#include "gpuorch/launch/worker_env.hpp"
+
+#include <gtest/gtest.h>
+
+#include "../launch/launch_support.hpp"
+#include "../support/test_support.hpp"
+#include "gpuorch/launch/error_file.hpp"
+#include "gpuorch/launch/etcd_client.hpp"
+#include "gpuorch/launch/node_env.hpp"
+#include "gpuorch/launch/recorded_host.hpp"
+
+namespace gpuorch::launch {
+namespace {
+
+WorkerIdentity identity() {
+  WorkerIdentity w;
+  w.local_rank = 1;
+  w.rank = 3;
+  w.world_size = 4;
+  w.local_world_size = 2;
+  w.group_rank = 1;
+  w.group_world_size = 2;
+  w.role_rank = 3;
+  w.role_world_size = 4;
+  w.master_addr = "10.0.0.1";
+  w.master_port = 29500;
+  w.restart_count = 1;
+  w.max_restarts = 3;
+  w.run_id = "job7";
+  w.error_file = "/tmp/x/error.json";
+  return w;
+}
+
+Plan dgx_plan() {
+  PlanRequest r;
+  r.nproc = 2;
+  return make_plan(load_recorded_host(launch_test::topo_json("dgx-h100")), r);
+}
+
+TEST(WorkerEnv, TorchrunContract) {
+  const auto env =
+      worker_env({{"PATH", "/usr/bin"}, {"NCCL_DEBUG", "INFO"}}, {}, dgx_plan(), identity());
+  const std::map<std::string, std::string> expected{
+      {"RANK", "3"},
+      {"LOCAL_RANK", "1"},
+      {"WORLD_SIZE", "4"},
+      {"LOCAL_WORLD_SIZE", "2"},
+      {"GROUP_RANK", "1"},
+      {"GROUP_WORLD_SIZE", "2"},
+      {"ROLE_RANK", "3"},
+      {"ROLE_WORLD_SIZE", "4"},
+      {"ROLE_NAME", "default"},
+      {"MASTER_ADDR", "10.0.0.1"},
+      {"MASTER_PORT", "29500"},
+      {"TORCHELASTIC_RESTART_COUNT", "1"},
+      {"TORCHELASTIC_MAX_RESTARTS", "3"},
+      {"TORCHELASTIC_RUN_ID", "job7"},
+      {"TORCHELASTIC_USE_AGENT_STORE", "False"},
+      {"TORCHELASTIC_ERROR_FILE", "/tmp/x/error.json"},
+      {"OMP_NUM_THREADS", "28"},
+      {"NCCL_NVLS_ENABLE", "0"},
+      {"NCCL_DEBUG", "INFO"},  // passes through
+      {"PATH", "/usr/bin"},
+      {"CUDA_VISIBLE_DEVICES", "0,1"},
+      {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"},
+      {"NCCL_IB_HCA", "=mlx5_1"},
+      {"GPUORCH_BACKEND", "nccl"},
+  };
+  for (const auto& [k, v] : expected) {
+    ASSERT_TRUE(env.count(k)) << k;
+    EXPECT_EQ(env.at(k), v) << k;
+  }
+}
+
+TEST(WorkerEnv, UserChoicesWinOverDefaultsButNotOverTheContract) {
+  const auto env = worker_env({{"OMP_NUM_THREADS", "3"}, {"NCCL_NVLS_ENABLE", "1"}},
+                              {{"NCCL_IB_HCA", "mlx5_7"}, {"RANK", "99"}}, dgx_plan(), identity());
+  EXPECT_EQ(env.at("OMP_NUM_THREADS"), "3");
+  EXPECT_EQ(env.at("NCCL_NVLS_ENABLE"), "1");
+  EXPECT_EQ(env.at("NCCL_IB_HCA"), "mlx5_7");
+  EXPECT_EQ(env.at("RANK"), "3");
+}
+
+TEST(EnvFile, ReadsExportsQuotesAndComments) {
+  test::TempDir dir;
+  test::write_text(dir.file("nccl.env"),
+                   "# from gpuorch tune nccl\n\nexport NCCL_ALGO=Ring\nNCCL_PROTO = \"Simple\"\n"
+                   "NCCL_BUFFSIZE='8388608'\n");
+  const auto env = read_env_file(dir.file("nccl.env"));
+  EXPECT_EQ(env.at("NCCL_ALGO"), "Ring");
+  EXPECT_EQ(env.at("NCCL_PROTO"), "Simple");
+  EXPECT_EQ(env.at("NCCL_BUFFSIZE"), "8388608");
+}
+
+TEST(EnvFile, BadLinesSayFileAndLine) {
+  test::TempDir dir;
+  test::write_text(dir.file("bad.env"), "A=1\nthis is not an assignment\n");
+  EXPECT_EQ(test::input_error([&] { read_env_file(dir.file("bad.env")); }),
+            dir.file("bad.env") + ":2: expected KEY=VALUE");
+  test::write_text(dir.file("bad2.env"), "1A=1\n");
+  EXPECT_EQ(test::input_error([&] { read_env_file(dir.file("bad2.env")); }),
+            dir.file("bad2.env") + ":1: not a variable name: 1A");
+}
+
+TEST(NodeEnv, SlurmAndKubernetes) {
+  const auto s = detect_node_env({{"SLURM_JOB_ID", "4242"},
+                                  {"SLURM_NODEID", "2"},
+                                  {"SLURM_NNODES", "4"},
+                                  {"SLURM_PROCID", "2"},
+                                  {"SLURM_JOB_NODELIST", "gpu[07-10],login1"}});
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->source, "slurm");
+  EXPECT_EQ(s->node_rank, 2);
+  EXPECT_EQ(s->nnodes, 4);
+  EXPECT_EQ(s->master_addr, "gpu07");
+  EXPECT_EQ(s->run_id, "4242");
+  const auto k = detect_node_env({{"JOB_COMPLETION_INDEX", "3"}});
+  ASSERT_TRUE(k);
+  EXPECT_EQ(k->source, "kubernetes");
+  EXPECT_EQ(k->node_rank, 3);
+  EXPECT_FALSE(detect_node_env({{"HOME", "/root"}}));
+  EXPECT_EQ(test::input_error([] {
+              detect_node_env({{"JOB_COMPLETION_INDEX", "x"}});
+            }),
+            "JOB_COMPLETION_INDEX=x: not a non-negative integer");
+  EXPECT_EQ(first_slurm_host("node1,node2"), "node1");
+  EXPECT_EQ(first_slurm_host("a[3,5-6]"), "a3");
+}
+
+TEST(ErrorFile, ReadsTorchRecordFormat) {
+  test::TempDir dir;
+  test::write_text(dir.file("error.json"),
+                   R"({"message": {"message": "RuntimeError: injected failure at step 3",
+                       "extraInfo": {"py_callstack": "Traceback ...", "timestamp": "1700000123"}}})");
+  const auto e = read_error_file(dir.file("error.json"));
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "RuntimeError: injected failure at step 3");
+  EXPECT_EQ(e->timestamp, 1700000123);
+  EXPECT_EQ(e->traceback, "Traceback ...");
+  EXPECT_FALSE(read_error_file(dir.file("absent.json")));
+  test::write_text(dir.file("garbage.json"), "{not json");
+  EXPECT_FALSE(read_error_file(dir.file("garbage.json")));
+}
+
+TEST(Etcd, Base64RoundTrip) {
+  for (const std::string s : {"", "f", "fo", "foo", "/gpuorch/rdzv/job/state", "\xff\x00\x01"}) {
+    EXPECT_EQ(base64_decode(base64_encode(s)), s);
+  }
+  EXPECT_EQ(base64_encode("foo"), "Zm9v");
+  EXPECT_EQ(base64_encode("fo"), "Zm8=");
+}
+
+// The client against a real etcd: compare-and-swap, leases, prefix reads, watches.
+TEST(Etcd, ClientAgainstLoopbackEtcd) {
+  if (!launch_test::have_etcd()) GTEST_SKIP() << "etcd is not installed (Debian: etcd-server)";
+  test::TempDir dir;
+  launch_test::LoopbackEtcd etcd(dir.path() / "etcd");
+  ASSERT_TRUE(etcd.ready());
+  EtcdClient c(etcd.endpoint());
+  EXPECT_FALSE(c.get("/k"));
+  EXPECT_TRUE(c.put_if("/k", "v1", 0));
+  EXPECT_FALSE(c.put_if("/k", "v2", 0));  // exists now
+  const auto kv = c.get("/k");
+  ASSERT_TRUE(kv);
+  EXPECT_EQ(kv->value, "v1");
+  EXPECT_TRUE(c.put_if("/k", "v2", kv->mod_revision));
+  EXPECT_FALSE(c.put_if("/k", "v3", kv->mod_revision));  // stale revision
+  const auto lease = c.grant_lease(5);
+  c.put("/p/a", "1", lease);
+  c.put("/p/b", "2");
+  EXPECT_EQ(c.get_prefix("/p/").size(), 2u);
+  EXPECT_TRUE(c.keep_alive(lease));
+  c.revoke_lease(lease);
+  EXPECT_EQ(c.get_prefix("/p/").size(), 1u);  // the leased key went with its lease
+  const auto before = c.get("/k")->mod_revision;
+  EXPECT_FALSE(c.wait_for_change("/k", before, std::chrono::milliseconds(200)));
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EtcdClient(etcd.endpoint()).put("/k", "v4");
+  });
+  EXPECT_TRUE(c.wait_for_change("/k", before, std::chrono::seconds(5)));
+  writer.join();
+}
+
+}  // namespace
+}  // namespace gpuorch::launch
