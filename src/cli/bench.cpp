@@ -8,9 +8,11 @@
 #include <memory>
 #include <string>
 
+#include "cli/bench_host.hpp"
 #include "cli/verbs.hpp"
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/comm/gpu_backend.hpp"
+#include "gpuorch/comm/host_elements.hpp"
 
 namespace gpuorch::cli {
 namespace {
@@ -26,7 +28,7 @@ struct BenchFlags {
   std::string nccl_library = "libnccl.so.2";
 };
 
-comm::Options to_options(const BenchFlags& f) {
+comm::Options to_options(const BenchFlags& f, const HostFlags& h) {
   comm::Options o;
   const auto c = comm::parse_collective(f.collective);
   if (!c) {
@@ -34,8 +36,9 @@ comm::Options to_options(const BenchFlags& f) {
                                  fmt::join(comm::collective_names(), ", ")));
   }
   o.collective = *c;
-  if (f.backend != "gpu") {
-    base::fail_input(fmt::format("--backend {}: only 'gpu' (NCCL) is available so far", f.backend));
+  if (f.backend != "gpu" && f.backend != "host") {
+    base::fail_input(
+        fmt::format("--backend {}: one of gpu (NCCL), host (Gloo over TCP)", f.backend));
   }
   o.backend = f.backend;
   o.min_bytes = comm::parse_size(f.min_bytes, "-b");
@@ -48,10 +51,12 @@ comm::Options to_options(const BenchFlags& f) {
   o.check = f.check;
   o.root = f.root;
   o.blocking = f.blocking;
-  const auto t = comm::parse_type(f.type);
+  const auto t = f.backend == "host" ? comm::host::parse_type(f.type) : comm::parse_type(f.type);
   if (!t) {
     base::fail_input(fmt::format(
-        "-d {}: unknown type (int8, uint8, int32, uint32, int64, uint64, float, double)", f.type));
+        "-d {}: unknown type for --backend {} (int8, uint8, int32, uint32, int64, uint64, {}float, "
+        "double)",
+        f.type, f.backend, f.backend == "host" ? "half, " : ""));
   }
   o.type = *t;
   const auto op = comm::parse_op(f.op);
@@ -59,12 +64,14 @@ comm::Options to_options(const BenchFlags& f) {
   o.op = *op;
   o.json = f.json;
   o.nccl_library = f.nccl_library;
+  apply_host_flags(o, h);
   comm::validate(o);
   return o;
 }
 
-int run(const BenchFlags& f) {
-  const comm::Options o = to_options(f);
+int run(const BenchFlags& f, const HostFlags& h) {
+  const comm::Options o = to_options(f, h);
+  if (o.backend == "host") return run_host_bench(o, h);
   std::vector<comm::Row> rows;
   comm::RunInfo info;
   try {
@@ -103,7 +110,8 @@ void add_bench(CLI::App& app, Action& action) {
       "Measure a collective like nccl-tests (all_reduce, all_gather, reduce_scatter, "
       "broadcast, reduce, alltoall, sendrecv)");
   cmd->add_option("collective", flags->collective, "Collective to measure")->required();
-  cmd->add_option("--backend", flags->backend, "gpu (NCCL + CUDA driver, loaded at run time)");
+  cmd->add_option("--backend", flags->backend,
+                  "gpu (NCCL + CUDA driver, loaded at run time) or host (Gloo over TCP)");
   cmd->add_option("-b,--minbytes", flags->min_bytes, "Smallest size (K/M/G suffixes)");
   cmd->add_option("-e,--maxbytes", flags->max_bytes, "Largest size (K/M/G suffixes)");
   cmd->add_option("-i,--stepbytes", flags->step_bytes, "Fixed size increment");
@@ -119,7 +127,9 @@ void add_bench(CLI::App& app, Action& action) {
                   "0: no wait; 1, 2: wait after every op; 3: at end");
   cmd->add_option("--nccl-library", flags->nccl_library, "NCCL library to dlopen (name or path)");
   cmd->add_flag("--json", flags->json, "One JSON document instead of the table");
-  cmd->callback([flags, &action] { action = [flags] { return run(*flags); }; });
+  auto host = std::make_shared<HostFlags>();
+  add_host_flags(cmd, *host);
+  cmd->callback([flags, host, &action] { action = [flags, host] { return run(*flags, *host); }; });
 }
 
 }  // namespace gpuorch::cli

@@ -163,8 +163,9 @@ void validate(const Options& o) {
   if (o.warmup < 0) base::fail_input("-w must be 0 or more");
   if (o.check < 0) base::fail_input("-c must be 0 or more");
   if (o.blocking < 0 || o.blocking > 3) base::fail_input("-z must be 0, 1, 2 or 3");
-  if (has_root(o.collective) && (o.root < 0 || o.root >= o.gpus)) {
-    base::fail_input(fmt::format("-r {} is not a rank (0..{})", o.root, o.gpus - 1));
+  const int nranks = o.ranks > 0 ? o.ranks : o.gpus;
+  if (has_root(o.collective) && (o.root < 0 || o.root >= nranks)) {
+    base::fail_input(fmt::format("-r {} is not a rank (0..{})", o.root, nranks - 1));
   }
   if (o.op.name == "avg" && !o.type.floating) {
     base::fail_input("-o avg needs a floating type (-d float or double) for an exact check");

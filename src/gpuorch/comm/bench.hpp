@@ -60,6 +60,7 @@ struct Options {
   std::size_t step_bytes = 1ull << 20;
   double step_factor = 1.0;  // > 1: multiplicative steps (-f)
   int gpus = 1;              // -g
+  int ranks = 0;             // host backend: processes in the run (0: the -g GPUs)
   int iters = 20;            // -n
   int warmup = 1;            // -w
   int check = 1;             // -c

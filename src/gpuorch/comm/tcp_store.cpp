@@ -1,0 +1,471 @@
+#include "gpuorch/comm/tcp_store.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+
+namespace gpuorch::comm {
+namespace {
+
+// c10d QueryType (TCPStoreBackend.hpp) and its answers; integers travel in host byte order.
+enum Query : std::uint8_t {
+  kValidate = 0,
+  kSet = 1,
+  kCompareSet = 2,
+  kGet = 3,
+  kAdd = 4,
+  kCheck = 5,
+  kWait = 6,
+  kGetNumKeys = 7,
+  kDeleteKey = 8,
+};
+constexpr std::uint32_t kValidateMagic = 0x3C85F7CE;
+constexpr std::uint8_t kReady = 0, kNotReady = 1, kStopWaiting = 0;
+
+void put_u64(std::vector<char>& out, std::uint64_t v) {
+  const auto* p = reinterpret_cast<const char*>(&v);
+  out.insert(out.end(), p, p + sizeof v);
+}
+void put_bytes(std::vector<char>& out, const char* data, std::size_t n) {
+  put_u64(out, n);
+  out.insert(out.end(), data, data + n);
+}
+void put_str(std::vector<char>& out, const std::string& s) { put_bytes(out, s.data(), s.size()); }
+
+// Reads one request from a connection's buffered bytes; `ok` turns false when more bytes are
+// needed.
+class Reader {
+ public:
+  explicit Reader(const std::vector<char>& in) : in_(in) {}
+  template <typename T>
+  T value() {
+    T v{};
+    if (!need(sizeof v)) return v;
+    std::memcpy(&v, in_.data() + at_, sizeof v);
+    at_ += sizeof v;
+    return v;
+  }
+  std::string str() {
+    const auto n = value<std::uint64_t>();
+    if (!ok || !need(n)) return {};
+    std::string s(in_.data() + at_, n);
+    at_ += n;
+    return s;
+  }
+  std::vector<std::string> strs() {
+    const auto n = value<std::uint64_t>();
+    std::vector<std::string> v;
+    for (std::uint64_t i = 0; ok && i < n; ++i) v.push_back(str());
+    return v;
+  }
+  std::size_t used() const { return at_; }
+  bool ok = true;
+
+ private:
+  bool need(std::uint64_t n) {
+    if (in_.size() - at_ < n) ok = false;
+    return ok;
+  }
+  const std::vector<char>& in_;
+  std::size_t at_ = 0;
+};
+
+void send_fd(int fd, const std::vector<char>& bytes) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the peer went away: its connection is dropped on the next read
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+void set_nodelay(int fd) {
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+struct Waiter {
+  int fd;
+  std::vector<std::string> keys;
+  std::optional<std::string> get;  // a GET of a missing key answers with the value, not a byte
+};
+
+// The store's state and one request at a time; lives in the server thread only.
+class Store {
+ public:
+  // Handles every complete request in `in`; false when the connection must be closed.
+  bool handle(int fd, std::vector<char>& in, bool& validated) {
+    for (;;) {
+      Reader r(in);
+      const auto q = r.value<std::uint8_t>();
+      if (!r.ok) return true;
+      if (!validated && q != kValidate) return false;
+      std::vector<char> reply;
+      switch (q) {
+        case kValidate: {
+          const auto magic = r.value<std::uint32_t>();
+          if (r.ok && magic != kValidateMagic) return false;
+          validated = true;
+          break;
+        }
+        case kSet: {
+          auto key = r.str();
+          auto value = r.str();
+          if (r.ok) set(std::move(key), std::move(value));
+          break;
+        }
+        case kCompareSet: {
+          auto key = r.str();
+          const auto expected = r.str();
+          auto desired = r.str();
+          if (!r.ok) break;
+          const auto it = kv_.find(key);
+          if ((it == kv_.end() && expected.empty()) ||
+              (it != kv_.end() && it->second == expected)) {
+            set(key, std::move(desired));
+          }
+          const auto now = kv_.find(key);
+          const std::string& v = now == kv_.end() ? expected : now->second;
+          put_str(reply, v);
+          break;
+        }
+        case kGet: {
+          auto key = r.str();
+          if (!r.ok) break;
+          if (kv_.count(key)) {
+            put_str(reply, kv_[key]);
+          } else {
+            waiters_.push_back({fd, {key}, key});
+          }
+          break;
+        }
+        case kAdd: {
+          auto key = r.str();
+          const auto delta = r.value<std::int64_t>();
+          if (!r.ok) break;
+          const auto it = kv_.find(key);
+          const std::int64_t now = (it == kv_.end() ? 0 : std::stoll(it->second)) + delta;
+          set(key, std::to_string(now));
+          reply.resize(sizeof now);
+          std::memcpy(reply.data(), &now, sizeof now);
+          break;
+        }
+        case kCheck:
+        case kWait: {
+          auto keys = r.strs();
+          if (!r.ok) break;
+          if (q == kCheck) {
+            reply.push_back(static_cast<char>(has(keys) ? kReady : kNotReady));
+          } else if (has(keys)) {
+            reply.push_back(static_cast<char>(kStopWaiting));
+          } else {
+            waiters_.push_back({fd, std::move(keys), std::nullopt});
+          }
+          break;
+        }
+        case kGetNumKeys: {
+          const auto n = static_cast<std::int64_t>(kv_.size());
+          reply.resize(sizeof n);
+          std::memcpy(reply.data(), &n, sizeof n);
+          break;
+        }
+        case kDeleteKey: {
+          auto key = r.str();
+          if (!r.ok) break;
+          const auto n = static_cast<std::int64_t>(kv_.erase(key));
+          reply.resize(sizeof n);
+          std::memcpy(reply.data(), &n, sizeof n);
+          break;
+        }
+        default:
+          return false;  // a query this store does not serve
+      }
+      if (!r.ok) return true;  // incomplete: wait for more bytes
+      in.erase(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(r.used()));
+      if (!reply.empty()) send_fd(fd, reply);
+    }
+  }
+
+  void drop(int fd) {
+    std::erase_if(waiters_, [fd](const Waiter& w) { return w.fd == fd; });
+  }
+
+ private:
+  bool has(const std::vector<std::string>& keys) const {
+    for (const auto& k : keys) {
+      if (!kv_.count(k)) return false;
+    }
+    return true;
+  }
+  void set(std::string key, std::string value) {
+    kv_[std::move(key)] = std::move(value);
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+      if (!has(it->keys)) {
+        ++it;
+        continue;
+      }
+      std::vector<char> reply;
+      if (it->get) {
+        put_str(reply, kv_[*it->get]);
+      } else {
+        reply.push_back(static_cast<char>(kStopWaiting));
+      }
+      send_fd(it->fd, reply);
+      it = waiters_.erase(it);
+    }
+  }
+
+  std::map<std::string, std::string> kv_;
+  std::vector<Waiter> waiters_;
+};
+
+int listen_on(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* res = nullptr;
+  const std::string service = std::to_string(port);
+  const int rc =
+      ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &res);
+  if (rc != 0) {
+    throw StoreError(fmt::format("store {}:{}: {}", host, port, ::gai_strerror(rc)));
+  }
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> guard(res, ::freeaddrinfo);
+  // Without a host, prefer the IPv6 wildcard: with IPV6_V6ONLY off it also takes IPv4 clients.
+  std::vector<addrinfo*> order;
+  for (addrinfo* a = res; a; a = a->ai_next) {
+    if (a->ai_family == AF_INET6) order.insert(order.begin(), a);
+    if (a->ai_family == AF_INET) order.push_back(a);
+  }
+  std::string why = "no address";
+  for (addrinfo* a : order) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    int one = 1, zero = 0;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (a->ai_family == AF_INET6) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 128) == 0) return fd;
+    why = std::strerror(errno);
+    ::close(fd);
+  }
+  throw StoreError(
+      fmt::format("store {}:{}: cannot listen: {}", host.empty() ? "*" : host, port, why));
+}
+
+int bound_port(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+  if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+  return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+}
+
+}  // namespace
+
+TcpStoreServer::TcpStoreServer(const std::string& host, int port) {
+  listen_fd_ = listen_on(host, port);
+  port_ = bound_port(listen_fd_);
+  if (::pipe2(wake_, O_CLOEXEC) != 0) {
+    ::close(listen_fd_);
+    throw StoreError(fmt::format("store: pipe: {}", std::strerror(errno)));
+  }
+  thread_ = std::thread([this] { serve(); });
+}
+
+TcpStoreServer::~TcpStoreServer() {
+  const char stop = 1;
+  [[maybe_unused]] const ssize_t n = ::write(wake_[1], &stop, 1);
+  if (thread_.joinable()) thread_.join();
+  ::close(wake_[0]);
+  ::close(wake_[1]);
+  ::close(listen_fd_);
+}
+
+void TcpStoreServer::serve() {
+  struct Conn {
+    std::vector<char> in;
+    bool validated = false;
+  };
+  std::map<int, Conn> conns;
+  Store store;
+  for (;;) {
+    std::vector<pollfd> fds{{wake_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
+    for (const auto& [fd, c] : conns) fds.push_back({fd, POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (fds[0].revents) break;
+    if (fds[1].revents & POLLIN) {
+      const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd >= 0) {
+        set_nodelay(fd);
+        conns[fd] = Conn{};
+      }
+    }
+    for (std::size_t i = 2; i < fds.size(); ++i) {
+      if (!fds[i].revents) continue;
+      const int fd = fds[i].fd;
+      char buf[65536];
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      bool keep = n > 0 || (n < 0 && errno == EINTR);
+      if (n > 0) {
+        auto& c = conns[fd];
+        c.in.insert(c.in.end(), buf, buf + n);
+        keep = store.handle(fd, c.in, c.validated);
+      }
+      if (!keep) {
+        store.drop(fd);
+        ::close(fd);
+        conns.erase(fd);
+      }
+    }
+  }
+  for (const auto& [fd, c] : conns) ::close(fd);
+}
+
+TcpStoreClient::TcpStoreClient(const std::string& host, int port, std::chrono::milliseconds timeout)
+    : where_(fmt::format("{}:{}", host, port)), timeout_(timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  std::string why;
+  while (fd_ < 0) {
+    addrinfo* res = nullptr;
+    const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
+    if (rc != 0) throw StoreError(fmt::format("store {}: {}", where_, ::gai_strerror(rc)));
+    for (addrinfo* a = res; a && fd_ < 0; a = a->ai_next) {
+      const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+      if (fd < 0) continue;
+      if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+        fd_ = fd;
+      } else {
+        why = std::strerror(errno);
+        ::close(fd);
+      }
+    }
+    ::freeaddrinfo(res);
+    if (fd_ >= 0) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw StoreError(fmt::format("store {}: cannot connect within {} s: {}", where_,
+                                   static_cast<double>(timeout.count()) / 1000.0, why));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  set_nodelay(fd_);
+  const std::uint32_t magic = kValidateMagic;
+  std::vector<char> hello(1 + sizeof magic, static_cast<char>(kValidate));
+  std::memcpy(hello.data() + 1, &magic, sizeof magic);
+  send_all(hello);
+}
+
+TcpStoreClient::~TcpStoreClient() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void TcpStoreClient::send_all(const std::vector<char>& bytes) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw StoreError(fmt::format("store {}: send: {}", where_, std::strerror(errno)));
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+void TcpStoreClient::recv_all(void* out, std::size_t n,
+                              std::chrono::steady_clock::time_point deadline) {
+  auto* p = static_cast<char*>(out);
+  while (n > 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      throw StoreError(fmt::format("store {}: no answer within {} s", where_,
+                                   static_cast<double>(timeout_.count()) / 1000.0));
+    }
+    pollfd pfd{fd_, POLLIN, 0};
+    const int rc = ::poll(&pfd, 1, static_cast<int>(left.count()));
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc <= 0) continue;  // the deadline check above ends it
+    const ssize_t got = ::recv(fd_, p, n, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) throw StoreError(fmt::format("store {}: connection closed", where_));
+    p += got;
+    n -= static_cast<std::size_t>(got);
+  }
+}
+
+void TcpStoreClient::set(const std::string& key, const std::vector<char>& value) {
+  std::vector<char> q{static_cast<char>(kSet)};
+  put_str(q, key);
+  put_bytes(q, value.data(), value.size());
+  send_all(q);
+}
+
+std::vector<char> TcpStoreClient::get(const std::string& key) {
+  wait({key}, timeout_);  // as c10d's client: WAIT, then GET
+  std::vector<char> q{static_cast<char>(kGet)};
+  put_str(q, key);
+  send_all(q);
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  std::uint64_t n = 0;
+  recv_all(&n, sizeof n, deadline);
+  std::vector<char> value(n);
+  if (n > 0) recv_all(value.data(), n, deadline);
+  return value;
+}
+
+std::int64_t TcpStoreClient::add(const std::string& key, std::int64_t delta) {
+  std::vector<char> q{static_cast<char>(kAdd)};
+  put_str(q, key);
+  q.insert(q.end(), reinterpret_cast<const char*>(&delta),
+           reinterpret_cast<const char*>(&delta) + sizeof delta);
+  send_all(q);
+  std::int64_t now = 0;
+  recv_all(&now, sizeof now, std::chrono::steady_clock::now() + timeout_);
+  return now;
+}
+
+bool TcpStoreClient::check(const std::vector<std::string>& keys) {
+  std::vector<char> q{static_cast<char>(kCheck)};
+  put_u64(q, keys.size());
+  for (const auto& k : keys) put_str(q, k);
+  send_all(q);
+  std::uint8_t answer = kNotReady;
+  recv_all(&answer, 1, std::chrono::steady_clock::now() + timeout_);
+  return answer == kReady;
+}
+
+void TcpStoreClient::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
+  std::vector<char> q{static_cast<char>(kWait)};
+  put_u64(q, keys.size());
+  for (const auto& k : keys) put_str(q, k);
+  send_all(q);
+  std::uint8_t answer = 0;
+  try {
+    recv_all(&answer, 1, std::chrono::steady_clock::now() + timeout);
+  } catch (const StoreError&) {
+    // The pending WAIT would answer later, out of step: this connection is done for.
+    ::close(fd_);
+    fd_ = -1;
+    throw StoreError(fmt::format("store {}: timed out after {} s waiting for {}", where_,
+                                 static_cast<double>(timeout.count()) / 1000.0,
+                                 keys.empty() ? "" : keys.front()));
+  }
+}
+
+}  // namespace gpuorch::comm

@@ -1,0 +1,64 @@
+#pragma once
+// A key-value store over TCP for rendezvous (MASTER_ADDR:MASTER_PORT), speaking the subset of
+// PyTorch's c10d TCPStore wire format that a rendezvous needs (VALIDATE, SET, GET, ADD, CHECK,
+// WAIT;
+// ../shared/reference/comm-launch-traces.md B4): under torchrun the workers' store is the agent's
+// TCPStore, elsewhere rank 0 (or `gpuorch bench --np`) serves one. Gloo ships no TCP store.
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace gpuorch::comm {
+
+// The store cannot be reached or did not answer in time.
+class StoreError : public std::runtime_error {
+ public:
+  explicit StoreError(const std::string& message) : std::runtime_error(message) {}
+};
+
+// Serves the store on host:port (port 0: any free port) from a thread until destroyed.
+class TcpStoreServer {
+ public:
+  TcpStoreServer(const std::string& host, int port);
+  ~TcpStoreServer();
+  TcpStoreServer(const TcpStoreServer&) = delete;
+  TcpStoreServer& operator=(const TcpStoreServer&) = delete;
+  int port() const { return port_; }
+
+ private:
+  void serve();
+  int listen_fd_ = -1;
+  int wake_[2] = {-1, -1};  // a pipe that ends serve()
+  int port_ = 0;
+  std::thread thread_;
+};
+
+class TcpStoreClient {
+ public:
+  // Retries the connection until `timeout` (the server may start after its clients).
+  TcpStoreClient(const std::string& host, int port, std::chrono::milliseconds timeout);
+  ~TcpStoreClient();
+  TcpStoreClient(const TcpStoreClient&) = delete;
+  TcpStoreClient& operator=(const TcpStoreClient&) = delete;
+
+  void set(const std::string& key, const std::vector<char>& value);
+  // Waits for the key (up to the timeout), then returns its value.
+  std::vector<char> get(const std::string& key);
+  std::int64_t add(const std::string& key, std::int64_t delta);
+  bool check(const std::vector<std::string>& keys);
+  void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout);
+  std::chrono::milliseconds timeout() const { return timeout_; }
+
+ private:
+  void send_all(const std::vector<char>& bytes);
+  void recv_all(void* out, std::size_t n, std::chrono::steady_clock::time_point deadline);
+  int fd_ = -1;
+  std::string where_;  // host:port, for messages
+  std::chrono::milliseconds timeout_;
+};
+
+}  // namespace gpuorch::comm
