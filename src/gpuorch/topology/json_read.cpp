@@ -1,0 +1,303 @@
+#include "gpuorch/topology/json_read.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "gpuorch/base/error.hpp"
+#include "gpuorch/topology/json.hpp"
+
+namespace gpuorch::topology {
+namespace {
+
+using Json = nlohmann::json;
+
+struct Reader {
+  const std::string& file;
+
+  [[noreturn]] void fail(const std::string& where, const std::string& what) const {
+    base::fail_input(fmt::format("{}: {}: {}", file, where, what));
+  }
+  const Json& field(const Json& obj, const std::string& where, const char* key) const {
+    if (!obj.is_object() || !obj.contains(key)) fail(where, fmt::format("missing \"{}\"", key));
+    return obj.at(key);
+  }
+  std::string str(const Json& obj, const std::string& where, const char* key) const {
+    const Json& v = field(obj, where, key);
+    if (v.is_null()) return {};
+    if (!v.is_string()) fail(where, fmt::format("\"{}\" is not a string", key));
+    return v.get<std::string>();
+  }
+  // null or absent reads as `absent`.
+  long long integer(const Json& obj, const std::string& where, const char* key,
+                    long long absent) const {
+    if (!obj.contains(key) || obj.at(key).is_null()) return absent;
+    const Json& v = obj.at(key);
+    if (!v.is_number_integer()) fail(where, fmt::format("\"{}\" is not an integer", key));
+    return v.get<long long>();
+  }
+  bool boolean(const Json& obj, const std::string& where, const char* key) const {
+    if (!obj.contains(key)) return false;
+    const Json& v = obj.at(key);
+    if (!v.is_boolean()) fail(where, fmt::format("\"{}\" is not true or false", key));
+    return v.get<bool>();
+  }
+  // A CPU list ("0-55,112-167"); absent or null is the empty set.
+  IdSet cpus(const Json& obj, const std::string& where, const char* key) const {
+    if (!obj.contains(key) || obj.at(key).is_null()) return {};
+    const Json& v = obj.at(key);
+    const auto parsed = v.is_string() ? parse_id_list(v.get<std::string>()) : std::nullopt;
+    if (!parsed) fail(where, fmt::format("\"{}\" is not a CPU list", key));
+    return *parsed;
+  }
+  const Json& array(const Json& obj, const std::string& where, const char* key) const {
+    const Json& v = field(obj, where, key);
+    if (!v.is_array()) fail(where, fmt::format("\"{}\" is not an array", key));
+    return v;
+  }
+};
+
+int to_int(long long v) { return static_cast<int>(v); }
+
+std::string opt_str(const Json& obj, const char* key) {
+  return obj.contains(key) && obj.at(key).is_string() ? obj.at(key).get<std::string>()
+                                                      : std::string();
+}
+
+PciLocation read_pci(const Reader& r, const Json& j, const std::string& where) {
+  PciLocation p;
+  p.address = r.str(j, where, "pci");
+  if (j.contains("pci_location") && j["pci_location"].is_object()) {
+    const Json& l = j["pci_location"];
+    p.host_bridge = opt_str(l, "host_bridge");
+    if (l.contains("bridges") && l["bridges"].is_array()) {
+      for (const auto& b : l["bridges"]) {
+        if (b.is_string()) p.bridges.push_back(b.get<std::string>());
+      }
+    }
+    p.known = r.boolean(l, where + ".pci_location", "ancestry_known");
+  }
+  return p;
+}
+
+std::uint64_t hex(const std::string& text) {
+  try {
+    return text.empty() ? 0 : std::stoull(text, nullptr, 16);
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+Path parse_path(const Reader& r, const std::string& where, const std::string& text, int& nvlinks) {
+  static const std::pair<const char*, Path> kNames[] = {
+      {"X", Path::kSelf},  {"XGMI", Path::kXgmi}, {"PIX", Path::kPix}, {"PXB", Path::kPxb},
+      {"PHB", Path::kPhb}, {"NODE", Path::kNode}, {"SYS", Path::kSys},
+  };
+  for (const auto& [name, path] : kNames) {
+    if (text == name) return path;
+  }
+  if (text.size() > 2 && text.starts_with("NV") &&
+      std::all_of(text.begin() + 2, text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    nvlinks = std::stoi(text.substr(2));
+    return Path::kNvLink;
+  }
+  r.fail(where, fmt::format("unknown path \"{}\"", text));
+}
+
+Gpu read_gpu(const Reader& r, const Json& j, std::size_t i) {
+  const std::string where = fmt::format("gpus[{}]", i);
+  Gpu g;
+  g.index = to_int(r.integer(j, where, "index", static_cast<long long>(i)));
+  const std::string vendor = r.str(j, where, "vendor");
+  if (vendor == "nvidia") {
+    g.vendor = Vendor::kNvidia;
+  } else if (vendor == "amd") {
+    g.vendor = Vendor::kAmd;
+  } else {
+    r.fail(where, fmt::format("unknown vendor \"{}\" (nvidia or amd)", vendor));
+  }
+  g.model = r.str(j, where, "model");
+  g.uuid = r.str(j, where, "uuid");
+  g.pci = read_pci(r, j, where);
+  g.pci_device_id = static_cast<std::uint32_t>(hex(opt_str(j, "pci_device_id")));
+  if (const std::string cc = opt_str(j, "compute_capability"); !cc.empty()) {
+    const auto dot = cc.find('.');
+    if (dot != std::string::npos) {
+      g.cc_major = std::atoi(cc.substr(0, dot).c_str());
+      g.cc_minor = std::atoi(cc.substr(dot + 1).c_str());
+    }
+  }
+  g.gfx_target = opt_str(j, "gfx_target");
+  g.compute_units = to_int(r.integer(j, where, "compute_units", 0));
+  g.xgmi_hive = hex(opt_str(j, "xgmi_hive"));
+  if (j.contains("pcie") && j["pcie"].is_object()) {
+    const Json& p = j["pcie"];
+    g.pcie.gen = to_int(r.integer(p, where + ".pcie", "gen", 0));
+    g.pcie.width = to_int(r.integer(p, where + ".pcie", "width", 0));
+    g.pcie.max_gen = to_int(r.integer(p, where + ".pcie", "max_gen", 0));
+    g.pcie.max_width = to_int(r.integer(p, where + ".pcie", "max_width", 0));
+  }
+  g.memory_mib = r.integer(j, where, "memory_mib", 0);
+  g.numa_node = to_int(r.integer(j, where, "numa_node", -1));
+  g.local_cpus = r.cpus(j, where, "local_cpus");
+  g.minor = to_int(r.integer(j, where, "minor", -1));
+  g.render_minor = to_int(r.integer(j, where, "render_minor", -1));
+  g.nvlink_links = to_int(r.integer(j, where, "nvlinks", 0));
+  g.nvswitch_links = to_int(r.integer(j, where, "nvswitch_links", 0));
+  if (j.contains("family") && j["family"].is_string()) g.family = j["family"].get<std::string>();
+  if (j.contains("source") && j["source"].is_string()) g.source = j["source"].get<std::string>();
+  if (j.contains("mig")) {
+    const Json& m = j["mig"];
+    const std::string mw = where + ".mig";
+    g.mig.capable = r.boolean(m, mw, "capable");
+    g.mig.enabled = r.boolean(m, mw, "enabled");
+    g.mig.pending_enabled = r.boolean(m, mw, "pending_enabled");
+    const Json& inst = r.array(m, mw, "instances");
+    for (std::size_t k = 0; k < inst.size(); ++k) {
+      const std::string iw = fmt::format("{}.instances[{}]", mw, k);
+      MigInstance mi;
+      mi.gpu_instance = to_int(r.integer(inst[k], iw, "gpu_instance", -1));
+      mi.compute_instance = to_int(r.integer(inst[k], iw, "compute_instance", -1));
+      mi.profile = r.str(inst[k], iw, "profile");
+      mi.uuid = r.str(inst[k], iw, "uuid");
+      mi.memory_mib = r.integer(inst[k], iw, "memory_mib", 0);
+      g.mig.instances.push_back(std::move(mi));
+    }
+  }
+  return g;
+}
+
+}  // namespace
+
+Host host_from_json_text(const std::string& text, const std::string& file) {
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    const auto upto = std::min<std::size_t>(e.byte, text.size());
+    const auto line = 1 + static_cast<std::size_t>(std::count(
+                              text.begin(), text.begin() + static_cast<long>(upto), '\n'));
+    base::fail_input(file, line, "not valid JSON");
+  }
+  const Reader r{file};
+  if (!j.is_object()) r.fail("top level", "not a JSON object");
+  const std::string schema = r.str(j, "top level", "schema");
+  if (schema != kTopologySchema) {
+    r.fail("schema", fmt::format("\"{}\" is not {} (the output of `gpuorch topo --json`)", schema,
+                                 kTopologySchema));
+  }
+  Host h;
+  h.hostname = r.str(j, "top level", "hostname");
+  if (j.contains("machine") && j["machine"].is_string())
+    h.machine = j["machine"].get<std::string>();
+  h.driver_version = opt_str(j, "driver_version");
+  if (const std::string cuda = opt_str(j, "cuda_driver_version"); !cuda.empty()) {
+    const auto dot = cuda.find('.');
+    h.cuda_driver_version =
+        std::atoi(cuda.substr(0, dot).c_str()) * 1000 +
+        (dot == std::string::npos ? 0 : std::atoi(cuda.substr(dot + 1).c_str()) * 10);
+  }
+  h.memory_mib = r.integer(j, "top level", "memory_mib", 0);
+  if (j.contains("cpus") && j["cpus"].is_object()) {
+    const Json& c = j["cpus"];
+    h.logical_cpus = to_int(r.integer(c, "cpus", "logical", 0));
+    h.cores = to_int(r.integer(c, "cpus", "cores", 0));
+    h.packages = to_int(r.integer(c, "cpus", "packages", 0));
+    h.online_cpus = r.cpus(c, "cpus", "online");
+  }
+  if (j.contains("numa_nodes")) {
+    const Json& nodes = r.array(j, "top level", "numa_nodes");
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      NumaNode n;
+      const std::string where = fmt::format("numa_nodes[{}]", i);
+      n.id = to_int(r.integer(nodes[i], where, "id", 0));
+      n.cpus = r.cpus(nodes[i], where, "cpus");
+      n.memory_mib = r.integer(nodes[i], where, "memory_mib", 0);
+      if (nodes[i].contains("distances") && nodes[i]["distances"].is_array()) {
+        for (const auto& d : nodes[i]["distances"]) {
+          if (d.is_number_integer()) n.distances.push_back(d.get<int>());
+        }
+      }
+      h.numa_nodes.push_back(std::move(n));
+    }
+  }
+  const Json& gpus = r.array(j, "top level", "gpus");
+  for (std::size_t i = 0; i < gpus.size(); ++i) h.gpus.push_back(read_gpu(r, gpus[i], i));
+  if (j.contains("nics")) {
+    const Json& nics = r.array(j, "top level", "nics");
+    for (std::size_t i = 0; i < nics.size(); ++i) {
+      const std::string where = fmt::format("nics[{}]", i);
+      Nic n;
+      n.name = r.str(nics[i], where, "name");
+      n.pci = read_pci(r, nics[i], where);
+      n.firmware = opt_str(nics[i], "firmware");
+      n.numa_node = to_int(r.integer(nics[i], where, "numa_node", -1));
+      n.local_cpus = r.cpus(nics[i], where, "local_cpus");
+      if (nics[i].contains("node_guid") && nics[i]["node_guid"].is_string()) {
+        n.node_guid = nics[i]["node_guid"].get<std::string>();
+      }
+      if (nics[i].contains("ports") && nics[i]["ports"].is_array()) {
+        for (const auto& p : nics[i]["ports"]) {
+          NicPort port;
+          port.port = to_int(r.integer(p, where + ".ports", "port", 0));
+          if (p.contains("state") && p["state"].is_string()) port.state = p["state"];
+          if (p.contains("phys_state") && p["phys_state"].is_string()) {
+            port.phys_state = p["phys_state"];
+          }
+          if (p.contains("rate_gbps") && p["rate_gbps"].is_number())
+            port.rate_gbps = p["rate_gbps"];
+          if (p.contains("link_layer") && p["link_layer"].is_string()) {
+            port.link_layer = p["link_layer"];
+          }
+          n.ports.push_back(std::move(port));
+        }
+      }
+      h.nics.push_back(std::move(n));
+    }
+  }
+  const auto device_index = [&](const std::string& where, const std::string& name) -> int {
+    for (std::size_t d = 0; d < h.device_count(); ++d) {
+      if (h.device_name(d) == name) return static_cast<int>(d);
+    }
+    r.fail(where, fmt::format("no device \"{}\"", name));
+  };
+  if (j.contains("links")) {
+    const Json& links = r.array(j, "top level", "links");
+    for (std::size_t i = 0; i < links.size(); ++i) {
+      const std::string where = fmt::format("links[{}]", i);
+      Link l;
+      l.a = device_index(where, r.str(links[i], where, "a"));
+      l.b = device_index(where, r.str(links[i], where, "b"));
+      if (l.a > l.b) std::swap(l.a, l.b);
+      int nv = 0, ignored = 0;
+      l.path = parse_path(r, where, r.str(links[i], where, "path"), nv);
+      l.pcie = parse_path(r, where, r.str(links[i], where, "pcie_path"), ignored);
+      l.nvlinks = to_int(r.integer(links[i], where, "nvlinks", nv));
+      if (links[i].contains("xgmi")) {
+        l.xgmi_weight = to_int(r.integer(links[i]["xgmi"], where + ".xgmi", "weight", 0));
+        l.xgmi_bandwidth_mbps =
+            r.integer(links[i]["xgmi"], where + ".xgmi", "max_bandwidth_mbps", 0);
+      }
+      h.links.push_back(l);
+    }
+  }
+  if (j.contains("notes") && j["notes"].is_array()) {
+    for (const auto& n : j["notes"]) {
+      if (n.is_string()) h.notes.push_back(n.get<std::string>());
+    }
+  }
+  return h;
+}
+
+Host load_host_json(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) base::fail_input(fmt::format("{}: cannot read the topology file", path));
+  std::stringstream s;
+  s << in.rdbuf();
+  return host_from_json_text(s.str(), path);
+}
+
+}  // namespace gpuorch::topology
