@@ -25,11 +25,20 @@ cat "$OUT/plan.txt"
 
 # The same training under both launchers, alternating, three times each.
 ARGS=(--features 1024 --hidden 8192 --batch 512 --steps 300 --warmup 50 --lr 0.001)
+# wall FILE CMD...: runs CMD, writes its wall seconds to FILE (no /usr/bin/time on the image).
+wall() {
+  local file=$1 start end
+  shift
+  start=$(date +%s.%N)
+  timeout 90 "$@"
+  end=$(date +%s.%N)
+  awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f\n", b - a }' >"$file"
+}
 for i in 1 2 3; do
-  /usr/bin/time -f "%e" -o "$OUT/gpuorch-train-$i.wall" "$G" launch --standalone --nproc-per-node 2 \
-    --bind cores --summary-json "$OUT/gpuorch-summary-$i.json" -- "$PY" "$TRAIN" "${ARGS[@]}" \
+  wall "$OUT/gpuorch-train-$i.wall" "$G" launch --standalone --nproc-per-node 2 --bind cores \
+    --summary-json "$OUT/gpuorch-summary-$i.json" -- "$PY" "$TRAIN" "${ARGS[@]}" \
     --out "$OUT/gpuorch-train-$i.json" >"$OUT/gpuorch-train-$i.log" 2>&1
-  /usr/bin/time -f "%e" -o "$OUT/torchrun-train-$i.wall" torchrun --standalone --nproc-per-node 2 \
+  wall "$OUT/torchrun-train-$i.wall" torchrun --standalone --nproc-per-node 2 \
     "$TRAIN" "${ARGS[@]}" --out "$OUT/torchrun-train-$i.json" >"$OUT/torchrun-train-$i.log" 2>&1
 done
 "$PY" - "$OUT" <<'PY' | tee "$OUT/iteration-time.txt"
@@ -47,5 +56,5 @@ for name in ("gpuorch", "torchrun"):
 PY
 
 # Launch overhead: launcher start to every rank past its first barrier (NCCL, 2 ranks).
-"$PY" scripts/launch-overhead --gpuorch "$G" --python "$PY" --nproc 2 --repeats 5 --bare \
+timeout 150 "$PY" scripts/launch-overhead --gpuorch "$G" --python "$PY" --nproc 2 --repeats 5 --bare \
   --torchrun --json "$OUT/overhead.json" 2>&1 | tee "$OUT/overhead.txt"
