@@ -23,4 +23,8 @@ void add_bench(CLI::App& app, Action& action);
 // `gpuorch launch [options] -- PROGRAM ARGS`
 void add_launch(CLI::App& app, Action& action);
 
+// `gpuorch device-plugin` (and the hidden `kubelet-harness`), `gpuorch manifests`
+void add_device_plugin(CLI::App& app, Action& action);
+void add_manifests(CLI::App& app, Action& action);
+
 }  // namespace gpuorch::cli

@@ -1,0 +1,349 @@
+#include "gpuorch/k8s/config.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "gpuorch/base/error.hpp"
+
+namespace gpuorch::k8s {
+namespace {
+
+const std::set<std::string> kListStrategies = {"envvar", "volume-mounts", "cdi-annotations",
+                                               "cdi-cri"};
+
+struct Parser {
+  const std::string& file;
+
+  static std::size_t line_of(const YAML::Node& n) {
+    const auto m = n.Mark();
+    return m.line >= 0 ? static_cast<std::size_t>(m.line) + 1 : 0;
+  }
+  [[noreturn]] void fail(const YAML::Node& at, const std::string& what) const {
+    base::fail_input(file, line_of(at), what);
+  }
+  // Every key of `map` must be one of `known`; `where` names the map in messages.
+  void only_keys(const YAML::Node& map, const std::string& where,
+                 const std::set<std::string>& known) const {
+    if (!map.IsMap()) fail(map, fmt::format("{} must be a mapping", where));
+    for (const auto& kv : map) {
+      const auto key = kv.first.as<std::string>();
+      if (!known.contains(key)) {
+        std::string list;
+        for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+        fail(kv.first, fmt::format("unknown key '{}' in {} (known: {})", key, where, list));
+      }
+    }
+  }
+  std::string scalar(const YAML::Node& n, const std::string& what) const {
+    if (!n.IsScalar()) fail(n, fmt::format("{} must be a single value", what));
+    return n.Scalar();
+  }
+  bool boolean(const YAML::Node& n, const std::string& what) const {
+    const std::string s = scalar(n, what);
+    if (s == "true" || s == "True" || s == "TRUE") return true;
+    if (s == "false" || s == "False" || s == "FALSE") return false;
+    fail(n, fmt::format("{} must be true or false, not '{}'", what, s));
+  }
+  int integer(const YAML::Node& n, const std::string& what) const {
+    const std::string s = scalar(n, what);
+    if (s.empty() || s.size() > 9 || !std::all_of(s.begin(), s.end(), [](char c) {
+          return (c >= '0' && c <= '9') || c == '-';
+        })) {
+      fail(n, fmt::format("{} must be a whole number, not '{}'", what, s));
+    }
+    try {
+      return std::stoi(s);
+    } catch (const std::exception&) {
+      fail(n, fmt::format("{} must be a whole number, not '{}'", what, s));
+    }
+  }
+  // A string or a list of strings (deviceListStrategy accepts both).
+  std::vector<std::string> strings(const YAML::Node& n, const std::string& what) const {
+    std::vector<std::string> out;
+    if (n.IsSequence()) {
+      for (const auto& item : n) out.push_back(scalar(item, what));
+    } else {
+      out.push_back(scalar(n, what));
+    }
+    return out;
+  }
+
+  static bool is_uint(const std::string& s) {
+    return !s.empty() && s.size() < 10 && std::all_of(s.begin(), s.end(), ::isdigit);
+  }
+  static bool is_device_ref(const std::string& s) {
+    if (is_uint(s)) return true;  // GPU index
+    if (const auto colon = s.find(':'); colon != std::string::npos) {
+      return is_uint(s.substr(0, colon)) && is_uint(s.substr(colon + 1));  // "gpu:mig"
+    }
+    return s.starts_with("GPU-") || s.starts_with("MIG-");
+  }
+
+  ReplicaResource replica_resource(const YAML::Node& n, const std::string& where) const {
+    only_keys(n, where, {"name", "rename", "devices", "replicas"});
+    ReplicaResource r;
+    r.line = static_cast<int>(line_of(n));
+    if (!n["name"]) fail(n, fmt::format("{}: 'name' is missing", where));
+    r.name = scalar(n["name"], "name");
+    if (!r.name.starts_with("nvidia.com/gpu") && !r.name.starts_with("nvidia.com/mig-") &&
+        r.name != "amd.com/gpu") {
+      fail(n["name"], fmt::format("name '{}' is not a resource gpuorch shares (nvidia.com/gpu, "
+                                  "nvidia.com/mig-<profile>, amd.com/gpu)",
+                                  r.name));
+    }
+    if (r.name.starts_with("nvidia.com/gpu") && r.name != "nvidia.com/gpu") {
+      fail(n["name"], fmt::format("name '{}' is not a resource gpuorch shares (nvidia.com/gpu, "
+                                  "nvidia.com/mig-<profile>, amd.com/gpu)",
+                                  r.name));
+    }
+    if (n["rename"]) {
+      r.rename = scalar(n["rename"], "rename");
+      if (r.rename.find('/') != std::string::npos) {
+        // NVIDIA's plugin keeps the vendor domain: rename is the part after "nvidia.com/".
+        fail(n["rename"],
+             fmt::format("rename '{}' must not contain '/': the domain of '{}' is kept", r.rename,
+                         r.name));
+      }
+    }
+    if (!n["replicas"]) fail(n, fmt::format("{}: 'replicas' is missing", where));
+    r.replicas = integer(n["replicas"], "replicas");
+    if (r.replicas < 2) {
+      fail(n["replicas"], fmt::format("replicas is {}: sharing needs at least 2", r.replicas));
+    }
+    if (const YAML::Node d = n["devices"]) {
+      if (d.IsSequence()) {
+        r.all_devices = false;
+        for (const auto& item : d) {
+          const std::string ref = scalar(item, "a devices entry");
+          if (!is_device_ref(ref)) {
+            fail(item, fmt::format("device '{}' is neither a GPU index, a 'gpu:mig' index nor a "
+                                   "GPU-/MIG- UUID",
+                                   ref));
+          }
+          r.device_list.push_back(ref);
+        }
+      } else {
+        const std::string s = scalar(d, "devices");
+        if (s == "all") {
+          r.all_devices = true;
+        } else if (is_uint(s) && std::stoi(s) > 0) {
+          r.all_devices = false;
+          r.device_count = std::stoi(s);
+        } else {
+          fail(d, fmt::format("devices is '{}': use all, a count > 0 or a list", s));
+        }
+      }
+    }
+    return r;
+  }
+
+  ReplicatedResources replicated(const YAML::Node& n, const std::string& where) const {
+    only_keys(n, where, {"renameByDefault", "failRequestsGreaterThanOne", "resources", "strategy"});
+    ReplicatedResources rr;
+    if (n["strategy"] && !scalar(n["strategy"], "strategy").empty()) {
+      fail(n["strategy"], fmt::format("unknown {} strategy '{}'", where, n["strategy"].Scalar()));
+    }
+    if (n["renameByDefault"])
+      rr.rename_by_default = boolean(n["renameByDefault"], "renameByDefault");
+    if (n["failRequestsGreaterThanOne"]) {
+      rr.fail_requests_greater_than_one =
+          boolean(n["failRequestsGreaterThanOne"], "failRequestsGreaterThanOne");
+    }
+    const YAML::Node res = n["resources"];
+    if (!res || !res.IsSequence() || res.size() == 0) {
+      fail(res ? res : n, fmt::format("{}: 'resources' must list at least one resource", where));
+    }
+    std::set<std::string> seen;
+    for (std::size_t i = 0; i < res.size(); ++i) {
+      auto r = replica_resource(res[i], fmt::format("{}.resources[{}]", where, i));
+      if (!seen.insert(r.name).second) {
+        fail(res[i], fmt::format("resource '{}' is listed twice", r.name));
+      }
+      rr.resources.push_back(std::move(r));
+    }
+    return rr;
+  }
+
+  void flags(const YAML::Node& f, PluginConfig& c) const {
+    only_keys(f, "flags",
+              {"migStrategy", "failOnInitError", "restartOnDeviceUnhealthy", "nvidiaDriverRoot",
+               "nvidiaDevRoot", "gdsEnabled", "mofedEnabled", "useNodeFeatureAPI",
+               "deviceDiscoveryStrategy", "plugin", "gfd"});
+    try {
+      if (f["migStrategy"])
+        c.mig_strategy = parse_mig_strategy(scalar(f["migStrategy"], "migStrategy"));
+    } catch (const base::InputError& e) {
+      fail(f["migStrategy"], e.what());
+    }
+    if (f["failOnInitError"])
+      c.fail_on_init_error = boolean(f["failOnInitError"], "failOnInitError");
+    if (f["nvidiaDriverRoot"])
+      c.nvidia_driver_root = scalar(f["nvidiaDriverRoot"], "nvidiaDriverRoot");
+    if (f["gdsEnabled"]) c.gds_enabled = boolean(f["gdsEnabled"], "gdsEnabled");
+    if (f["mofedEnabled"]) c.mofed_enabled = boolean(f["mofedEnabled"], "mofedEnabled");
+    for (const char* b : {"restartOnDeviceUnhealthy", "useNodeFeatureAPI"}) {
+      if (f[b]) boolean(f[b], b);  // accepted for compatibility; gpuorch has no use for them
+    }
+    if (const YAML::Node p = f["plugin"]) {
+      only_keys(p, "flags.plugin",
+                {"passDeviceSpecs", "deviceListStrategy", "deviceIDStrategy", "cdiAnnotationPrefix",
+                 "nvidiaCTKPath", "containerDriverRoot", "nvidiaHookPath"});
+      if (p["passDeviceSpecs"])
+        c.pass_device_specs = boolean(p["passDeviceSpecs"], "passDeviceSpecs");
+      if (p["deviceListStrategy"]) {
+        c.device_list_strategy = strings(p["deviceListStrategy"], "deviceListStrategy");
+        for (const auto& s : c.device_list_strategy) {
+          if (!kListStrategies.contains(s)) {
+            fail(p["deviceListStrategy"],
+                 fmt::format("unknown deviceListStrategy '{}' (envvar, volume-mounts, "
+                             "cdi-annotations, cdi-cri)",
+                             s));
+          }
+        }
+      }
+      if (p["deviceIDStrategy"]) {
+        try {
+          c.device_id_strategy =
+              parse_device_id_strategy(scalar(p["deviceIDStrategy"], "deviceIDStrategy"));
+        } catch (const base::InputError& e) {
+          fail(p["deviceIDStrategy"], e.what());
+        }
+      }
+      if (p["cdiAnnotationPrefix"]) {
+        c.cdi_annotation_prefix = scalar(p["cdiAnnotationPrefix"], "cdiAnnotationPrefix");
+      }
+    }
+    if (const YAML::Node g = f["gfd"]) {
+      only_keys(g, "flags.gfd",
+                {"oneshot", "noTimestamp", "sleepInterval", "outputFile", "machineTypeFile"});
+    }
+  }
+};
+
+}  // namespace
+
+const char* to_string(MigStrategy s) {
+  switch (s) {
+    case MigStrategy::kNone:
+      return "none";
+    case MigStrategy::kSingle:
+      return "single";
+    case MigStrategy::kMixed:
+      return "mixed";
+  }
+  return "none";
+}
+
+const char* to_string(SharingKind s) {
+  switch (s) {
+    case SharingKind::kNone:
+      return "none";
+    case SharingKind::kTimeSlicing:
+      return "time-slicing";
+    case SharingKind::kMps:
+      return "mps";
+  }
+  return "none";
+}
+
+bool PluginConfig::has_list_strategy(const std::string& s) const {
+  return std::find(device_list_strategy.begin(), device_list_strategy.end(), s) !=
+         device_list_strategy.end();
+}
+
+MigStrategy parse_mig_strategy(const std::string& s) {
+  if (s == "none") return MigStrategy::kNone;
+  if (s == "single") return MigStrategy::kSingle;
+  if (s == "mixed") return MigStrategy::kMixed;
+  base::fail_input(fmt::format("unknown MIG strategy '{}' (none, single, mixed)", s));
+}
+
+DeviceIdStrategy parse_device_id_strategy(const std::string& s) {
+  if (s == "uuid") return DeviceIdStrategy::kUuid;
+  if (s == "index") return DeviceIdStrategy::kIndex;
+  base::fail_input(fmt::format("unknown device ID strategy '{}' (uuid, index)", s));
+}
+
+std::vector<std::string> parse_device_list_strategy(const std::string& comma_list) {
+  std::vector<std::string> out;
+  std::stringstream in(comma_list);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!kListStrategies.contains(item)) {
+      base::fail_input(fmt::format(
+          "unknown device list strategy '{}' (envvar, volume-mounts, cdi-annotations, cdi-cri)",
+          item));
+    }
+    out.push_back(item);
+  }
+  if (out.empty()) base::fail_input("empty device list strategy");
+  return out;
+}
+
+PluginConfig parse_config(const std::string& text, const std::string& file) {
+  const Parser p{file};
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    base::fail_input(file, e.mark.line >= 0 ? static_cast<std::size_t>(e.mark.line) + 1 : 0,
+                     "not valid YAML: " + e.msg);
+  }
+  PluginConfig c;
+  c.source = file;
+  if (!root || root.IsNull()) return c;  // an empty file is the defaults
+  p.only_keys(root, "the config", {"version", "flags", "resources", "sharing", "imex"});
+  if (root["version"]) {
+    const std::string v = p.scalar(root["version"], "version");
+    if (!v.empty() && v != "v1")
+      p.fail(root["version"], fmt::format("unknown version '{}' (v1)", v));
+  }
+  if (root["flags"]) p.flags(root["flags"], c);
+  if (const YAML::Node r = root["resources"]) {
+    p.only_keys(r, "resources", {"gpus", "mig"});
+  }
+  if (const YAML::Node i = root["imex"]) p.only_keys(i, "imex", {"channelIDs", "required"});
+  if (const YAML::Node s = root["sharing"]) {
+    p.only_keys(s, "sharing", {"timeSlicing", "mps"});
+    const bool ts = s["timeSlicing"] && !s["timeSlicing"].IsNull();
+    const bool mps = s["mps"] && !s["mps"].IsNull();
+    if (ts && mps) {
+      p.fail(s["mps"], "sharing.timeSlicing and sharing.mps cannot both be set");
+    }
+    if (ts) {
+      c.sharing = SharingKind::kTimeSlicing;
+      c.replicated = p.replicated(s["timeSlicing"], "sharing.timeSlicing");
+    } else if (mps) {
+      c.sharing = SharingKind::kMps;
+      // NVIDIA's plugin refuses requests for more than one MPS replica unless told otherwise.
+      c.replicated.fail_requests_greater_than_one = true;
+      auto rr = p.replicated(s["mps"], "sharing.mps");
+      if (!s["mps"]["failRequestsGreaterThanOne"]) rr.fail_requests_greater_than_one = true;
+      c.replicated = std::move(rr);
+      for (const auto& r : c.replicated.resources) {
+        if (r.name != "nvidia.com/gpu") {
+          base::fail_input(file, static_cast<std::size_t>(r.line),
+                           fmt::format("MPS shares only nvidia.com/gpu (MPS is not supported on "
+                                       "MIG devices or AMD GPUs), not '{}'",
+                                       r.name));
+        }
+      }
+    }
+  }
+  return c;
+}
+
+PluginConfig load_config(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) base::fail_input(fmt::format("{}: cannot read the config file", path));
+  std::stringstream s;
+  s << in.rdbuf();
+  return parse_config(s.str(), path);
+}
+
+}  // namespace gpuorch::k8s

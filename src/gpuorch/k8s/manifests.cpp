@@ -1,0 +1,348 @@
+#include "gpuorch/k8s/manifests.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cctype>
+
+#include "gpuorch/base/error.hpp"
+
+namespace gpuorch::k8s {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr const char* kPluginDir = "/var/lib/kubelet/device-plugins";
+
+Json metadata(const std::string& name, const ManifestOptions& o, bool namespaced = true) {
+  Json m;
+  m["name"] = name;
+  if (namespaced) m["namespace"] = o.ns;
+  m["labels"] = {{"app.kubernetes.io/name", name}, {"app.kubernetes.io/part-of", "gpuorch"}};
+  return m;
+}
+
+// Nothing a GPU agent needs: no privilege escalation, no capabilities, a read-only root.
+Json restricted_security() {
+  return {{"allowPrivilegeEscalation", false},
+          {"readOnlyRootFilesystem", true},
+          {"capabilities", {{"drop", Json::array({"ALL"})}}},
+          {"seccompProfile", {{"type", "RuntimeDefault"}}}};
+}
+
+Json gpu_tolerations() {
+  return Json::array({{{"key", "nvidia.com/gpu"}, {"operator", "Exists"}, {"effect", "NoSchedule"}},
+                      {{"key", "amd.com/gpu"}, {"operator", "Exists"}, {"effect", "NoSchedule"}},
+                      {{"key", "CriticalAddonsOnly"}, {"operator", "Exists"}}});
+}
+
+Json host_path_volume(const std::string& name, const std::string& path, const char* type) {
+  return {{"name", name}, {"hostPath", {{"path", path}, {"type", type}}}};
+}
+
+Json daemonset(const std::string& name, const ManifestOptions& o, Json pod_spec,
+               Json pod_annotations = Json()) {
+  Json ds;
+  ds["apiVersion"] = "apps/v1";
+  ds["kind"] = "DaemonSet";
+  ds["metadata"] = metadata(name, o);
+  ds["spec"]["selector"]["matchLabels"] = {{"app.kubernetes.io/name", name}};
+  ds["spec"]["updateStrategy"] = {{"type", "RollingUpdate"}};
+  Json tmpl;
+  tmpl["metadata"]["labels"] = {{"app.kubernetes.io/name", name},
+                                {"app.kubernetes.io/part-of", "gpuorch"}};
+  if (!pod_annotations.is_null()) tmpl["metadata"]["annotations"] = pod_annotations;
+  tmpl["spec"] = std::move(pod_spec);
+  ds["spec"]["template"] = std::move(tmpl);
+  return ds;
+}
+
+Json resources(const char* cpu, const char* memory) {
+  return {{"requests", {{"cpu", cpu}, {"memory", memory}}}, {"limits", {{"memory", memory}}}};
+}
+
+std::string sharing_config(const ManifestOptions& o, const std::string& vendor) {
+  std::string c =
+      "version: v1\nflags:\n  migStrategy: none\n  plugin:\n"
+      "    deviceListStrategy: envvar\n    deviceIDStrategy: uuid\n";
+  if (o.sharing == SharingKind::kNone) return c;
+  const std::string name = vendor == "amd" ? "amd.com/gpu" : "nvidia.com/gpu";
+  c += fmt::format("sharing:\n  {}:\n    resources:\n    - name: {}\n      replicas: {}\n",
+                   o.sharing == SharingKind::kMps ? "mps" : "timeSlicing", name, o.replicas);
+  return c;
+}
+
+Json config_map(const ManifestOptions& o, const std::string& vendor) {
+  Json cm;
+  cm["apiVersion"] = "v1";
+  cm["kind"] = "ConfigMap";
+  cm["metadata"] = metadata("gpuorch-device-plugin-" + vendor, o);
+  cm["data"]["config.yaml"] = sharing_config(o, vendor);
+  return cm;
+}
+
+Json plugin_daemonset(const ManifestOptions& o, const std::string& vendor) {
+  const std::string name = "gpuorch-device-plugin-" + vendor;
+  Json c;
+  c["name"] = "device-plugin";
+  c["image"] = o.image;
+  c["args"] =
+      Json::array({"device-plugin", "--vendor", vendor, "--config-file", "/etc/gpuorch/config.yaml",
+                   "--device-plugin-path", std::string(kPluginDir) + "/"});
+  Json env = Json::array();
+  if (vendor == "nvidia") {
+    // The NVIDIA container runtime gives the plugin NVML and the device nodes to watch.
+    env.push_back({{"name", "NVIDIA_VISIBLE_DEVICES"}, {"value", "all"}});
+    env.push_back({{"name", "NVIDIA_DRIVER_CAPABILITIES"}, {"value", "utility"}});
+    env.push_back({{"name", "NVIDIA_MIG_MONITOR_DEVICES"}, {"value", "all"}});
+  }
+  if (!env.empty()) c["env"] = env;
+  c["securityContext"] = restricted_security();
+  c["resources"] = resources("10m", "64Mi");
+  c["volumeMounts"] =
+      Json::array({{{"name", "device-plugins"}, {"mountPath", kPluginDir}},
+                   {{"name", "config"}, {"mountPath", "/etc/gpuorch"}, {"readOnly", true}}});
+  Json spec;
+  spec["priorityClassName"] = "system-node-critical";
+  spec["serviceAccountName"] = "gpuorch-device-plugin";
+  spec["automountServiceAccountToken"] = false;
+  spec["nodeSelector"] = {{"gpuorch.io/gpu.vendor", vendor}};
+  spec["tolerations"] = gpu_tolerations();
+  spec["containers"] = Json::array({c});
+  spec["volumes"] = Json::array(
+      {host_path_volume("device-plugins", kPluginDir, "Directory"),
+       {{"name", "config"}, {"configMap", {{"name", "gpuorch-device-plugin-" + vendor}}}}});
+  return daemonset(name, o, spec);
+}
+
+// MPS clients need the node's MPS control daemon; its pipe and log directories are the ones the
+// plugin's Allocate mounts into every MPS container.
+Json mps_daemonset(const ManifestOptions& o) {
+  const std::string base = std::string(kPluginDir) + "/mps";
+  Json c;
+  c["name"] = "mps-control-daemon";
+  c["image"] = o.mps_image;
+  c["command"] = Json::array({"nvidia-cuda-mps-control", "-f"});
+  c["env"] =
+      Json::array({{{"name", "NVIDIA_VISIBLE_DEVICES"}, {"value", "all"}},
+                   {{"name", "NVIDIA_DRIVER_CAPABILITIES"}, {"value", "compute,utility"}},
+                   {{"name", "CUDA_MPS_PIPE_DIRECTORY"}, {"value", "/mps/nvidia.com/gpu/pipe"}},
+                   {{"name", "CUDA_MPS_LOG_DIRECTORY"}, {"value", "/mps/nvidia.com/gpu/log"}},
+                   {{"name", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"},
+                    {"value", std::to_string(100 / o.replicas)}}});
+  c["securityContext"] = restricted_security();
+  c["resources"] = resources("10m", "128Mi");
+  c["volumeMounts"] = Json::array(
+      {{{"name", "mps"}, {"mountPath", "/mps"}}, {{"name", "shm"}, {"mountPath", "/dev/shm"}}});
+  Json spec;
+  spec["priorityClassName"] = "system-node-critical";
+  spec["automountServiceAccountToken"] = false;
+  spec["hostIPC"] = true;  // MPS clients and server talk through shared memory
+  spec["nodeSelector"] = {{"gpuorch.io/gpu.vendor", "nvidia"}};
+  spec["tolerations"] = gpu_tolerations();
+  spec["containers"] = Json::array({c});
+  spec["volumes"] = Json::array({host_path_volume("mps", base, "DirectoryOrCreate"),
+                                 host_path_volume("shm", base + "/shm", "DirectoryOrCreate")});
+  return daemonset("gpuorch-mps-control-daemon", o, spec);
+}
+
+Json exporter_daemonset(const ManifestOptions& o) {
+  Json c;
+  c["name"] = "exporter";
+  c["image"] = o.image;
+  c["args"] = Json::array({"exporter", "--listen", fmt::format("0.0.0.0:{}", o.exporter_port)});
+  c["env"] = Json::array({{{"name", "NVIDIA_VISIBLE_DEVICES"}, {"value", "all"}},
+                          {{"name", "NVIDIA_DRIVER_CAPABILITIES"}, {"value", "utility"}}});
+  c["ports"] = Json::array({{{"name", "metrics"}, {"containerPort", o.exporter_port}}});
+  c["readinessProbe"] = {{"httpGet", {{"path", "/healthz"}, {"port", "metrics"}}}};
+  c["securityContext"] = restricted_security();
+  c["resources"] = resources("50m", "128Mi");
+  Json spec;
+  spec["priorityClassName"] = "system-node-critical";
+  spec["serviceAccountName"] = "gpuorch-exporter";
+  spec["automountServiceAccountToken"] = false;
+  // Any node the labeller found a GPU on: gpu.vendor is set there.
+  spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+      ["nodeSelectorTerms"] = Json::array(
+          {{{"matchExpressions",
+             Json::array({{{"key", "gpuorch.io/gpu.vendor"}, {"operator", "Exists"}}})}}});
+  spec["tolerations"] = gpu_tolerations();
+  spec["containers"] = Json::array({c});
+  const Json scrape = {{"prometheus.io/scrape", "true"},
+                       {"prometheus.io/port", std::to_string(o.exporter_port)},
+                       {"prometheus.io/path", "/metrics"}};
+  return daemonset("gpuorch-exporter", o, spec, scrape);
+}
+
+Json exporter_service(const ManifestOptions& o) {
+  Json s;
+  s["apiVersion"] = "v1";
+  s["kind"] = "Service";
+  s["metadata"] = metadata("gpuorch-exporter", o);
+  s["metadata"]["annotations"] = {{"prometheus.io/scrape", "true"},
+                                  {"prometheus.io/port", std::to_string(o.exporter_port)},
+                                  {"prometheus.io/path", "/metrics"}};
+  s["spec"]["selector"] = {{"app.kubernetes.io/name", "gpuorch-exporter"}};
+  s["spec"]["ports"] = Json::array({{{"name", "metrics"},
+                                     {"port", o.exporter_port},
+                                     {"targetPort", "metrics"},
+                                     {"protocol", "TCP"}}});
+  return s;
+}
+
+// Labels come from discovery in an init container (gpuorch image, read-only /sys and /proc);
+// kubectl then applies them to this pod's node. Needs nothing but get + patch on nodes.
+Json labeller_daemonset(const ManifestOptions& o) {
+  Json init;
+  init["name"] = "discover";
+  init["image"] = o.image;
+  init["command"] = Json::array({"/bin/sh", "-c", "gpuorch topo --labels > /labels/labels.txt"});
+  init["env"] = Json::array({{{"name", "NVIDIA_VISIBLE_DEVICES"}, {"value", "all"}},
+                             {{"name", "NVIDIA_DRIVER_CAPABILITIES"}, {"value", "utility"}}});
+  init["securityContext"] = restricted_security();
+  init["resources"] = resources("10m", "64Mi");
+  init["volumeMounts"] = Json::array({{{"name", "labels"}, {"mountPath", "/labels"}}});
+  Json label;
+  label["name"] = "label-node";
+  label["image"] = o.kubectl_image;
+  label["command"] =
+      Json::array({"/bin/sh", "-c",
+                   "kubectl label node \"$NODE_NAME\" --overwrite $(cat /labels/labels.txt) && "
+                   "exec sleep 2147483647"});
+  label["env"] = Json::array(
+      {{{"name", "NODE_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.nodeName"}}}}}}});
+  label["securityContext"] = restricted_security();
+  label["resources"] = resources("10m", "64Mi");
+  label["volumeMounts"] =
+      Json::array({{{"name", "labels"}, {"mountPath", "/labels"}, {"readOnly", true}}});
+  Json spec;
+  spec["serviceAccountName"] = "gpuorch-node-labeller";
+  spec["nodeSelector"] = {{"kubernetes.io/os", "linux"}};
+  spec["tolerations"] = gpu_tolerations();
+  spec["initContainers"] = Json::array({init});
+  spec["containers"] = Json::array({label});
+  spec["volumes"] = Json::array({{{"name", "labels"}, {"emptyDir", Json::object()}}});
+  return daemonset("gpuorch-node-labeller", o, spec);
+}
+
+Json service_account(const std::string& name, const ManifestOptions& o) {
+  Json sa;
+  sa["apiVersion"] = "v1";
+  sa["kind"] = "ServiceAccount";
+  sa["metadata"] = metadata(name, o);
+  return sa;
+}
+
+bool reads_as_other_type(const std::string& s) {
+  if (s.empty() || s.find_first_not_of("0123456789.-+eE_xXoOabcdefABCDEF") == std::string::npos) {
+    return true;  // numbers in any YAML 1.1/1.2 spelling (hex included); quoting is harmless
+  }
+  std::string lower;
+  for (char c : s) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* w : {"true", "false", "yes", "no", "on", "off", "y", "n", "null", "~"}) {
+    if (lower == w) return true;
+  }
+  return false;
+}
+
+void emit(YAML::Emitter& out, const Json& j) {
+  if (j.is_object()) {
+    out << YAML::BeginMap;
+    for (const auto& [k, v] : j.items()) {
+      out << YAML::Key << k << YAML::Value;
+      emit(out, v);
+    }
+    out << YAML::EndMap;
+  } else if (j.is_array()) {
+    out << YAML::BeginSeq;
+    for (const auto& v : j) emit(out, v);
+    out << YAML::EndSeq;
+  } else if (j.is_string()) {
+    const auto& s = j.get_ref<const std::string&>();
+    if (s.find('\n') != std::string::npos) {
+      out << YAML::Literal << s;
+    } else {
+      // A string YAML would read back as something else ("true", "9400", "") must be quoted.
+      if (!reads_as_other_type(s)) {
+        out << s;
+      } else {
+        out << YAML::DoubleQuoted << s;
+      }
+    }
+  } else if (j.is_boolean()) {
+    out << (j.get<bool>() ? "true" : "false");
+  } else if (j.is_number_integer()) {
+    out << j.get<long long>();
+  } else if (j.is_number()) {
+    out << j.get<double>();
+  } else {
+    out << YAML::Null;
+  }
+}
+
+}  // namespace
+
+std::string to_yaml(const Json& object) {
+  YAML::Emitter out;
+  out.SetIndent(2);
+  out.SetSeqFormat(YAML::Block);
+  emit(out, object);
+  return std::string(out.c_str()) + "\n";
+}
+
+std::vector<Manifest> make_manifests(const ManifestOptions& o) {
+  if (o.vendor != "nvidia" && o.vendor != "amd" && o.vendor != "both") {
+    base::fail_input(fmt::format("--vendor {}: use nvidia, amd or both", o.vendor));
+  }
+  if (o.sharing != SharingKind::kNone && o.replicas < 2) {
+    base::fail_input(fmt::format("--replicas {}: sharing needs at least 2", o.replicas));
+  }
+  if (o.sharing == SharingKind::kMps && o.vendor == "amd") {
+    base::fail_input("--sharing mps: MPS is NVIDIA's; AMD GPUs can use time-slicing");
+  }
+  std::vector<Manifest> out;
+  Json ns;
+  ns["apiVersion"] = "v1";
+  ns["kind"] = "Namespace";
+  ns["metadata"] = metadata(o.ns, o, false);
+  out.push_back({"00-namespace.yaml", ns});
+  for (const char* sa : {"gpuorch-device-plugin", "gpuorch-exporter", "gpuorch-node-labeller"}) {
+    out.push_back({fmt::format("01-serviceaccount-{}.yaml", sa), service_account(sa, o)});
+  }
+  Json role;
+  role["apiVersion"] = "rbac.authorization.k8s.io/v1";
+  role["kind"] = "ClusterRole";
+  role["metadata"] = metadata("gpuorch-node-labeller", o, false);
+  role["rules"] = Json::array({{{"apiGroups", Json::array({""})},
+                                {"resources", Json::array({"nodes"})},
+                                {"verbs", Json::array({"get", "patch"})}}});
+  out.push_back({"02-clusterrole-node-labeller.yaml", role});
+  Json binding;
+  binding["apiVersion"] = "rbac.authorization.k8s.io/v1";
+  binding["kind"] = "ClusterRoleBinding";
+  binding["metadata"] = metadata("gpuorch-node-labeller", o, false);
+  binding["roleRef"] = {{"apiGroup", "rbac.authorization.k8s.io"},
+                        {"kind", "ClusterRole"},
+                        {"name", "gpuorch-node-labeller"}};
+  binding["subjects"] = Json::array(
+      {{{"kind", "ServiceAccount"}, {"name", "gpuorch-node-labeller"}, {"namespace", o.ns}}});
+  out.push_back({"03-clusterrolebinding-node-labeller.yaml", binding});
+  out.push_back({"10-node-labeller.yaml", labeller_daemonset(o)});
+  std::vector<std::string> vendors;
+  if (o.vendor == "both") {
+    vendors = {"nvidia", "amd"};
+  } else {
+    vendors = {o.vendor};
+  }
+  for (const auto& v : vendors) {
+    out.push_back({fmt::format("20-configmap-device-plugin-{}.yaml", v), config_map(o, v)});
+    out.push_back({fmt::format("21-device-plugin-{}.yaml", v), plugin_daemonset(o, v)});
+  }
+  if (o.sharing == SharingKind::kMps)
+    out.push_back({"22-mps-control-daemon.yaml", mps_daemonset(o)});
+  out.push_back({"30-exporter.yaml", exporter_daemonset(o)});
+  out.push_back({"31-exporter-service.yaml", exporter_service(o)});
+  return out;
+}
+
+}  // namespace gpuorch::k8s

@@ -1,0 +1,35 @@
+#pragma once
+// `gpuorch manifests`: the Kubernetes objects that deploy gpuorch on a cluster (docs/manifests.md):
+// namespace, service accounts and least-privilege RBAC, the device plugin DaemonSet(s) with its
+// sharing ConfigMap, the exporter DaemonSet + Service with Prometheus scrape annotations, and the
+// node labeller DaemonSet that applies `gpuorch topo --labels`.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "gpuorch/k8s/config.hpp"
+
+namespace gpuorch::k8s {
+
+struct ManifestOptions {
+  std::string image = "ghcr.io/gpuorch/gpuorch:0.1.0";
+  std::string kubectl_image = "docker.io/bitnami/kubectl:1.31";
+  std::string mps_image = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04";
+  std::string ns = "gpuorch";
+  std::string vendor = "nvidia";  // nvidia, amd or both
+  SharingKind sharing = SharingKind::kNone;
+  int replicas = 4;
+  int exporter_port = 9400;
+};
+
+struct Manifest {
+  std::string file;  // "10-device-plugin-nvidia.yaml": order of application
+  nlohmann::ordered_json object;
+};
+
+// Throws base::InputError for options that make no sense (replicas < 2 with sharing, MPS on AMD).
+std::vector<Manifest> make_manifests(const ManifestOptions& options);
+// One object as YAML (strings that YAML would read as numbers or booleans are quoted).
+std::string to_yaml(const nlohmann::ordered_json& object);
+
+}  // namespace gpuorch::k8s

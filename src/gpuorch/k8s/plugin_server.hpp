@@ -1,0 +1,52 @@
+#pragma once
+// `gpuorch device-plugin`: one kubelet device plugin endpoint (gRPC on a unix socket) per
+// resource, registered on kubelet.sock after it serves (the API's required order). It watches the
+// directory with inotify and, when a new kubelet creates kubelet.sock (and has deleted every
+// socket there), serves again and re-registers. A kubelet that is not there yet is retried with
+// backoff. stop() (async-signal-safe) ends the streams, stops the servers and removes the sockets.
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpuorch/k8s/config.hpp"
+#include "gpuorch/k8s/health.hpp"
+#include "gpuorch/k8s/resources.hpp"
+
+namespace gpuorch::k8s {
+
+struct PluginOptions {
+  std::string directory = "/var/lib/kubelet/device-plugins/";
+  std::string kubelet_socket = "kubelet.sock";  // in `directory`
+  std::chrono::milliseconds backoff_initial{500};
+  std::chrono::milliseconds backoff_max{30000};
+  std::chrono::milliseconds register_timeout{10000};
+  std::function<void(const std::string&)> log;  // one line per event; stderr when empty
+};
+
+class PluginManager {
+ public:
+  // Throws base::InputError when `directory` does not exist or is not writable.
+  PluginManager(topology::Host host, PluginConfig config, std::vector<Resource> resources,
+                PluginOptions options);
+  ~PluginManager();
+  PluginManager(const PluginManager&) = delete;
+  PluginManager& operator=(const PluginManager&) = delete;
+
+  // Serves, registers and watches until stop(). Returns 0, or 1 when serving failed.
+  int run();
+  // Safe from a signal handler and from any thread.
+  void stop();
+
+  HealthState& health();
+  [[nodiscard]] const std::vector<Resource>& resources() const;
+  // How many successful Register calls so far (all resources), for tests and the log.
+  [[nodiscard]] int registrations() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpuorch::k8s

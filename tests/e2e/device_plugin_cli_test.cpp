@@ -1,0 +1,128 @@
+// gpuorch device-plugin and gpuorch manifests as a user runs them: the dry run, one-line errors
+// with exit code 2, and a real process registered with the harness, marked unhealthy through the
+// health file and stopped by SIGTERM (its socket removed).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "gpuorch/k8s/fake_kubelet.hpp"
+#include "k8s/k8s_support.hpp"
+#include "support/test_support.hpp"
+
+namespace gpuorch {
+namespace {
+
+using namespace std::chrono_literals;
+using test::run_cli;
+using test::TempDir;
+
+TEST(DevicePluginCli, DryRunListsDevices) {
+  TempDir dir;
+  test::write_text(dir.file("ts.yaml"),
+                   "sharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n"
+                   "      replicas: 4\n");
+  const auto r = run_cli({"device-plugin", "--topology", test::topo_json_path("t4x2"),
+                          "--config-file", dir.file("ts.yaml"), "--dry-run"},
+                         dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0]["resource"], "nvidia.com/gpu");
+  EXPECT_EQ(j[0]["devices"].size(), 8u);
+  EXPECT_EQ(j[0]["devices"][7]["id"], "GPU-40380e55-81ac-72b8-7924-42d4762c4989::3");
+  EXPECT_EQ(j[0]["devices"][7]["numa_nodes"], nlohmann::json::array({1}));
+  const auto mig = run_cli({"device-plugin", "--topology", test::topo_json_path("h100-mig"),
+                            "--mig-strategy", "mixed", "--dry-run"},
+                           dir);
+  ASSERT_EQ(mig.exit_code, 0) << mig.err;
+  EXPECT_EQ(nlohmann::json::parse(mig.out).size(), 4u);
+}
+
+TEST(DevicePluginCli, BadInputIsOneLineExitTwo) {
+  TempDir dir;
+  test::write_text(dir.file("bad.yaml"),
+                   "sharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n"
+                   "      replicas: 1\n");
+  test::write_text(dir.file("unknown.yaml"), "flags:\n  migStrategi: mixed\n");
+  test::write_text(dir.file("broken.json"), "{\n  \"schema\": \n");
+  const std::string topo = test::topo_json_path("t4x2");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"device-plugin", "--topology", topo, "--config-file", dir.file("bad.yaml")},
+       "gpuorch: " + dir.file("bad.yaml") + ":5: replicas is 1: sharing needs at least 2\n"},
+      {{"device-plugin", "--topology", topo, "--config-file", dir.file("unknown.yaml")},
+       "gpuorch: " + dir.file("unknown.yaml") +
+           ":2: unknown key 'migStrategi' in flags (known: deviceDiscoveryStrategy, "
+           "failOnInitError, gdsEnabled, gfd, migStrategy, mofedEnabled, nvidiaDevRoot, "
+           "nvidiaDriverRoot, plugin, restartOnDeviceUnhealthy, useNodeFeatureAPI)\n"},
+      {{"device-plugin", "--topology", dir.file("broken.json")},
+       "gpuorch: " + dir.file("broken.json") + ":3: not valid JSON\n"},
+      {{"device-plugin", "--topology", topo, "--device-plugin-path", dir.file("missing")},
+       "gpuorch: " + dir.file("missing") + ": the device plugin directory does not exist\n"},
+      {{"device-plugin", "--topology", topo, "--mig-strategy", "some"},
+       "gpuorch: unknown MIG strategy 'some' (none, single, mixed)\n"},
+      {{"manifests", "--sharing", "mps", "--replicas", "1"},
+       "gpuorch: --replicas 1: sharing needs at least 2\n"},
+  };
+  for (const auto& [args, err] : cases) {
+    const auto r = run_cli(args, dir);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << " " << r.err;
+    EXPECT_EQ(r.err, err);
+    EXPECT_EQ(r.out, "");
+  }
+}
+
+TEST(DevicePluginCli, ProcessRegistersTurnsUnhealthyAndStopsOnSigterm) {
+  TempDir dir;
+  const auto sock_dir = dir.path() / "dp";
+  std::filesystem::create_directories(sock_dir);
+  k8s::FakeKubelet kubelet(sock_dir.string());
+  kubelet.start();
+  const std::string health = dir.file("unhealthy.txt");
+  test::write_text(health, "# nothing yet\n");
+  // Everything the child needs is made before fork: other threads (gRPC's) may hold the
+  // allocator's lock at that moment, so the child only calls async-signal-safe functions.
+  const std::string topo = test::topo_json_path("dgx-h100");
+  const std::string dp = sock_dir.string() + "/";
+  const std::string log_path = dir.file("plugin.log");
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const std::string& log = log_path;
+    const int fd = ::open(log.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    if (fd >= 0) ::dup2(fd, 2);
+    ::execl(GPUORCH_BINARY, GPUORCH_BINARY, "device-plugin", "--topology", topo.c_str(),
+            "--device-plugin-path", dp.c_str(), "--health-file", health.c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ASSERT_TRUE(kubelet.wait_registrations(1, 20s)) << test::read_text(dir.file("plugin.log"));
+  const auto reg = kubelet.registrations()[0];
+  EXPECT_EQ(reg.resource_name(), "nvidia.com/gpu");
+  auto stub = kubelet.connect(reg.endpoint());
+  k8s::DeviceWatch watch(*stub);
+  ASSERT_TRUE(watch.wait_updates(1, 10s));
+  test::write_text(health, "GPU-2fbe396f-df9c-d5a1-4b31-c1658bb71f80  # XID 79 on the node\n");
+  ASSERT_TRUE(watch.wait_updates(2, 10s)) << test::read_text(dir.file("plugin.log"));
+  const auto list = watch.updates()[1];
+  EXPECT_EQ(list.devices(3).id(), "GPU-2fbe396f-df9c-d5a1-4b31-c1658bb71f80");
+  EXPECT_EQ(list.devices(3).health(), "Unhealthy");
+  EXPECT_EQ(list.devices(2).health(), "Healthy");
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_TRUE(watch.wait_end(5s));
+  EXPECT_FALSE(std::filesystem::exists(sock_dir / reg.endpoint()));
+  const auto log = test::read_text(dir.file("plugin.log"));
+  EXPECT_NE(log.find("registered nvidia.com/gpu"), std::string::npos) << log;
+  EXPECT_NE(log.find("stopping: ending streams, removing sockets"), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace gpuorch
