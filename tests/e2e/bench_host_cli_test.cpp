@@ -2,8 +2,6 @@
 // joined through RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT), the nccl-tests table and JSON,
 // the planted wrong value, a peer that dies or hangs, and bad input.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -15,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "support/net.hpp"
 #include "support/test_support.hpp"
 
 namespace gpuorch {
@@ -171,21 +170,9 @@ TEST(BenchHostCli, HungPeerTimesOut) {
   EXPECT_EQ(leftovers(), 0);
 }
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 TEST(BenchHostCli, TwoProcessesJoinThroughTorchrunVariables) {
   // As on two machines: each process started on its own, rank 0 serves the store.
-  const std::string port = std::to_string(free_port());
+  const std::string port = std::to_string(test::free_loopback_port());
   test::TempDir dir;
   const std::string args = "broadcast --backend host -b 1K -e 1K -n 2 -r 1 --iface lo";
   const std::string both =
@@ -203,7 +190,7 @@ TEST(BenchHostCli, TwoProcessesJoinThroughTorchrunVariables) {
 TEST(BenchHostCli, AbsentPeerTimesOut) {
   const auto r = run("all_reduce --backend host --timeout 1",
                      {"RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
-                      "MASTER_PORT=" + std::to_string(free_port())});
+                      "MASTER_PORT=" + std::to_string(test::free_loopback_port())});
   EXPECT_EQ(r.code, 1);
   EXPECT_LT(r.took, 15s);
   EXPECT_EQ(test::lines_of(r.err).size(), 1u) << r.err;
