@@ -6,7 +6,8 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/launch-out}
 mkdir -p "$OUT"
-G=build/portable/dist/bin/gpuorch
+# The portable build (scripts/build-portable); GPUORCH overrides it.
+G=${GPUORCH:-build/portable/dist/bin/gpuorch}
 PY=$(command -v python3)
 TRAIN=tests/fixtures/launch/ddp_train.py
 export NCCL_NVLS_ENABLE=0
