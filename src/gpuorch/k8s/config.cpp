@@ -4,11 +4,11 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <fstream>
 #include <set>
 #include <sstream>
 
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/base/read_file.hpp"
 
 namespace gpuorch::k8s {
 namespace {
@@ -339,11 +339,7 @@ PluginConfig parse_config(const std::string& text, const std::string& file) {
 }
 
 PluginConfig load_config(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) base::fail_input(fmt::format("{}: cannot read the config file", path));
-  std::stringstream s;
-  s << in.rdbuf();
-  return parse_config(s.str(), path);
+  return parse_config(base::read_input_file(path, "config file"), path);
 }
 
 }  // namespace gpuorch::k8s

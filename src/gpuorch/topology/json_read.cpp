@@ -4,10 +4,9 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/base/read_file.hpp"
 #include "gpuorch/topology/json.hpp"
 
 namespace gpuorch::topology {
@@ -293,11 +292,7 @@ Host host_from_json_text(const std::string& text, const std::string& file) {
 }
 
 Host load_host_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) base::fail_input(fmt::format("{}: cannot read the topology file", path));
-  std::stringstream s;
-  s << in.rdbuf();
-  return host_from_json_text(s.str(), path);
+  return host_from_json_text(base::read_input_file(path, "topology file"), path);
 }
 
 }  // namespace gpuorch::topology
