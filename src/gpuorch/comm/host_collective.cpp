@@ -1,5 +1,6 @@
 #include "gpuorch/comm/host_collective.hpp"
 
+#include <fmt/format.h>
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/alltoall.h>
@@ -8,9 +9,11 @@
 #include <gloo/reduce_scatter.h>
 #include <gloo/transport/unbound_buffer.h>
 
+#include <climits>
 #include <cstring>
 #include <vector>
 
+#include "gpuorch/base/error.hpp"
 #include "gpuorch/comm/expected.hpp"
 #include "gpuorch/comm/host_elements.hpp"
 
@@ -36,6 +39,11 @@ class Typed final : public CollectiveRunner::Impl {
   Typed(const Options& o, std::shared_ptr<gloo::Context> context, std::size_t max_count)
       : o_(o), ctx_(std::move(context)), rank_(ctx_->rank), n_(ctx_->size) {
     const ElementCounts c = element_counts(o.collective, max_count, n_);
+    if (o.collective == Collective::reduce_scatter && c.send > INT_MAX) {
+      base::fail_input(fmt::format(
+          "reduce_scatter --backend host: at most {} elements in all (Gloo counts them in int)",
+          INT_MAX));
+    }
     send_.resize(std::max<std::size_t>(c.send, 1));
     // Reduce-scatter runs in place on the whole array: its receive buffer is that work array.
     const bool whole = o.collective == Collective::reduce_scatter;
