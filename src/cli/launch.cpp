@@ -16,8 +16,8 @@
 #include "gpuorch/launch/node_env.hpp"
 #include "gpuorch/launch/plan_render.hpp"
 #include "gpuorch/launch/process.hpp"
-#include "gpuorch/launch/recorded_host.hpp"
 #include "gpuorch/topology/json.hpp"
+#include "gpuorch/topology/json_read.hpp"
 
 namespace gpuorch::cli {
 namespace {
@@ -122,7 +122,7 @@ void apply_rdzv_conf(const std::string& conf, launch::RendezvousConfig& r) {
 // The host to plan for: a recorded `topo --json`, a recorded tree, or this machine limited to
 // the CPUs this process may run on (a container's or a Slurm step's cpuset).
 topology::Host host_for(const LaunchFlags& f) {
-  if (!f.topology_file.empty()) return launch::load_recorded_host(f.topology_file);
+  if (!f.topology_file.empty()) return topology::load_host_json(f.topology_file);
   discover::Options o;
   o.use_nvml = !f.no_nvml;
   if (!f.sysfs_root.empty()) o.root = f.sysfs_root;

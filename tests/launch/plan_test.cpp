@@ -8,8 +8,8 @@
 #include "../topology/fixture_hosts.hpp"
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/launch/plan_render.hpp"
-#include "gpuorch/launch/recorded_host.hpp"
 #include "gpuorch/topology/json.hpp"
+#include "gpuorch/topology/json_read.hpp"
 
 namespace gpuorch::launch {
 namespace {
@@ -21,7 +21,7 @@ Plan plan_for(const std::string& host, int nproc, BindMode bind) {
   PlanRequest r;
   r.nproc = nproc;
   r.bind = bind;
-  return make_plan(load_recorded_host(topo_json(host)), r);
+  return make_plan(topology::load_host_json(topo_json(host)), r);
 }
 
 struct Case {
@@ -119,7 +119,7 @@ TEST(Plan, VirtualLocalRankSeesOneDevice) {
   PlanRequest r;
   r.nproc = 4;
   r.own_gpu_only = true;
-  const auto plan = make_plan(load_recorded_host(topo_json("mi250")), r);
+  const auto plan = make_plan(topology::load_host_json(topo_json("mi250")), r);
   std::map<std::string, std::string> env;
   for (const auto& [k, v] : plan.rank_env(2)) env[k] = v;
   EXPECT_EQ(env["ROCR_VISIBLE_DEVICES"], "2");
@@ -128,7 +128,7 @@ TEST(Plan, VirtualLocalRankSeesOneDevice) {
 }
 
 TEST(Plan, CpuOnlyHostUsesGlooAndSplitsNodes) {
-  auto host = load_recorded_host(topo_json("t4x2"));
+  auto host = topology::load_host_json(topo_json("t4x2"));
   host.gpus.clear();
   host.links.clear();
   PlanRequest r;
@@ -152,12 +152,6 @@ TEST(Plan, PhysicalCoresFollowSiblingNumbering) {
   EXPECT_EQ(cores[1], (topology::IdSet{1, 5}));
   h.cores = 0;  // unknown: every CPU its own core
   EXPECT_EQ(physical_cores(h, {0, 1, 4, 5}).size(), 4u);
-}
-
-TEST(RecordedHost, BadFileIsOneLine) {
-  const auto msg = test::input_error([] { load_recorded_host("/nonexistent/topo.json"); });
-  EXPECT_NE(msg.find("/nonexistent/topo.json"), std::string::npos);
-  EXPECT_EQ(msg.find('\n'), std::string::npos);
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 #include "gpuorch/launch/error_file.hpp"
 #include "gpuorch/launch/etcd_client.hpp"
 #include "gpuorch/launch/node_env.hpp"
-#include "gpuorch/launch/recorded_host.hpp"
+#include "gpuorch/topology/json_read.hpp"
 
 namespace gpuorch::launch {
 namespace {
@@ -35,7 +35,7 @@ WorkerIdentity identity() {
 Plan dgx_plan() {
   PlanRequest r;
   r.nproc = 2;
-  return make_plan(load_recorded_host(launch_test::topo_json("dgx-h100")), r);
+  return make_plan(topology::load_host_json(launch_test::topo_json("dgx-h100")), r);
 }
 
 TEST(WorkerEnv, TorchrunContract) {
