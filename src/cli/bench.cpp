@@ -13,6 +13,7 @@
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/comm/gpu_backend.hpp"
 #include "gpuorch/comm/host_elements.hpp"
+#include "gpuorch/comm/launch_env.hpp"
 
 namespace gpuorch::cli {
 namespace {
@@ -65,6 +66,13 @@ comm::Options to_options(const BenchFlags& f, const HostFlags& h) {
   o.json = f.json;
   o.nccl_library = f.nccl_library;
   apply_host_flags(o, h);
+  if (o.backend == "gpu") {
+    // One process per GPU (or per -g GPUs) under a launcher: the communicator spans them all.
+    if (const auto launch = comm::detect_launch(); launch && launch->world > 1) {
+      o.ranks = launch->world * o.gpus;
+      (void)comm::peer_timeout_s();  // a malformed GPUORCH_PEER_TIMEOUT is bad input too
+    }
+  }
   comm::validate(o);
   return o;
 }
@@ -72,6 +80,8 @@ comm::Options to_options(const BenchFlags& f, const HostFlags& h) {
 int run(const BenchFlags& f, const HostFlags& h) {
   const comm::Options o = to_options(f, h);
   if (o.backend == "host") return run_host_bench(o, h);
+  // Under a launcher only rank 0 prints (as nccl-tests under MPI); every rank reports errors.
+  const bool out = comm::reporting_process();
   std::vector<comm::Row> rows;
   comm::RunInfo info;
   try {
@@ -79,20 +89,20 @@ int run(const BenchFlags& f, const HostFlags& h) {
         o,
         [&](const comm::RunInfo& i) {
           info = i;
-          if (!o.json) fmt::print("{}{}", comm::header(o, i), comm::table_header());
+          if (out && !o.json) fmt::print("{}{}", comm::header(o, i), comm::table_header());
           std::fflush(stdout);
         },
         [&](const comm::Row& r) {
-          if (!o.json) fmt::print("{}", comm::format_row(o, r));
+          if (out && !o.json) fmt::print("{}", comm::format_row(o, r));
           std::fflush(stdout);
         });
   } catch (const comm::EnvironmentError& e) {
     fmt::print(stderr, "gpuorch bench: {}\n", e.what());
     return 1;
   }
-  if (o.json) {
+  if (out && o.json) {
     fmt::print("{}\n", comm::to_json(o, info, rows).dump(2));
-  } else {
+  } else if (out) {
     fmt::print("{}", comm::footer(o, rows));
   }
   for (const auto& r : rows) {

@@ -22,9 +22,10 @@ int main(int argc, char** argv) {
   gpuorch::cli::add_dmon(app, action);
   gpuorch::cli::add_exporter(app, action);
   gpuorch::cli::add_bench(app, action);
-  gpuorch::cli::add_launch(app, action);
+  gpuorch::cli::add_tune(app, action);
   gpuorch::cli::add_device_plugin(app, action);
   gpuorch::cli::add_manifests(app, action);
+  gpuorch::cli::add_launch(app, action);
 
   try {
     app.parse(argc, argv);

@@ -19,12 +19,14 @@ void add_exporter(CLI::App& app, Action& action);
 
 // `gpuorch bench <collective>`
 void add_bench(CLI::App& app, Action& action);
-
-// `gpuorch launch [options] -- PROGRAM ARGS`
-void add_launch(CLI::App& app, Action& action);
+// `gpuorch tune nccl`
+void add_tune(CLI::App& app, Action& action);
 
 // `gpuorch device-plugin` (and the hidden `kubelet-harness`), `gpuorch manifests`
 void add_device_plugin(CLI::App& app, Action& action);
 void add_manifests(CLI::App& app, Action& action);
+
+// `gpuorch launch [options] -- PROGRAM ARGS`
+void add_launch(CLI::App& app, Action& action);
 
 }  // namespace gpuorch::cli

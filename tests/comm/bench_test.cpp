@@ -186,7 +186,7 @@ CliRun cli(const std::string& args) {
 TEST(BenchCli, BadInputExitsTwoWithOneLine) {
   for (const char* args :
        {"bench all_reduce -b 8G -e 8", "bench all_reduce -b 1X", "bench nope",
-        "bench all_reduce -d half", "bench all_reduce -o all", "bench all_reduce --backend host"}) {
+        "bench all_reduce -d half", "bench all_reduce -o all", "bench all_reduce --backend tpu"}) {
     const auto r = cli(args);
     EXPECT_EQ(r.code, 2) << args;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;

@@ -1,153 +1,42 @@
-// NCCL and the CUDA driver API through dlopen. Only the entry points used here are declared, with
-// the signatures and values of the public headers (nccl.h, cuda.h); nothing NVIDIA ships is needed
-// to build.
+// One or several processes driving GPUs through NCCL; the timing and checking loop of nccl-tests.
 #include "gpuorch/comm/gpu_backend.hpp"
 
-#include <dlfcn.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
-#include <cstdint>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <future>
 #include <memory>
+#include <optional>
 #include <string>
+
+#include "gpuorch/base/error.hpp"
+#include "gpuorch/comm/check_pattern.hpp"
+#include "gpuorch/comm/expected.hpp"
+#include "gpuorch/comm/gpu_libs.hpp"
+#include "gpuorch/comm/launch_env.hpp"
+#include "gpuorch/comm/peer_group.hpp"
 
 namespace gpuorch::comm {
 namespace {
 
-using CuResult = int;                       // CUresult
-using CuDevice = int;                       // CUdevice
-using CuContext = struct CuContextOpaque*;  // CUcontext
-using CuStream = struct CuStreamOpaque*;    // CUstream
-using CuDevicePtr = unsigned long long;     // CUdeviceptr (64-bit)
-using NcclResult = int;                     // ncclResult_t
-using NcclComm = struct NcclCommOpaque*;    // ncclComm_t
-constexpr int kCuDevAttrPciBus = 33, kCuDevAttrPciDevice = 34, kCuDevAttrPciDomain = 50;
+using namespace gpu;
 
-struct Library {
-  void* handle = nullptr;
-  std::string error;  // dlerror() when dlopen failed: why the library did not load
-  explicit Library(const char* name) : handle(dlopen(name, RTLD_NOW | RTLD_LOCAL)) {
-    if (handle == nullptr) {
-      const char* e = dlerror();
-      error = e != nullptr ? e : "unknown error";
-    }
-  }
-  ~Library() {
-    if (handle) dlclose(handle);
-  }
-  Library(const Library&) = delete;
-  Library& operator=(const Library&) = delete;
-};
-
-template <typename F>
-void bind(const Library& lib, const char* lib_name, F& f, const char* symbol) {
-  void* p = dlsym(lib.handle, symbol);
-  if (!p) throw EnvironmentError(fmt::format("{} lacks {}", lib_name, symbol));
-  f = reinterpret_cast<F>(p);
-}
-
-struct Cuda {
-  Library lib{"libcuda.so.1"};
-  CuResult (*init)(unsigned) = nullptr;
-  CuResult (*get_error_string)(CuResult, const char**) = nullptr;
-  CuResult (*device_count)(int*) = nullptr;
-  CuResult (*device_get)(CuDevice*, int) = nullptr;
-  CuResult (*device_name)(char*, int, CuDevice) = nullptr;
-  CuResult (*device_attribute)(int*, int, CuDevice) = nullptr;
-  CuResult (*primary_retain)(CuContext*, CuDevice) = nullptr;
-  CuResult (*primary_release)(CuDevice) = nullptr;
-  CuResult (*ctx_set_current)(CuContext) = nullptr;
-  CuResult (*mem_alloc)(CuDevicePtr*, std::size_t) = nullptr;
-  CuResult (*mem_free)(CuDevicePtr) = nullptr;
-  CuResult (*htod)(CuDevicePtr, const void*, std::size_t) = nullptr;
-  CuResult (*dtoh)(void*, CuDevicePtr, std::size_t) = nullptr;
-  CuResult (*stream_create)(CuStream*, unsigned) = nullptr;
-  CuResult (*stream_destroy)(CuStream) = nullptr;
-  CuResult (*stream_sync)(CuStream) = nullptr;
-
-  Cuda() {
-    if (!lib.handle) {
-      throw EnvironmentError(fmt::format(
-          "no CUDA driver (libcuda.so.1: {}): gpuorch bench needs an NVIDIA GPU host", lib.error));
-    }
-    const char* n = "libcuda.so.1";
-    bind(lib, n, init, "cuInit");
-    bind(lib, n, get_error_string, "cuGetErrorString");
-    bind(lib, n, device_count, "cuDeviceGetCount");
-    bind(lib, n, device_get, "cuDeviceGet");
-    bind(lib, n, device_name, "cuDeviceGetName");
-    bind(lib, n, device_attribute, "cuDeviceGetAttribute");
-    bind(lib, n, primary_retain, "cuDevicePrimaryCtxRetain");
-    bind(lib, n, primary_release, "cuDevicePrimaryCtxRelease_v2");
-    bind(lib, n, ctx_set_current, "cuCtxSetCurrent");
-    bind(lib, n, mem_alloc, "cuMemAlloc_v2");
-    bind(lib, n, mem_free, "cuMemFree_v2");
-    bind(lib, n, htod, "cuMemcpyHtoD_v2");
-    bind(lib, n, dtoh, "cuMemcpyDtoH_v2");
-    bind(lib, n, stream_create, "cuStreamCreate");
-    bind(lib, n, stream_destroy, "cuStreamDestroy_v2");
-    bind(lib, n, stream_sync, "cuStreamSynchronize");
-  }
-  void check(CuResult r, const char* what) const {
-    if (r == 0) return;
-    const char* s = nullptr;
-    get_error_string(r, &s);
-    throw EnvironmentError(fmt::format("CUDA {}: {} ({})", what, s ? s : "unknown error", r));
-  }
-};
-
-struct Nccl {
-  Library lib;
-  NcclResult (*get_version)(int*) = nullptr;
-  const char* (*error_string)(NcclResult) = nullptr;
-  NcclResult (*comm_init_all)(NcclComm*, int, const int*) = nullptr;
-  NcclResult (*comm_destroy)(NcclComm) = nullptr;
-  NcclResult (*group_start)() = nullptr;
-  NcclResult (*group_end)() = nullptr;
-  NcclResult (*all_reduce)(const void*, void*, std::size_t, int, int, NcclComm, CuStream) = nullptr;
-  NcclResult (*all_gather)(const void*, void*, std::size_t, int, NcclComm, CuStream) = nullptr;
-  NcclResult (*reduce_scatter)(const void*, void*, std::size_t, int, int, NcclComm,
-                               CuStream) = nullptr;
-  NcclResult (*broadcast)(const void*, void*, std::size_t, int, int, NcclComm, CuStream) = nullptr;
-  NcclResult (*reduce)(const void*, void*, std::size_t, int, int, int, NcclComm,
-                       CuStream) = nullptr;
-  NcclResult (*send)(const void*, std::size_t, int, int, NcclComm, CuStream) = nullptr;
-  NcclResult (*recv)(void*, std::size_t, int, int, NcclComm, CuStream) = nullptr;
-
-  explicit Nccl(const std::string& name) : lib(name.c_str()) {
-    if (!lib.handle) {
-      throw EnvironmentError(
-          fmt::format("no NCCL ({}: {}): install NCCL or pass --nccl-library /path/to/libnccl.so.2",
-                      name, lib.error));
-    }
-    const char* n = "libnccl.so.2";
-    bind(lib, n, get_version, "ncclGetVersion");
-    bind(lib, n, error_string, "ncclGetErrorString");
-    bind(lib, n, comm_init_all, "ncclCommInitAll");
-    bind(lib, n, comm_destroy, "ncclCommDestroy");
-    bind(lib, n, group_start, "ncclGroupStart");
-    bind(lib, n, group_end, "ncclGroupEnd");
-    bind(lib, n, all_reduce, "ncclAllReduce");
-    bind(lib, n, all_gather, "ncclAllGather");
-    bind(lib, n, reduce_scatter, "ncclReduceScatter");
-    bind(lib, n, broadcast, "ncclBroadcast");
-    bind(lib, n, reduce, "ncclReduce");
-    bind(lib, n, send, "ncclSend");
-    bind(lib, n, recv, "ncclRecv");
-  }
-  void check(NcclResult r, const char* what) const {
-    if (r != 0) throw EnvironmentError(fmt::format("NCCL {}: {} ({})", what, error_string(r), r));
-  }
-};
+// Fill and check move data in tiles of whole pattern periods (about 8.6 M elements).
+constexpr std::size_t kTile = kPatternPeriod << 18;
 
 struct Rank {
+  int global = 0;  // rank in the communicator
   CuDevice device = 0;
   CuContext context = nullptr;
   CuStream stream = nullptr;
   NcclComm comm = nullptr;
   CuDevicePtr send = 0, recv = 0;
-  std::size_t send_bytes = 0, recv_bytes = 0;
+  void* host = nullptr;  // pinned staging for the check, kTile elements
 };
 
 // Owns the devices' streams, buffers and communicators; releases them in any case.
@@ -157,13 +46,14 @@ class Session {
       : cuda_(cuda), nccl_(nccl), ranks_(static_cast<std::size_t>(n)) {}
   ~Session() {
     for (auto& r : ranks_) {
-      if (r.comm) nccl_.comm_destroy(r.comm);
+      if (r.comm) (failed_ ? nccl_.comm_abort : nccl_.comm_destroy)(r.comm);
     }
     for (auto& r : ranks_) {
       if (!r.context) continue;
       cuda_.ctx_set_current(r.context);
       if (r.send) cuda_.mem_free(r.send);
       if (r.recv) cuda_.mem_free(r.recv);
+      if (r.host) cuda_.host_free(r.host);
       if (r.stream) cuda_.stream_destroy(r.stream);
       cuda_.primary_release(r.device);
     }
@@ -171,147 +61,61 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
   std::vector<Rank>& ranks() { return ranks_; }
+  void failed() { failed_ = true; }
 
  private:
   const Cuda& cuda_;
   const Nccl& nccl_;
   std::vector<Rank> ranks_;
+  bool failed_ = false;
 };
 
-// Per-rank send/recv element counts for one size point.
-struct Counts {
-  std::size_t send = 0, recv = 0;
-};
-Counts counts(Collective c, std::size_t count, int n) {
-  const auto un = static_cast<std::size_t>(n);
-  switch (c) {
-    case Collective::all_gather:
-      return {count, count * un};
-    case Collective::reduce_scatter:
-      return {count * un, count};
-    case Collective::alltoall:
-      return {count * un, count * un};
-    default:
-      return {count, count};
+// The devices of this process: -g of them from LOCAL_RANK x -g, or the first -g when the launcher
+// already narrowed CUDA_VISIBLE_DEVICES to this process's share.
+int first_device(const Options& o, const std::optional<LaunchEnv>& launch, int present) {
+  if (!launch || launch->world == 1) {
+    if (o.gpus > present) {
+      throw EnvironmentError(
+          fmt::format("-g {}: only {} GPU{} present", o.gpus, present, present == 1 ? "" : "s"));
+    }
+    return 0;
   }
-}
-
-// Element conversion for the fill and the check.
-void store(const DataType& t, unsigned char* p, double v) {
-  switch (t.nccl) {
-    case 0: {
-      auto x = static_cast<std::int8_t>(v);
-      std::memcpy(p, &x, 1);
-      break;
-    }
-    case 1: {
-      auto x = static_cast<std::uint8_t>(v);
-      std::memcpy(p, &x, 1);
-      break;
-    }
-    case 2: {
-      auto x = static_cast<std::int32_t>(v);
-      std::memcpy(p, &x, 4);
-      break;
-    }
-    case 3: {
-      auto x = static_cast<std::uint32_t>(v);
-      std::memcpy(p, &x, 4);
-      break;
-    }
-    case 4: {
-      auto x = static_cast<std::int64_t>(v);
-      std::memcpy(p, &x, 8);
-      break;
-    }
-    case 5: {
-      auto x = static_cast<std::uint64_t>(v);
-      std::memcpy(p, &x, 8);
-      break;
-    }
-    case 7: {
-      auto x = static_cast<float>(v);
-      std::memcpy(p, &x, 4);
-      break;
-    }
-    default: {
-      std::memcpy(p, &v, 8);
-      break;
-    }
-  }
-}
-double load(const DataType& t, const unsigned char* p) {
-  switch (t.nccl) {
-    case 0: {
-      std::int8_t x;
-      std::memcpy(&x, p, 1);
-      return x;
-    }
-    case 1: {
-      std::uint8_t x;
-      std::memcpy(&x, p, 1);
-      return x;
-    }
-    case 2: {
-      std::int32_t x;
-      std::memcpy(&x, p, 4);
-      return x;
-    }
-    case 3: {
-      std::uint32_t x;
-      std::memcpy(&x, p, 4);
-      return x;
-    }
-    case 4: {
-      std::int64_t x;
-      std::memcpy(&x, p, 8);
-      return static_cast<double>(x);
-    }
-    case 5: {
-      std::uint64_t x;
-      std::memcpy(&x, p, 8);
-      return static_cast<double>(x);
-    }
-    case 7: {
-      float x;
-      std::memcpy(&x, p, 4);
-      return x;
-    }
-    default: {
-      double x;
-      std::memcpy(&x, p, 8);
-      return x;
-    }
-  }
+  const int first = launch->local_rank * o.gpus;
+  if (first + o.gpus <= present) return first;
+  if (o.gpus <= present && present < 2 * o.gpus) return 0;  // CUDA_VISIBLE_DEVICES per process
+  throw EnvironmentError(fmt::format("-g {} with LOCAL_RANK {} needs GPUs {}..{}, only {} present",
+                                     o.gpus, launch->local_rank, first, first + o.gpus - 1,
+                                     present));
 }
 
 class Runner {
  public:
-  Runner(const Options& o, const Cuda& cuda, const Nccl& nccl, std::vector<Rank>& ranks)
-      : o_(o), cuda_(cuda), nccl_(nccl), ranks_(ranks), n_(static_cast<int>(ranks.size())) {}
+  Runner(const Options& o, const Cuda& cuda, const Nccl& nccl, std::vector<Rank>& ranks, int nranks,
+         PeerWatchdog* watchdog)
+      : o_(o), cuda_(cuda), nccl_(nccl), ranks_(ranks), n_(nranks), watchdog_(watchdog) {}
 
-  // Launches the collective once on every rank inside one NCCL group.
+  // Launches the collective once on every local rank inside one NCCL group.
   void launch(std::size_t count, bool in_place) {
-    const Counts c = counts(o_.collective, count, n_);
+    const ElementCounts c = element_counts(o_.collective, count, n_);
     const std::size_t ws = o_.type.bytes;
+    const int dt = o_.type.nccl;
     nccl_.check(nccl_.group_start(), "group start");
-    for (int r = 0; r < n_; ++r) {
-      Rank& k = ranks_[static_cast<std::size_t>(r)];
+    NcclResult res = 0;
+    for (Rank& k : ranks_) {
+      const auto g = static_cast<std::size_t>(k.global);
       auto* recv = reinterpret_cast<void*>(k.recv);
       const void* send = reinterpret_cast<const void*>(k.send);
       if (in_place) {
         send = recv;
         if (o_.collective == Collective::all_gather) {
-          send = reinterpret_cast<const void*>(k.recv + static_cast<std::size_t>(r) * c.send * ws);
+          send = reinterpret_cast<const void*>(k.recv + g * c.send * ws);
         }
         if (o_.collective == Collective::reduce_scatter) {
           // In place: the full array lives in send, the result in its own chunk of it.
           send = reinterpret_cast<const void*>(k.send);
-          recv = reinterpret_cast<void*>(k.send + static_cast<std::size_t>(r) * c.recv * ws);
+          recv = reinterpret_cast<void*>(k.send + g * c.recv * ws);
         }
       }
-      const int dt = o_.type.nccl;
-      NcclResult res = 0;
       switch (o_.collective) {
         case Collective::all_reduce:
           res = nccl_.all_reduce(send, recv, count, dt, o_.op.nccl, k.comm, k.stream);
@@ -328,7 +132,7 @@ class Runner {
         case Collective::reduce:
           res = nccl_.reduce(send, recv, count, dt, o_.op.nccl, o_.root, k.comm, k.stream);
           break;
-        case Collective::alltoall:
+        case Collective::alltoall:  // grouped send/recv to every peer, as nccl-tests
           for (int p = 0; p < n_ && res == 0; ++p) {
             const auto off = static_cast<std::size_t>(p) * count * ws;
             res = nccl_.send(reinterpret_cast<const void*>(k.send + off), count, dt, p, k.comm,
@@ -340,16 +144,17 @@ class Runner {
           }
           break;
         case Collective::sendrecv:
-          res = nccl_.send(send, count, dt, (r + 1) % n_, k.comm, k.stream);
-          if (res == 0) res = nccl_.recv(recv, count, dt, (r - 1 + n_) % n_, k.comm, k.stream);
+          res = nccl_.send(send, count, dt, (k.global + 1) % n_, k.comm, k.stream);
+          if (res == 0) {
+            res = nccl_.recv(recv, count, dt, (k.global - 1 + n_) % n_, k.comm, k.stream);
+          }
           break;
       }
-      if (res != 0) {
-        nccl_.group_end();
-        nccl_.check(res, "collective");
-      }
+      if (res != 0) break;
     }
-    nccl_.check(nccl_.group_end(), "group end");
+    const NcclResult end = nccl_.group_end();
+    nccl_.check(res, "collective");
+    nccl_.check(end, "group end");
   }
 
   void sync() {
@@ -357,6 +162,7 @@ class Runner {
       cuda_.check(cuda_.ctx_set_current(k.context), "set context");
       cuda_.check(cuda_.stream_sync(k.stream), "stream synchronize");
     }
+    if (watchdog_) watchdog_->beat();
   }
 
   double time(std::size_t count, bool in_place) {
@@ -375,80 +181,90 @@ class Runner {
     return d.count() / o_.iters;
   }
 
-  // Fills the inputs with the deterministic pattern, runs once, counts wrong elements on the host.
+  // Fills the inputs with the reference pattern, runs once, counts wrong elements on the host.
   long long check(std::size_t count, bool in_place) {
-    const Counts c = counts(o_.collective, count, n_);
-    const std::size_t ws = o_.type.bytes;
     long long wrong = 0;
     for (int iter = 0; iter < o_.check; ++iter) {
-      std::vector<unsigned char> host;
-      for (int r = 0; r < n_; ++r) {
-        Rank& k = ranks_[static_cast<std::size_t>(r)];
-        cuda_.check(cuda_.ctx_set_current(k.context), "set context");
-        // The input lives where launch() reads it: recv (in place) or send.
-        std::size_t in_count = c.send;
-        CuDevicePtr in = k.send;
-        if (in_place && o_.collective != Collective::reduce_scatter) {
-          in = k.recv;
-          if (o_.collective == Collective::all_gather)
-            in = k.recv + static_cast<std::size_t>(r) * c.send * ws;
-        }
-        host.assign(in_count * ws, 0);
-        for (std::size_t i = 0; i < in_count; ++i) {
-          store(o_.type, host.data() + i * ws, input_value(o_, r, i));
-        }
-        if (!host.empty()) cuda_.check(cuda_.htod(in, host.data(), host.size()), "copy to device");
-        if (!in_place && k.recv_bytes > 0) {
-          // Poison the output so a collective that writes nothing is caught.
-          std::vector<unsigned char> poison(c.recv * ws, 0xA5);
-          cuda_.check(cuda_.htod(k.recv, poison.data(), poison.size()), "copy to device");
-        }
-      }
+      for_each_rank([&](Rank& k) { prepare(k, count, in_place); });
       launch(count, in_place);
       sync();
-      for (int r = 0; r < n_; ++r) {
-        Rank& k = ranks_[static_cast<std::size_t>(r)];
-        if ((o_.collective == Collective::reduce) && r != o_.root) continue;
-        cuda_.check(cuda_.ctx_set_current(k.context), "set context");
-        CuDevicePtr out = k.recv;
-        if (in_place && o_.collective == Collective::reduce_scatter) {
-          out = k.send + static_cast<std::size_t>(r) * c.recv * ws;
-        }
-        host.assign(c.recv * ws, 0);
-        if (!host.empty()) cuda_.check(cuda_.dtoh(host.data(), out, host.size()), "copy to host");
-        for (std::size_t i = 0; i < c.recv; ++i) {
-          const double got = load(o_.type, host.data() + i * ws);
-          if (got != expected(r, i, count)) ++wrong;
-        }
-      }
+      std::vector<long long> per(ranks_.size(), 0);
+      for_each_rank([&](Rank& k) { per[index(k)] = verify(k, count, in_place); });
+      for (const long long w : per) wrong += w;
     }
     return wrong;
   }
 
  private:
-  double expected(int r, std::size_t i, std::size_t count) const {
-    switch (o_.collective) {
-      case Collective::all_reduce:
-      case Collective::reduce:
-        return cast(reduced_value(o_, n_, i));
-      case Collective::reduce_scatter:
-        return cast(reduced_value(o_, n_, static_cast<std::size_t>(r) * count + i));
-      case Collective::all_gather:
-        return cast(input_value(o_, static_cast<int>(i / count), i % count));
-      case Collective::broadcast:
-        return cast(input_value(o_, o_.root, i));
-      case Collective::alltoall:  // block p of rank r = block r of rank p
-        return cast(input_value(o_, static_cast<int>(i / count),
-                                static_cast<std::size_t>(r) * count + i % count));
-      case Collective::sendrecv:
-        return cast(input_value(o_, (r - 1 + n_) % n_, i));
+  std::size_t index(const Rank& k) const { return static_cast<std::size_t>(&k - ranks_.data()); }
+
+  // One thread per local GPU: fill and verify move gigabytes per rank.
+  template <typename F>
+  void for_each_rank(F f) {
+    std::vector<std::future<void>> work;
+    for (Rank& k : ranks_) {
+      work.push_back(std::async(std::launch::async, [&, kp = &k] {
+        cuda_.check(cuda_.ctx_set_current(kp->context), "set context");
+        f(*kp);
+      }));
     }
-    return 0;
+    for (auto& w : work) w.get();
   }
-  double cast(double v) const {
-    unsigned char b[8];
-    store(o_.type, b, v);
-    return load(o_.type, b);
+
+  // The input where launch() reads it: recv (in place) or send; out-of-place outputs poisoned so a
+  // collective that writes nothing is caught.
+  void prepare(Rank& k, std::size_t count, bool in_place) {
+    const ElementCounts c = element_counts(o_.collective, count, n_);
+    const std::size_t ws = o_.type.bytes;
+    CuDevicePtr in = k.send;
+    if (in_place && o_.collective != Collective::reduce_scatter) {
+      in = k.recv;
+      if (o_.collective == Collective::all_gather) {
+        in = k.recv + static_cast<std::size_t>(k.global) * c.send * ws;
+      }
+    }
+    fill(k, in, c.send);
+    if (!in_place && c.recv > 0) cuda_.check(cuda_.memset_d8(k.recv, 0xA5, c.recv * ws), "memset");
+    // Copies and memsets run on the legacy stream; the NCCL streams do not wait for it.
+    cuda_.check(cuda_.ctx_synchronize(), "synchronize");
+  }
+
+  // input_value(rank, i), i < n, at dst: one tile from the host, then doubling copies on the
+  // device (the pattern repeats every kPatternPeriod elements, every copy keeps the phase).
+  void fill(const Rank& k, CuDevicePtr dst, std::size_t n) {
+    if (n == 0) return;
+    const std::size_t ws = o_.type.bytes;
+    const std::size_t first = std::min(n, kTile);
+    const auto tile = encode_values(o_, n_, k.global, 0, first);
+    cuda_.check(cuda_.htod(dst, tile.data(), tile.size()), "copy to device");
+    for (std::size_t have = first; have < n;) {
+      const std::size_t len = std::min(have, n - have);
+      cuda_.check(cuda_.dtod(dst + have * ws, dst, len * ws), "copy on device");
+      have += len;
+    }
+  }
+
+  long long verify(Rank& k, std::size_t count, bool in_place) {
+    const ElementCounts c = element_counts(o_.collective, count, n_);
+    const std::size_t ws = o_.type.bytes;
+    CuDevicePtr out = k.recv;
+    if (in_place && o_.collective == Collective::reduce_scatter) {
+      out = k.send + static_cast<std::size_t>(k.global) * c.recv * ws;
+    }
+    long long wrong = 0;
+    auto* host = static_cast<unsigned char*>(k.host);
+    for (const Segment& s : expected_output(o_, n_, k.global, count)) {
+      const auto tile = encode_values(o_, n_, s.source_rank, s.first, std::min(s.length, kTile));
+      for (std::size_t off = 0; off < s.length; off += kTile) {
+        const std::size_t len = std::min(kTile, s.length - off);
+        cuda_.check(cuda_.dtoh(host, out + (s.out_begin + off) * ws, len * ws), "copy to host");
+        if (std::memcmp(host, tile.data(), len * ws) == 0) continue;
+        for (std::size_t i = 0; i < len; ++i) {
+          if (std::memcmp(host + i * ws, tile.data() + i * ws, ws) != 0) ++wrong;
+        }
+      }
+    }
+    return wrong;
   }
 
   const Options& o_;
@@ -456,81 +272,222 @@ class Runner {
   const Nccl& nccl_;
   std::vector<Rank>& ranks_;
   int n_;
+  PeerWatchdog* watchdog_;
 };
 
-}  // namespace
+std::string device_line(const Cuda& cuda, const Rank& k, int ordinal) {
+  char name[256] = {};
+  cuda.device_name(name, sizeof name, k.device);
+  int domain = 0, bus = 0, dev = 0;
+  cuda.device_attribute(&domain, kCuDevAttrPciDomain, k.device);
+  cuda.device_attribute(&bus, kCuDevAttrPciBus, k.device);
+  cuda.device_attribute(&dev, kCuDevAttrPciDevice, k.device);
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return fmt::format("Pid {:6} on {:>10} device {:2} [{:04x}:{:02x}:{:02x}.0] {}", ::getpid(), host,
+                     ordinal, domain, bus, dev, name);
+}
 
-std::vector<Row> run_gpu(const Options& o, const std::function<void(const RunInfo&)>& on_start,
-                         const std::function<void(const Row&)>& on_row) {
+// Contexts, streams and buffers for this process's GPUs, sized for the largest point.
+void open_devices(const Options& o, const Cuda& cuda, std::vector<Rank>& ranks, int first_dev,
+                  int first_global, int nranks) {
+  std::size_t max_send = 0, max_recv = 0;
+  for (const auto& p : size_sweep(o, nranks)) {
+    const ElementCounts c = element_counts(o.collective, p.count, nranks);
+    max_send = std::max(max_send, c.send * o.type.bytes);
+    max_recv = std::max(max_recv, c.recv * o.type.bytes);
+  }
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    Rank& k = ranks[i];
+    k.global = first_global + static_cast<int>(i);
+    cuda.check(cuda.device_get(&k.device, first_dev + static_cast<int>(i)), "device get");
+    cuda.check(cuda.primary_retain(&k.context, k.device), "primary context");
+    cuda.check(cuda.ctx_set_current(k.context), "set context");
+    cuda.check(cuda.stream_create(&k.stream, kCuStreamNonBlocking), "stream create");
+    cuda.check(cuda.mem_alloc(&k.send, std::max<std::size_t>(max_send, 1)), "allocate send buffer");
+    cuda.check(cuda.mem_alloc(&k.recv, std::max<std::size_t>(max_recv, 1)),
+               "allocate receive buffer");
+    if (o.check > 0) {
+      cuda.check(cuda.host_alloc(&k.host, kTile * o.type.bytes, 0), "allocate pinned memory");
+    }
+  }
+}
+
+std::vector<Row> sweep(const Options& o, Runner& runner, int nranks, PeerGroup* group,
+                       PeerWatchdog* watchdog, const std::function<void(const Row&)>& on_row) {
+  std::vector<Row> rows;
+  for (const auto& p : size_sweep(o, nranks)) {
+    if (watchdog) {
+      watchdog->arm(fmt::format("{} at {} B", collective_name(o.collective), p.bytes));
+    }
+    double t_out = runner.time(p.count, false);
+    double w_out = o.check > 0 ? static_cast<double>(runner.check(p.count, false)) : -1;
+    double t_in = 0, w_in = -1;
+    if (has_in_place(o.collective)) {
+      t_in = runner.time(p.count, true);
+      w_in = o.check > 0 ? static_cast<double>(runner.check(p.count, true)) : -1;
+    }
+    if (watchdog) watchdog->disarm();
+    if (group) {
+      // nccl-tests under MPI: time = mean over processes, #wrong = sum over ranks.
+      const auto s = group->sum({t_out, w_out, t_in, w_in});
+      const double procs = group->world();
+      t_out = s[0] / procs;
+      t_in = s[2] / procs;
+      if (o.check > 0) {
+        w_out = s[1];
+        w_in = s[3];
+      }
+    }
+    Row row;
+    row.size = p;
+    row.out_of_place = make_timing(o.collective, nranks, p.bytes, t_out,
+                                   static_cast<long long>(std::llround(w_out)));
+    if (has_in_place(o.collective)) {
+      row.in_place = make_timing(o.collective, nranks, p.bytes, t_in,
+                                 static_cast<long long>(std::llround(w_in)));
+    }
+    on_row(row);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::vector<Row> run_single(const Options& o, const std::function<void(const RunInfo&)>& on_start,
+                            const std::function<void(const Row&)>& on_row) {
   const Cuda cuda;
   const Nccl nccl(o.nccl_library);
   cuda.check(cuda.init(0), "init");
   int present = 0;
   cuda.check(cuda.device_count(&present), "device count");
-  if (o.gpus > present) {
-    throw EnvironmentError(
-        fmt::format("-g {}: only {} GPU{} present", o.gpus, present, present == 1 ? "" : "s"));
-  }
-  int version = 0;
-  nccl.check(nccl.get_version(&version), "version");
+  first_device(o, std::nullopt, present);
   RunInfo info;
   info.nranks = o.gpus;
-  info.library =
-      fmt::format("NCCL {}.{}.{}", version / 10000, (version / 100) % 100, version % 100);
-
-  const auto sweep = size_sweep(o, o.gpus);
-  std::size_t max_send = 0, max_recv = 0;
-  for (const auto& p : sweep) {
-    const Counts c = counts(o.collective, p.count, o.gpus);
-    max_send = std::max(max_send, c.send * o.type.bytes);
-    max_recv = std::max(max_recv, c.recv * o.type.bytes);
-  }
-
+  info.library = nccl.version();
   Session session(cuda, nccl, o.gpus);
   auto& ranks = session.ranks();
+  open_devices(o, cuda, ranks, 0, 0, o.gpus);
   std::vector<int> devlist;
   for (int r = 0; r < o.gpus; ++r) {
-    Rank& k = ranks[static_cast<std::size_t>(r)];
-    cuda.check(cuda.device_get(&k.device, r), "device get");
-    cuda.check(cuda.primary_retain(&k.context, k.device), "primary context");
-    cuda.check(cuda.ctx_set_current(k.context), "set context");
-    cuda.check(cuda.stream_create(&k.stream, 1), "stream create");  // CU_STREAM_NON_BLOCKING
-    k.send_bytes = std::max<std::size_t>(max_send, 1);
-    k.recv_bytes = std::max<std::size_t>(max_recv, 1);
-    cuda.check(cuda.mem_alloc(&k.send, k.send_bytes), "allocate send buffer");
-    cuda.check(cuda.mem_alloc(&k.recv, k.recv_bytes), "allocate receive buffer");
-    char name[256] = {};
-    cuda.device_name(name, sizeof name, k.device);
-    int domain = 0, bus = 0, dev = 0;
-    cuda.device_attribute(&domain, kCuDevAttrPciDomain, k.device);
-    cuda.device_attribute(&bus, kCuDevAttrPciBus, k.device);
-    cuda.device_attribute(&dev, kCuDevAttrPciDevice, k.device);
-    info.devices.push_back(
-        fmt::format("device {:2} [{:04x}:{:02x}:{:02x}.0] {}", r, domain, bus, dev, name));
+    info.devices.push_back(device_line(cuda, ranks[static_cast<std::size_t>(r)], r));
     devlist.push_back(r);
   }
   std::vector<NcclComm> comms(ranks.size(), nullptr);
   nccl.check(nccl.comm_init_all(comms.data(), o.gpus, devlist.data()), "comm init");
   for (std::size_t r = 0; r < ranks.size(); ++r) ranks[r].comm = comms[r];
   on_start(info);
+  Runner runner(o, cuda, nccl, ranks, o.gpus, nullptr);
+  return sweep(o, runner, o.gpus, nullptr, nullptr, on_row);
+}
 
-  Runner runner(o, cuda, nccl, ranks);
-  std::vector<Row> rows;
-  for (const auto& p : sweep) {
-    Row row;
-    row.size = p;
-    const double t_out = runner.time(p.count, false);
-    const long long w_out = o.check > 0 ? runner.check(p.count, false) : -1;
-    row.out_of_place = make_timing(o.collective, o.gpus, p.bytes, t_out, w_out);
-    if (has_in_place(o.collective)) {
-      const double t_in = runner.time(p.count, true);
-      const long long w_in = o.check > 0 ? runner.check(p.count, true) : -1;
-      row.in_place = make_timing(o.collective, o.gpus, p.bytes, t_in, w_in);
-    }
-    on_row(row);
-    rows.push_back(row);
+std::vector<Row> run_multi(const Options& o, const LaunchEnv& launch,
+                           const std::function<void(const RunInfo&)>& on_start,
+                           const std::function<void(const Row&)>& on_row) {
+  const auto timeout = std::chrono::milliseconds(std::llround(peer_timeout_s() * 1000));
+  std::optional<PeerGroup> group;
+  try {
+    group.emplace(launch.rank, launch.world, launch.master_addr, launch.port, timeout);
+  } catch (const PeerError& e) {
+    throw EnvironmentError(
+        fmt::format("rank {} of {} ({}): {}", launch.rank, launch.world, launch.source, e.what()));
   }
-  return rows;
+  const int nranks = launch.world * o.gpus;
+  try {
+    // Every process finds out whether it can run before any of them starts NCCL, so that all
+    // fail with the same line instead of waiting for one that already left.
+    std::optional<Cuda> cuda;
+    std::optional<Nccl> nccl;
+    int first_dev = 0;
+    std::string problem, library;
+    try {
+      cuda.emplace();
+      nccl.emplace(o.nccl_library);
+      cuda->check(cuda->init(0), "init");
+      int present = 0;
+      cuda->check(cuda->device_count(&present), "device count");
+      first_dev = first_device(o, launch, present);
+      library = nccl->version();
+    } catch (const EnvironmentError& e) {
+      problem = e.what();
+    }
+    const auto problems = group->all_gather(problem);
+    for (std::size_t r = 0; r < problems.size(); ++r) {
+      if (!problems[r].empty()) throw EnvironmentError(fmt::format("rank {}: {}", r, problems[r]));
+    }
+    Session session(*cuda, *nccl, o.gpus);
+    auto& ranks = session.ranks();
+    open_devices(o, *cuda, ranks, first_dev, launch.rank * o.gpus, nranks);
+    std::string mine;
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+      mine += fmt::format("{}\n", device_line(*cuda, ranks[i], first_dev + static_cast<int>(i)));
+    }
+    RunInfo info;
+    info.nranks = nranks;
+    info.library = library;
+    for (const auto& part : group->all_gather(mine)) {
+      for (std::size_t at = 0, nl; (nl = part.find('\n', at)) != std::string::npos; at = nl + 1) {
+        info.devices.push_back(part.substr(at, nl - at));
+      }
+    }
+    NcclUniqueId id{};
+    if (launch.rank == 0) nccl->check(nccl->get_unique_id(&id), "unique id");
+    const std::string shared = group->broadcast(std::string(id.internal, sizeof id.internal));
+    if (shared.size() != sizeof id.internal) throw PeerError("rank 0 sent a malformed NCCL id");
+    std::memcpy(id.internal, shared.data(), sizeof id.internal);
+
+    PeerWatchdog watchdog(*group, timeout);
+    watchdog.arm("NCCL init");
+    nccl->check(nccl->group_start(), "group start");
+    NcclResult res = 0;
+    for (auto& k : ranks) {
+      cuda->check(cuda->ctx_set_current(k.context), "set context");
+      res = nccl->comm_init_rank(&k.comm, nranks, id, k.global);
+      if (res != 0) break;
+    }
+    const NcclResult end = nccl->group_end();
+    nccl->check(res, "comm init");
+    nccl->check(end, "comm init");
+    watchdog.disarm();
+    group->barrier();
+    on_start(info);
+    Runner runner(o, *cuda, *nccl, ranks, nranks, &watchdog);
+    try {
+      auto rows = sweep(o, runner, nranks, &*group, &watchdog, on_row);
+      group->barrier();  // nobody tears NCCL down while a peer still uses it
+      return rows;
+    } catch (...) {
+      session.failed();
+      throw;
+    }
+  } catch (const PeerError& e) {
+    throw EnvironmentError(fmt::format("rank {}: {}", launch.rank, e.what()));
+  }
+}
+
+}  // namespace
+
+double peer_timeout_s() {
+  const char* v = std::getenv("GPUORCH_PEER_TIMEOUT");
+  if (v == nullptr || *v == '\0') return 300;
+  char* end = nullptr;
+  const double s = std::strtod(v, &end);
+  if (*end != '\0' || !(s > 0) || s > 86400) {
+    base::fail_input(
+        fmt::format("GPUORCH_PEER_TIMEOUT={}: not a number of seconds in (0, 86400]", v));
+  }
+  return s;
+}
+
+bool reporting_process() {
+  const auto launch = detect_launch();
+  return !launch || launch->rank == 0;
+}
+
+std::vector<Row> run_gpu(const Options& o, const std::function<void(const RunInfo&)>& on_start,
+                         const std::function<void(const Row&)>& on_row) {
+  const auto launch = detect_launch();
+  if (launch && launch->world > 1) return run_multi(o, *launch, on_start, on_row);
+  return run_single(o, on_start, on_row);
 }
 
 }  // namespace gpuorch::comm
