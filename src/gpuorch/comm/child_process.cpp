@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -24,18 +25,30 @@ ChildResult run_child(const std::vector<std::string>& argv,
     ::close(out[1]);
     throw std::runtime_error(std::strerror(errno));
   }
-  // Everything the child needs is prepared before fork (no allocation after it).
+  // Everything the child needs is prepared before fork: after it, only async-signal-safe calls
+  // (another thread may hold the allocator's lock at the moment of fork).
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry(*e);
+    const std::string name = entry.substr(0, entry.find('='));
+    const bool dropped =
+        std::find(unset.begin(), unset.end(), name) != unset.end() ||
+        std::any_of(set.begin(), set.end(), [&](const auto& kv) { return kv.first == name; });
+    if (!dropped) env_strings.push_back(entry);
+  }
+  for (const auto& [k, v] : set) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(fmt::format("fork: {}", std::strerror(errno)));
   if (pid == 0) {
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
-    for (const auto& name : unset) ::unsetenv(name.c_str());
-    for (const auto& [k, v] : set) ::setenv(k.c_str(), v.c_str(), 1);
-    ::execv(args[0], args.data());
+    ::execve(args[0], args.data(), envp.data());
     const char msg[] = "cannot execute the child\n";
     [[maybe_unused]] const auto w = ::write(2, msg, sizeof msg - 1);
     ::_exit(127);
