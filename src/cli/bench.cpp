@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli/bench_host.hpp"
+#include "cli/bench_print.hpp"
 #include "cli/verbs.hpp"
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/comm/gpu_backend.hpp"
@@ -81,34 +82,17 @@ int run(const BenchFlags& f, const HostFlags& h) {
   const comm::Options o = to_options(f, h);
   if (o.backend == "host") return run_host_bench(o, h);
   // Under a launcher only rank 0 prints (as nccl-tests under MPI); every rank reports errors.
-  const bool out = comm::reporting_process();
+  BenchPrinter print(o, comm::reporting_process());
   std::vector<comm::Row> rows;
-  comm::RunInfo info;
   try {
     rows = comm::run_gpu(
-        o,
-        [&](const comm::RunInfo& i) {
-          info = i;
-          if (out && !o.json) fmt::print("{}{}", comm::header(o, i), comm::table_header());
-          std::fflush(stdout);
-        },
-        [&](const comm::Row& r) {
-          if (out && !o.json) fmt::print("{}", comm::format_row(o, r));
-          std::fflush(stdout);
-        });
+        o, [&](const comm::RunInfo& i) { print.start(i); },
+        [&](const comm::Row& r) { print.row(r); });
   } catch (const comm::EnvironmentError& e) {
     fmt::print(stderr, "gpuorch bench: {}\n", e.what());
     return 1;
   }
-  if (out && o.json) {
-    fmt::print("{}\n", comm::to_json(o, info, rows).dump(2));
-  } else if (out) {
-    fmt::print("{}", comm::footer(o, rows));
-  }
-  for (const auto& r : rows) {
-    if (r.out_of_place.wrong > 0 || (r.in_place && r.in_place->wrong > 0)) return 1;
-  }
-  return 0;
+  return print.finish(rows);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "cli/bench_print.hpp"
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/comm/host_backend.hpp"
 #include "gpuorch/comm/host_launch.hpp"
@@ -107,36 +108,17 @@ int run_host_bench(const comm::Options& o, const HostFlags& h) {
     return host::launch_local(h.np, host::own_command_line(), std::chrono::seconds(2));
   }
   const host::Endpoint e = endpoint(h);
-  const bool out = e.rank == 0;  // only rank 0 prints, as nccl-tests
+  BenchPrinter print(o, e.rank == 0);  // only rank 0 prints, as nccl-tests
   std::vector<comm::Row> rows;
-  comm::RunInfo info;
   try {
     rows = host::run_host(
-        o, e, host::faults_from_env(),
-        [&](const comm::RunInfo& i) {
-          info = i;
-          if (out && !o.json) fmt::print("{}{}", comm::header(o, i), comm::table_header());
-          std::fflush(stdout);
-        },
-        [&](const comm::Row& r) {
-          if (out && !o.json) fmt::print("{}", comm::format_row(o, r));
-          std::fflush(stdout);
-        });
+        o, e, host::faults_from_env(), [&](const comm::RunInfo& i) { print.start(i); },
+        [&](const comm::Row& r) { print.row(r); });
   } catch (const host::PeerError& ex) {
     fmt::print(stderr, "gpuorch bench: rank {}: {}\n", e.rank, ex.what());
     return 1;
   }
-  if (out) {
-    if (o.json) {
-      fmt::print("{}\n", comm::to_json(o, info, rows).dump(2));
-    } else {
-      fmt::print("{}", comm::footer(o, rows));
-    }
-  }
-  for (const auto& r : rows) {
-    if (r.out_of_place.wrong > 0 || (r.in_place && r.in_place->wrong > 0)) return 1;
-  }
-  return 0;
+  return print.finish(rows);
 }
 
 }  // namespace gpuorch::cli

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "gpuorch/comm/child_process.hpp"
+#include "support/net.hpp"
 
 namespace gpuorch {
 namespace {
@@ -32,18 +33,6 @@ bool has_cuda_driver() {
   return std::system("ldconfig -p 2>/dev/null | grep -q libcuda.so.1") == 0;
 }
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 Env rank_env(int rank, int world, int port, const std::string& timeout = "2") {
   return {{"RANK", std::to_string(rank)},        {"WORLD_SIZE", std::to_string(world)},
           {"LOCAL_RANK", std::to_string(rank)},  {"MASTER_ADDR", "127.0.0.1"},
@@ -53,7 +42,7 @@ Env rank_env(int rank, int world, int port, const std::string& timeout = "2") {
 long lines(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); }
 
 TEST(BenchMultiProcess, ARankThatNeverComesIsABoundedWait) {
-  const int port = free_port();
+  const int port = test::free_loopback_port();
   const auto start = Clock::now();
   const auto r = gpuorch({"bench", "all_reduce"}, rank_env(0, 3, port, "1"));
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
@@ -61,13 +50,14 @@ TEST(BenchMultiProcess, ARankThatNeverComesIsABoundedWait) {
   EXPECT_EQ(lines(r.err), 1) << r.err;
   EXPECT_NE(r.err.find("ranks 1, 2 of 3: never connected"), std::string::npos) << r.err;
   EXPECT_EQ(r.out, "");
-  const auto peer = gpuorch({"bench", "all_reduce"}, rank_env(1, 2, free_port(), "1"));
+  const auto peer =
+      gpuorch({"bench", "all_reduce"}, rank_env(1, 2, test::free_loopback_port(), "1"));
   EXPECT_EQ(peer.code, 1);
   EXPECT_NE(peer.err.find("not reachable within 1 s"), std::string::npos) << peer.err;
 }
 
 TEST(BenchMultiProcess, APeerDyingInTheExchangeIsNamed) {
-  const int port = free_port();
+  const int port = test::free_loopback_port();
   auto root = std::async(std::launch::async, [port] {
     return gpuorch({"bench", "all_reduce"}, rank_env(0, 2, port, "20"));
   });
@@ -104,7 +94,7 @@ TEST(BenchMultiProcess, APeerDyingInTheExchangeIsNamed) {
 
 TEST(BenchMultiProcess, EveryRankFailsWithTheSameLineWithoutADriver) {
   if (has_cuda_driver()) GTEST_SKIP() << "this host has a CUDA driver";
-  const int port = free_port();
+  const int port = test::free_loopback_port();
   auto r1 = std::async(std::launch::async, [port] {
     return gpuorch({"bench", "all_reduce"}, rank_env(1, 2, port, "20"));
   });
