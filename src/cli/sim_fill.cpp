@@ -33,6 +33,7 @@ struct FillFlags {
   std::string csv;
   std::string report;
   unsigned threads = 0;
+  int consolidate = 0;
 };
 
 std::vector<std::uint64_t> parse_seeds(const std::string& text) {
@@ -96,6 +97,7 @@ int run(const FillFlags& f) {
     base::fail_input("give both --nodes and --pods, or neither (the embedded synthetic default)");
   }
   if (!(f.tune > 0 && f.tune <= 10)) base::fail_input("--tune must be in (0, 10]");
+  if (f.consolidate < 0 || f.consolidate > 64) base::fail_input("--consolidate must be in [0, 64]");
   const auto policies = parse_policies(f.policies);
   const auto seeds = parse_seeds(f.seeds);
   if (!f.csv.empty() && std::filesystem::is_directory(f.csv)) {
@@ -104,6 +106,7 @@ int run(const FillFlags& f) {
 
   report::FillMeta meta;
   meta.tune = f.tune;
+  meta.consolidate = f.consolidate;
   sim::FillInput input;
   std::vector<std::string> warnings;
   if (f.nodes.empty()) {
@@ -128,8 +131,11 @@ int run(const FillFlags& f) {
   if (meta.gpu_count == 0) base::fail_input(fmt::format("{}: the cluster has no GPU", meta.nodes));
 
   Progress progress("sim fill", ::isatty(STDERR_FILENO) != 0);
+  sim::FillOptions options;
+  options.tune = f.tune;
+  options.consolidation.max_moves = f.consolidate;
   const auto runs = sim::run_fill_grid(
-      input, policies, seeds, sim::FillOptions{f.tune}, f.threads,
+      input, policies, seeds, options, f.threads,
       [&](std::size_t done, std::size_t total) { progress.update(done, total); });
   progress.finish();
 
@@ -169,6 +175,10 @@ void add_sim_fill(CLI::App& sim, Action& action) {
   cmd->add_option("--csv", flags->csv, "Also write every curve point to this CSV file");
   cmd->add_option("--report", flags->report, "Also write an HTML report with plots to this folder");
   cmd->add_option("--threads", flags->threads, "Worker threads (0 = all cores)")
+      ->capture_default_str();
+  cmd->add_option("--consolidate", flags->consolidate,
+                  "A pod that fits no node may move up to N bound pods to other nodes to make "
+                  "room (KAI-style consolidation; 0 = the study's protocol: it fails)")
       ->capture_default_str();
   cmd->callback([flags, &action] { action = [flags] { return run(*flags); }; });
 }

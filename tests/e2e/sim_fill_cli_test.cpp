@@ -160,6 +160,33 @@ TEST(SimFillCli, SameSeedSameJsonWithOneOrTwoThreads) {
   EXPECT_EQ(one, two);
 }
 
+TEST(SimFillCli, ConsolidationIsReportedAndDeterministic) {
+  const test::TempDir dir;
+  auto run = [&](const char* threads) {
+    const auto r = run_cli({"sim", "fill", "--policy", "efd", "--seeds", "1-2", "--consolidate",
+                            "2", "--json", "--threads", threads},
+                           dir);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    auto j = parse_json(r.out);
+    for (auto& run_json : j["runs"]) run_json.erase("elapsed_s");
+    return j;
+  };
+  const auto one = run("1");
+  EXPECT_EQ(one["consolidate"], 2);
+  ASSERT_EQ(one["runs"].size(), 2U);
+  for (const auto& r : one["runs"]) {
+    ASSERT_TRUE(r.contains("rescued_pods"));
+    // Each rescued pod moved at least one and at most two others.
+    EXPECT_LE(r["rescued_pods"].get<int>(), r["moved_pods"].get<int>());
+    EXPECT_LE(r["moved_pods"].get<int>(), 2 * r["rescued_pods"].get<int>());
+  }
+  EXPECT_EQ(one, run("2"));
+  const auto table =
+      run_cli({"sim", "fill", "--policy", "efd", "--seeds", "1", "--consolidate", "2"}, dir);
+  EXPECT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_THAT(table.out, HasSubstr("may move up to 2 bound pods"));
+}
+
 struct BadRun {
   std::string name;
   std::string file;  // written into the temp folder
@@ -234,6 +261,9 @@ TEST(SimFillCli, BadFlagsExitTwo) {
       {"--tune", "-1"},
       {"--tune", "many"},
       {"--threads", "-1"},
+      {"--consolidate", "-1"},
+      {"--consolidate", "65"},
+      {"--consolidate", "two"},
       {"--nodes", fixture("openb_nodes.csv")},
       {"--pods", fixture("openb_pods.csv")},
       {"--bogus"},

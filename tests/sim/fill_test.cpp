@@ -14,6 +14,12 @@
 namespace gpuorch::sim {
 namespace {
 
+FillOptions tuned(double tune) {
+  FillOptions o;
+  o.tune = tune;
+  return o;
+}
+
 using test::param_name;
 
 using test::gpu_node;
@@ -74,7 +80,7 @@ class FillPolicies : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(FillPolicies, RunInvariants) {
   const FillInput in = small_input();
-  const FillRun r = run_fill(in, GetParam(), 42, FillOptions{1.3});
+  const FillRun r = run_fill(in, GetParam(), 42, tuned(1.3));
   EXPECT_EQ(r.policy, GetParam());
   EXPECT_EQ(r.seed, 42U);
   EXPECT_EQ(r.gpu_milli_capacity, 38000);
@@ -113,7 +119,7 @@ TEST_P(FillPolicies, RunInvariants) {
   EXPECT_GT(points, 20);
   EXPECT_LE(*last, 100.0 * static_cast<double>(r.used_gpu_milli) / 38000.0 + 0.01);
   // Same seed, same run.
-  const FillRun again = run_fill(in, GetParam(), 42, FillOptions{1.3});
+  const FillRun again = run_fill(in, GetParam(), 42, tuned(1.3));
   EXPECT_EQ(again.curves.alloc, r.curves.alloc);
   EXPECT_EQ(again.curves.frag_amount, r.curves.frag_amount);
   EXPECT_EQ(again.failed_pods, r.failed_pods);
@@ -161,8 +167,8 @@ TEST(RunFillGrid, UnknownPolicyIsAnInputError) {
 
 TEST(RunFill, TuneScalesTheArrivedDemand) {
   const FillInput in = small_input();
-  const FillRun low = run_fill(in, "best-fit", 5, FillOptions{0.5});
-  const FillRun high = run_fill(in, "best-fit", 5, FillOptions{1.3});
+  const FillRun low = run_fill(in, "best-fit", 5, tuned(0.5));
+  const FillRun high = run_fill(in, "best-fit", 5, tuned(1.3));
   EXPECT_LE(low.arrived_gpu_milli, 19000);          // removal: 0.5 x 38000
   EXPECT_GT(high.arrived_gpu_milli, 49400 - 1000);  // clones: 1.3 x 38000
   EXPECT_LT(low.arrived_pods, high.arrived_pods);

@@ -17,10 +17,12 @@ struct FillMeta {
   std::size_t node_count = 0;
   int gpu_count = 0;
   std::size_t trace_pods = 0;
+  int consolidate = 0;  // max pods moved per pending pod (0: the study's protocol, no moves)
 };
 
 // {"workload":..., "runs":[{"policy","seed","alloc"[131],"frag_amount"[131],"frag_ratio"[131],
-//   "arrived_pods","failed_pods","elapsed_s", "failures":{reason:count}, ...}]}
+//   "arrived_pods","failed_pods","elapsed_s", "failures":{reason:count}, "rescued_pods",
+//   "moved_pods", ...}]}
 nlohmann::json fill_json(const FillMeta& meta, const std::vector<sim::FillRun>& runs);
 // Mean allocation at x = 90..130, fragmentation and failures per policy.
 std::string fill_table(const FillMeta& meta, const std::vector<sim::FillRun>& runs);

@@ -48,6 +48,11 @@ Decision Scheduler::decide(const PodRequest& pod) {
   return d;
 }
 
+Decision Scheduler::decide_on(cluster::NodeIndex n, const PodRequest& pod) {
+  assert(check_node(*cluster_, n, pod) == Reason::kFits);
+  return placed(n, pod, -1);
+}
+
 Decision Scheduler::decide_full_scan(const PodRequest& pod) {
   const cluster::Cluster& cluster = *cluster_;
   const auto n_nodes = static_cast<cluster::NodeIndex>(cluster.node_count());

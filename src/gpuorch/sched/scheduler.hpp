@@ -50,6 +50,10 @@ class Scheduler {
   Decision schedule(const PodRequest& pod);
   // Decides without changing the cluster.
   Decision decide(const PodRequest& pod);
+  // The placement the pod would get on node n (its GPUs chosen as schedule() chooses them),
+  // without changing the cluster; n must pass the filters. For actions that pick the node
+  // themselves (consolidation).
+  Decision decide_on(cluster::NodeIndex n, const PodRequest& pod);
 
  private:
   Decision decide_full_scan(const PodRequest& pod);

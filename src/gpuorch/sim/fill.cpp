@@ -6,6 +6,7 @@
 #include <exception>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <thread>
 
 #include "gpuorch/base/rng.hpp"
@@ -63,12 +64,25 @@ FillRun run_fill(const FillInput& input, const std::string& policy_name, std::ui
   run.gpu_milli_capacity = cluster.gpu_milli_capacity();
   std::vector<FillSample> samples;
   samples.reserve(arrivals.size());
-  for (const std::uint32_t i : arrivals) {
+  std::optional<sched::Consolidator> consolidator;
+  if (options.consolidation.max_moves > 0) {
+    consolidator.emplace(cluster, scheduler, options.consolidation);
+  }
+  for (std::uint32_t k = 0; k < arrivals.size(); ++k) {
+    const std::uint32_t i = arrivals[k];
     const sched::PodRequest& pod = requests[i];
     run.arrived_gpu_milli += input.pods[i].total_gpu_milli();
     const sched::Decision d = scheduler.schedule(pod);
+    std::optional<sched::ConsolidationPlan> plan;
     if (d.outcome == sched::Outcome::kPlaced) {
       tracker.refresh(cluster, d.placement.node);
+      if (consolidator) consolidator->bound(k, pod, d.placement);
+    } else if (d.outcome == sched::Outcome::kWaiting && consolidator &&
+               (plan = consolidator->make_room(k, pod))) {
+      ++run.rescued_pods;
+      run.moved_pods += plan->moves.size();
+      tracker.refresh(cluster, plan->placement.node);
+      for (const auto& m : plan->moves) tracker.refresh(cluster, m.to.node);
     } else {
       ++run.failed_pods;
       run.infeasible_pods += d.outcome == sched::Outcome::kInfeasible ? 1 : 0;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpuorch/cluster/node_spec.hpp"
+#include "gpuorch/sched/consolidation.hpp"
 #include "gpuorch/sched/filter.hpp"
 #include "gpuorch/sim/curves.hpp"
 #include "gpuorch/workload/pod_spec.hpp"
@@ -30,6 +31,9 @@ FillInput make_fill_input(std::string label, std::vector<cluster::NodeSpec> node
 
 struct FillOptions {
   double tune = 1.3;
+  // Off (max_moves 0) is the study's protocol: a pod that fits no node fails. On, such a pod may
+  // move up to max_moves bound pods to other nodes to make room (sched/consolidation.hpp).
+  sched::ConsolidationOptions consolidation;
 };
 
 struct FillRun {
@@ -39,6 +43,9 @@ struct FillRun {
   std::size_t arrived_pods = 0;
   std::size_t failed_pods = 0;
   std::size_t infeasible_pods = 0;  // failed pods that fit no node even when it is empty
+  // With consolidation: pods placed only because others moved, and the moves (restarts) it took.
+  std::size_t rescued_pods = 0;
+  std::size_t moved_pods = 0;
   // Failed pods by the reason that rejected the most nodes.
   std::array<std::uint32_t, sched::kReasonCount> failed_by_reason{};
   std::int64_t arrived_gpu_milli = 0;
