@@ -159,9 +159,18 @@ int launch_local(int np, const std::vector<std::string>& argv, std::chrono::mill
     if (first_failure && std::chrono::steady_clock::now() >= stop_at) {
       int stopped = 0;
       for (const auto& c : children) stopped += c.done ? 0 : 1;
+      // The root cause: a rank killed by a signal made its peers fail, not the other way round;
+      // which of them this loop reaped first is an accident of the 10 ms poll on a loaded host.
+      const Child* cause = first_failure;
+      for (const auto& c : children) {
+        if (c.done && WIFSIGNALED(c.status)) {
+          cause = &c;
+          break;
+        }
+      }
       kill_all();
       fmt::print(stderr, "gpuorch bench: {}; stopped the {} rank{} still running after {} s\n",
-                 describe(*first_failure), stopped, stopped == 1 ? "" : "s",
+                 describe(*cause), stopped, stopped == 1 ? "" : "s",
                  static_cast<double>(grace.count()) / 1000.0);
       return 1;
     }
