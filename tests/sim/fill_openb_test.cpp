@@ -11,11 +11,13 @@
 namespace gpuorch::sim {
 namespace {
 
-FillInput default_trace(const std::filesystem::path& dir) {
+FillInput openb_trace(const std::filesystem::path& dir, const std::string& name) {
   auto nodes = io::load_openb_nodes((dir / "openb_node_list_gpu_node.csv").string());
-  auto trace = io::load_openb_pods((dir / "openb_pod_list_default.csv").string());
-  return make_fill_input("openb_pod_list_default", std::move(nodes), std::move(trace.pods));
+  auto trace = io::load_openb_pods((dir / ("openb_pod_list_" + name + ".csv")).string());
+  return make_fill_input("openb_pod_list_" + name, std::move(nodes), std::move(trace.pods));
 }
+
+FillInput default_trace(const std::filesystem::path& dir) { return openb_trace(dir, "default"); }
 
 void expect_near_published(const FillRun& r, double at100, double at130) {
   ASSERT_TRUE(r.curves.alloc[100].has_value());
@@ -41,6 +43,31 @@ TEST(FillOpenb, BestFitOnTheDefaultTraceMatchesThePublishedMean) {
   if (test::kSanitized) GTEST_SKIP() << "one openb fill run is enough under sanitizers";
   GPUORCH_REQUIRE_OPENB(dir);
   expect_near_published(run_fill(default_trace(dir), "best-fit", 42, FillOptions{}), 92.86, 93.08);
+}
+
+}  // namespace
+}  // namespace gpuorch::sim
+
+namespace gpuorch::sim {
+namespace {
+
+// gpuspec20: pods that need a scarce GPU model arrive after any-model pods took it; moving those
+// pods to another model is what consolidation is for (docs/policies.md, "Consolidation").
+TEST(FillOpenb, ConsolidationPlacesScarceModelPodsByMovingOthers) {
+  if (test::kSanitized) GTEST_SKIP() << "one openb fill run is enough under sanitizers";
+  GPUORCH_REQUIRE_OPENB(dir);
+  const FillInput in = openb_trace(dir, "gpuspec20");
+  FillOptions moves;
+  moves.consolidation.max_moves = 2;
+  const FillRun without = run_fill(in, "efd", 42, FillOptions{});
+  const FillRun with = run_fill(in, "efd", 42, moves);
+  EXPECT_EQ(without.rescued_pods, 0U);
+  EXPECT_GT(with.rescued_pods, 20U);
+  EXPECT_GE(with.moved_pods, with.rescued_pods);
+  EXPECT_LE(with.moved_pods, 2 * with.rescued_pods);
+  // Seed 42: 95.54 -> 95.74 at x = 100, 95.68 -> 95.83 at the end (2 moves, efd).
+  EXPECT_GT(*with.curves.alloc[100], *without.curves.alloc[100] + 0.1);
+  EXPECT_GT(with.used_gpu_milli, without.used_gpu_milli);
 }
 
 }  // namespace
