@@ -176,6 +176,13 @@ TEST(SimFillCli, ConsolidationIsReportedAndDeterministic) {
   ASSERT_EQ(one["runs"].size(), 2U);
   for (const auto& r : one["runs"]) {
     ASSERT_TRUE(r.contains("rescued_pods"));
+    // Moves re-place pods, they never drop one: the failed demand is still arrived minus used.
+    std::int64_t failed_milli = 0;
+    for (const auto& [kind, t] : r["failed_by_kind"].items()) {
+      failed_milli += t["gpu_milli"].get<std::int64_t>();
+    }
+    EXPECT_EQ(failed_milli,
+              r["arrived_gpu_milli"].get<std::int64_t>() - r["used_gpu_milli"].get<std::int64_t>());
     // Each rescued pod moved at least one and at most two others.
     EXPECT_LE(r["rescued_pods"].get<int>(), r["moved_pods"].get<int>());
     EXPECT_LE(r["moved_pods"].get<int>(), 2 * r["rescued_pods"].get<int>());

@@ -101,6 +101,17 @@ TEST_P(FillPolicies, RunInvariants) {
   EXPECT_EQ(std::accumulate(r.failed_by_reason.begin(), r.failed_by_reason.end(), 0U),
             r.failed_pods);
   EXPECT_EQ(r.failed_by_reason[0], 0U);  // "fits" is never a failure reason
+  // By kind: every failed pod once, and their GPU demand is exactly what arrived and is not used.
+  std::size_t by_kind = 0;
+  std::int64_t failed_milli = 0;
+  for (const auto& [kind, t] : r.failed_by_kind) {
+    EXPECT_GE(kind, -1);
+    EXPECT_GT(t.pods, 0U);
+    by_kind += t.pods;
+    failed_milli += t.gpu_milli;
+  }
+  EXPECT_EQ(by_kind, r.failed_pods);
+  EXPECT_EQ(failed_milli, r.arrived_gpu_milli - r.used_gpu_milli);
   // Nothing departs: allocation never goes down along the curve.
   std::optional<double> last;
   int points = 0;

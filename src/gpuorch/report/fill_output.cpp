@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "gpuorch/report/fill_summary.hpp"
 #include "gpuorch/sched/policy.hpp"
@@ -14,6 +15,12 @@ nlohmann::json curve_json(const sim::Curve& curve) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& v : curve) out.push_back(v ? nlohmann::json(*v) : nlohmann::json(nullptr));
   return out;
+}
+
+std::string kind_key(int kind) {
+  if (kind < 0) return "cpu-only";
+  if (kind == 0) return "share";
+  return fmt::format("{}-gpu", kind);
 }
 
 std::string cell(const std::optional<double>& v, int width) {
@@ -51,6 +58,11 @@ nlohmann::json fill_json(const FillMeta& meta, const std::vector<sim::FillRun>& 
       }
     }
     j["failures"] = failures;
+    nlohmann::json by_kind = nlohmann::json::object();
+    for (const auto& [kind, t] : r.failed_by_kind) {
+      by_kind[kind_key(kind)] = {{"pods", t.pods}, {"gpu_milli", t.gpu_milli}};
+    }
+    j["failed_by_kind"] = by_kind;
     j["rescued_pods"] = r.rescued_pods;
     j["moved_pods"] = r.moved_pods;
     j["arrived_gpu_milli"] = r.arrived_gpu_milli;
@@ -117,6 +129,26 @@ std::string fill_table(const FillMeta& meta, const std::vector<sim::FillRun>& ru
         parts.push_back(fmt::format("{} {:.0f}", sched::reason_key(static_cast<sched::Reason>(i)),
                                     sum / static_cast<double>(s.runs.size())));
       }
+    }
+    out += fmt::format("  {:<{}}{}\n", s.policy, width,
+                       parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", ")));
+  }
+  out += "\nFailed pods by kind (mean over seeds; their GPU demand in % of capacity)\n";
+  for (const auto& s : summaries) {
+    std::map<int, std::pair<double, double>> sum;  // kind -> (pods, GPU milli)
+    for (const auto* r : s.runs) {
+      for (const auto& [kind, t] : r->failed_by_kind) {
+        sum[kind].first += static_cast<double>(t.pods);
+        sum[kind].second += static_cast<double>(t.gpu_milli);
+      }
+    }
+    std::vector<std::string> parts;
+    const auto n = static_cast<double>(s.runs.size());
+    for (const auto& [kind, v] : sum) {
+      const double capacity =
+          s.runs.empty() ? 0 : static_cast<double>(s.runs[0]->gpu_milli_capacity);
+      parts.push_back(fmt::format("{} {:.0f} ({:.2f}%)", kind_key(kind), v.first / n,
+                                  capacity > 0 ? 100.0 * v.second / n / capacity : 0.0));
     }
     out += fmt::format("  {:<{}}{}\n", s.policy, width,
                        parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", ")));

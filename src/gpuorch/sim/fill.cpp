@@ -87,6 +87,11 @@ FillRun run_fill(const FillInput& input, const std::string& policy_name, std::ui
       ++run.failed_pods;
       run.infeasible_pods += d.outcome == sched::Outcome::kInfeasible ? 1 : 0;
       ++run.failed_by_reason[static_cast<std::size_t>(d.main_reason())];
+      auto& kind =
+          run.failed_by_kind[pod.cpu_only() ? -1
+                                            : cluster::gpu_pod_kind(pod.gpu_milli, pod.gpu_count)];
+      ++kind.pods;
+      kind.gpu_milli += input.pods[i].total_gpu_milli();
     }
     FillSample s;
     s.arrived_gpu_milli = run.arrived_gpu_milli;

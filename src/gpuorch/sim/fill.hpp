@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,13 @@ struct FillRun {
   std::size_t arrived_pods = 0;
   std::size_t failed_pods = 0;
   std::size_t infeasible_pods = 0;  // failed pods that fit no node even when it is empty
+  // Failed pods and their GPU demand by kind: -1 CPU-only, 0 a share of one GPU, k >= 1 k whole
+  // GPUs (cluster::GpuPodKind). Says whose demand the lost allocation was.
+  struct KindTally {
+    std::size_t pods = 0;
+    std::int64_t gpu_milli = 0;
+  };
+  std::map<int, KindTally> failed_by_kind;
   // With consolidation: pods placed only because others moved, and the moves (restarts) it took.
   std::size_t rescued_pods = 0;
   std::size_t moved_pods = 0;
