@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -32,6 +33,15 @@ enum Query : std::uint8_t {
 };
 constexpr std::uint32_t kValidateMagic = 0x3C85F7CE;
 constexpr std::uint8_t kReady = 0, kNotReady = 1, kStopWaiting = 0;
+
+// PyTorch up to 1.13 speaks the same format without VALIDATE: SET=0 .. GETNUMKEYS=6, then
+// WATCH_KEY=7 (not served here), DELETE_KEY=8. Those codes, from and to the ones above.
+constexpr std::uint8_t kLegacyWatchKey = 7;
+int from_legacy(std::uint8_t q) {
+  if (q < kLegacyWatchKey) return q + 1;
+  return q == kDeleteKey ? kDeleteKey : -1;
+}
+std::uint8_t to_legacy(Query q) { return static_cast<std::uint8_t>(q == kDeleteKey ? q : q - 1); }
 
 void put_u64(std::vector<char>& out, std::uint64_t v) {
   const auto* p = reinterpret_cast<const char*>(&v);
@@ -102,22 +112,34 @@ struct Waiter {
   std::optional<std::string> get;  // a GET of a missing key answers with the value, not a byte
 };
 
+// What a connection speaks, known from its first bytes: VALIDATE + magic (PyTorch >= 2.0, and
+// gpuorch), else the format without VALIDATE (PyTorch <= 1.13, whose SET is 0: a SET whose key
+// length starts with the magic's bytes, a key of 1 GB, would be taken for a VALIDATE).
+enum class Dialect { kUnknown, kValidated, kLegacy };
+
 // The store's state and one request at a time; lives in the server thread only.
 class Store {
  public:
   // Handles every complete request in `in`; false when the connection must be closed.
-  bool handle(int fd, std::vector<char>& in, bool& validated) {
+  bool handle(int fd, std::vector<char>& in, Dialect& dialect) {
     for (;;) {
+      if (dialect == Dialect::kUnknown) {
+        if (in.empty() || (in[0] == kValidate && in.size() < 1 + sizeof kValidateMagic)) {
+          return true;
+        }
+        std::uint32_t magic = 0;
+        if (in[0] == kValidate) std::memcpy(&magic, in.data() + 1, sizeof magic);
+        dialect = magic == kValidateMagic ? Dialect::kValidated : Dialect::kLegacy;
+      }
       Reader r(in);
-      const auto q = r.value<std::uint8_t>();
+      const auto code = r.value<std::uint8_t>();
       if (!r.ok) return true;
-      if (!validated && q != kValidate) return false;
+      const int q = dialect == Dialect::kLegacy ? from_legacy(code) : code;
       std::vector<char> reply;
       switch (q) {
         case kValidate: {
           const auto magic = r.value<std::uint32_t>();
           if (r.ok && magic != kValidateMagic) return false;
-          validated = true;
           break;
         }
         case kSet: {
@@ -297,7 +319,7 @@ TcpStoreServer::~TcpStoreServer() {
 void TcpStoreServer::serve() {
   struct Conn {
     std::vector<char> in;
-    bool validated = false;
+    Dialect dialect = Dialect::kUnknown;
   };
   std::map<int, Conn> conns;
   Store store;
@@ -325,7 +347,7 @@ void TcpStoreServer::serve() {
       if (n > 0) {
         auto& c = conns[fd];
         c.in.insert(c.in.end(), buf, buf + n);
-        keep = store.handle(fd, c.in, c.validated);
+        keep = store.handle(fd, c.in, c.dialect);
       }
       if (!keep) {
         store.drop(fd);
@@ -337,40 +359,74 @@ void TcpStoreServer::serve() {
   for (const auto& [fd, c] : conns) ::close(fd);
 }
 
-TcpStoreClient::TcpStoreClient(const std::string& host, int port, std::chrono::milliseconds timeout)
-    : where_(fmt::format("{}:{}", host, port)), timeout_(timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+namespace {
+
+// A connected socket to host:port, retried until `deadline` (the server may start after us).
+int connect_until(const std::string& host, int port, const std::string& where,
+                  std::chrono::steady_clock::time_point deadline,
+                  std::chrono::milliseconds timeout) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   std::string why;
-  while (fd_ < 0) {
+  for (;;) {
     addrinfo* res = nullptr;
     const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
-    if (rc != 0) throw StoreError(fmt::format("store {}: {}", where_, ::gai_strerror(rc)));
-    for (addrinfo* a = res; a && fd_ < 0; a = a->ai_next) {
-      const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (rc != 0) throw StoreError(fmt::format("store {}: {}", where, ::gai_strerror(rc)));
+    int fd = -1;
+    for (addrinfo* a = res; a && fd < 0; a = a->ai_next) {
+      fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
       if (fd < 0) continue;
-      if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
-        fd_ = fd;
-      } else {
+      if (::connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
         why = std::strerror(errno);
         ::close(fd);
+        fd = -1;
       }
     }
     ::freeaddrinfo(res);
-    if (fd_ >= 0) break;
+    if (fd >= 0) {
+      set_nodelay(fd);
+      return fd;
+    }
     if (std::chrono::steady_clock::now() >= deadline) {
-      throw StoreError(fmt::format("store {}: cannot connect within {} s: {}", where_,
+      throw StoreError(fmt::format("store {}: cannot connect within {} s: {}", where,
                                    static_cast<double>(timeout.count()) / 1000.0, why));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  set_nodelay(fd_);
-  const std::uint32_t magic = kValidateMagic;
-  std::vector<char> hello(1 + sizeof magic, static_cast<char>(kValidate));
-  std::memcpy(hello.data() + 1, &magic, sizeof magic);
+}
+
+}  // namespace
+
+TcpStoreClient::TcpStoreClient(const std::string& host, int port, std::chrono::milliseconds timeout)
+    : where_(fmt::format("{}:{}", host, port)), timeout_(timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  fd_ = connect_until(host, port, where_, deadline, timeout);
+  // Which dialect the server speaks (PyTorch >= 2.0 wants VALIDATE first and drops or ignores a
+  // connection that starts otherwise; 1.13 has no VALIDATE). VALIDATE + magic, then four
+  // GETNUMKEYS: a validating server answers four counts. PyTorch 1.13 reads 00 as SET and the
+  // next 8 bytes (magic, 07070707) as a key length of ~5e17, fails to allocate it and closes the
+  // connection at once: then reconnect and speak its dialect.
+  constexpr int kProbes = 4;
+  std::vector<char> hello(1 + sizeof kValidateMagic + kProbes, static_cast<char>(kGetNumKeys));
+  hello[0] = static_cast<char>(kValidate);
+  std::memcpy(hello.data() + 1, &kValidateMagic, sizeof kValidateMagic);
   send_all(hello);
+  std::array<std::int64_t, kProbes> counts{};
+  try {
+    recv_all(counts.data(), sizeof counts, deadline);
+  } catch (const StoreError&) {
+    if (fd_ >= 0) {  // no answer in time (recv_all closes fd_ when the server hung up)
+      ::close(fd_);
+      throw;
+    }
+    legacy_ = true;
+    fd_ = connect_until(host, port, where_, deadline, timeout);
+  }
+}
+
+char TcpStoreClient::code(std::uint8_t query) const {
+  return static_cast<char>(legacy_ ? to_legacy(static_cast<Query>(query)) : query);
 }
 
 TcpStoreClient::~TcpStoreClient() {
@@ -403,14 +459,18 @@ void TcpStoreClient::recv_all(void* out, std::size_t n,
     if (rc <= 0) continue;  // the deadline check above ends it
     const ssize_t got = ::recv(fd_, p, n, 0);
     if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) throw StoreError(fmt::format("store {}: connection closed", where_));
+    if (got <= 0) {
+      ::close(fd_);
+      fd_ = -1;
+      throw StoreError(fmt::format("store {}: connection closed", where_));
+    }
     p += got;
     n -= static_cast<std::size_t>(got);
   }
 }
 
 void TcpStoreClient::set(const std::string& key, const std::vector<char>& value) {
-  std::vector<char> q{static_cast<char>(kSet)};
+  std::vector<char> q{code(kSet)};
   put_str(q, key);
   put_bytes(q, value.data(), value.size());
   send_all(q);
@@ -418,7 +478,7 @@ void TcpStoreClient::set(const std::string& key, const std::vector<char>& value)
 
 std::vector<char> TcpStoreClient::get(const std::string& key) {
   wait({key}, timeout_);  // as c10d's client: WAIT, then GET
-  std::vector<char> q{static_cast<char>(kGet)};
+  std::vector<char> q{code(kGet)};
   put_str(q, key);
   send_all(q);
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
@@ -430,7 +490,7 @@ std::vector<char> TcpStoreClient::get(const std::string& key) {
 }
 
 std::int64_t TcpStoreClient::add(const std::string& key, std::int64_t delta) {
-  std::vector<char> q{static_cast<char>(kAdd)};
+  std::vector<char> q{code(kAdd)};
   put_str(q, key);
   q.insert(q.end(), reinterpret_cast<const char*>(&delta),
            reinterpret_cast<const char*>(&delta) + sizeof delta);
@@ -441,7 +501,7 @@ std::int64_t TcpStoreClient::add(const std::string& key, std::int64_t delta) {
 }
 
 bool TcpStoreClient::check(const std::vector<std::string>& keys) {
-  std::vector<char> q{static_cast<char>(kCheck)};
+  std::vector<char> q{code(kCheck)};
   put_u64(q, keys.size());
   for (const auto& k : keys) put_str(q, k);
   send_all(q);
@@ -451,7 +511,7 @@ bool TcpStoreClient::check(const std::vector<std::string>& keys) {
 }
 
 void TcpStoreClient::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
-  std::vector<char> q{static_cast<char>(kWait)};
+  std::vector<char> q{code(kWait)};
   put_u64(q, keys.size());
   for (const auto& k : keys) put_str(q, k);
   send_all(q);
@@ -460,7 +520,7 @@ void TcpStoreClient::wait(const std::vector<std::string>& keys, std::chrono::mil
     recv_all(&answer, 1, std::chrono::steady_clock::now() + timeout);
   } catch (const StoreError&) {
     // The pending WAIT would answer later, out of step: this connection is done for.
-    ::close(fd_);
+    if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
     throw StoreError(fmt::format("store {}: timed out after {} s waiting for {}", where_,
                                  static_cast<double>(timeout.count()) / 1000.0,

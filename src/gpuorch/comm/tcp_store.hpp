@@ -1,8 +1,9 @@
 #pragma once
-// A key-value store over TCP for rendezvous (MASTER_ADDR:MASTER_PORT), speaking the subset of
-// PyTorch's c10d TCPStore wire format that a rendezvous needs (VALIDATE, SET, GET, ADD, CHECK,
-// WAIT;
-// ../shared/reference/comm-launch-traces.md B4): under torchrun the workers' store is the agent's
+// A key-value store over TCP for rendezvous (MASTER_ADDR:MASTER_PORT), speaking PyTorch's c10d
+// TCPStore wire format (../shared/reference/comm-launch-traces.md B4): the client uses VALIDATE,
+// SET, GET, ADD, CHECK, WAIT; the server also answers COMPARE_SET, GETNUMKEYS, DELETE_KEY. Both
+// speak the format with VALIDATE (PyTorch >= 2.0) and the one without (PyTorch 1.13, tested in
+// tests/comm/tcp_store_pytorch_test.cpp): under torchrun the workers' store is the agent's
 // TCPStore, elsewhere rank 0 (or `gpuorch bench --np`) serves one. Gloo ships no TCP store.
 #include <atomic>
 #include <chrono>
@@ -54,11 +55,13 @@ class TcpStoreClient {
   std::chrono::milliseconds timeout() const { return timeout_; }
 
  private:
+  char code(std::uint8_t query) const;  // the query's byte in the server's dialect
   void send_all(const std::vector<char>& bytes);
   void recv_all(void* out, std::size_t n, std::chrono::steady_clock::time_point deadline);
   int fd_ = -1;
   std::string where_;  // host:port, for messages
   std::chrono::milliseconds timeout_;
+  bool legacy_ = false;  // the server is PyTorch <= 1.13's: no VALIDATE, codes one lower
 };
 
 }  // namespace gpuorch::comm
