@@ -14,7 +14,6 @@
 
 #include "gpuorch/comm/tcp_store.hpp"
 
-extern char** environ;
 
 namespace gpuorch::comm::host {
 namespace {
@@ -99,7 +98,9 @@ int launch_local(int np, const std::vector<std::string>& argv, std::chrono::mill
              {"MASTER_PORT", std::to_string(store.port())},
              {"TORCHELASTIC_USE_AGENT_STORE", "True"},
              {kLaunchedVar, "1"}}) {
-      x.env.push_back(k + "=" + v);
+      std::string entry = k;
+      entry.append("=").append(v);
+      x.env.push_back(std::move(entry));
     }
     x.seal();
   }
