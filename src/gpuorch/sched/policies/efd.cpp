@@ -26,7 +26,10 @@ namespace {
 struct EfdParams {
   // Share of pods the target workload's classes cover. Rare shapes are left out on purpose: the
   // fill programme would count a 190-milli gap as filled if any pod that small exists at all.
-  double popularity = 0.9;
+  // 0.75 is the middle of the widest range where no openb trace falls off a cliff (0.70-0.80;
+  // above 0.80 single traces drop by up to 6 points as one shape enters the target):
+  // scripts/sweep-popularity, docs/efd-popularity.md.
+  double popularity = 0.75;
   double score_scale = 2000;     // milli of stranded GPU per sigmoid unit of the integer score
   double scarcity_weight = 0.5;  // price of using a GPU model that constrained pods need
   ExpectedFillParams fill{/*cpu_competition=*/0.25, /*multi_gpu_weight=*/0.5};
