@@ -14,7 +14,6 @@
 
 #include "gpuorch/comm/tcp_store.hpp"
 
-
 namespace gpuorch::comm::host {
 namespace {
 
