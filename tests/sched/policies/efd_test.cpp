@@ -119,7 +119,7 @@ TEST(EfdPolicy, PodOf810GoesWhereItsRemainderStrandsLeast) {
   EXPECT_EQ(exact.score(1, p).gpu, 1);
 
   // Quantised: floor(100 sigmoid(-95 / 2000)) = floor(48.81) = 48; +155: floor(51.94) = 51.
-  EfdBench b("efd:popularity=1", nodes, history_810_500());
+  EfdBench b("efd:popularity=1:score_scale=2000", nodes, history_810_500());
   b.apply(1, 0, 190, {1});
   EXPECT_EQ(b.score(0, b.req(0, 1, 810)).score, 48);
   EXPECT_EQ(b.score(1, b.req(0, 1, 810)).score, 51);
@@ -151,7 +151,8 @@ TEST(EfdPolicy, SharedPodPrefersAPartlyUsedNode) {
   //   used  [500, 1000] 225 -> GPU 0: [0, 1000] 125 (gain 100 -> floor(51.25) = 51);
   //                            GPU 1: [500, 500] 200 (gain 25).
   // The used node wins although the node order ranks the empty one first.
-  EfdBench b("efd:popularity=1", {gpu_node("empty", 64000, 2), gpu_node("used", 64000, 2)},
+  EfdBench b("efd:popularity=1:score_scale=2000",
+             {gpu_node("empty", 64000, 2), gpu_node("used", 64000, 2)},
              concat({pods(1, 0, 1, 500), pods(1, 0, 1, 300)}));
   b.apply(1, 0, 500, {0});
   const PodRequest p = b.req(0, 1, 500);
@@ -179,8 +180,8 @@ TEST(EfdPolicy, GpusThatStrandEquallyGoToTheFirst) {
 TEST(EfdPolicy, EqualScoresGoByTheNodeRanking) {
   // History: 500 milli only. A 500-milli pod strands nothing anywhere: 50 on both nodes, so
   // the tie-break ranking picks, whichever node is partly used.
-  EfdBench b("efd:popularity=1", {gpu_node("a", 64000, 2), gpu_node("b", 64000, 2)},
-             pods(1, 0, 1, 500));
+  EfdBench b("efd:popularity=1:score_scale=2000",
+             {gpu_node("a", 64000, 2), gpu_node("b", 64000, 2)}, pods(1, 0, 1, 500));
   b.apply(1, 0, 500, {0});
   const PodRequest p = b.req(0, 1, 500);
   EXPECT_EQ(b.score(0, p).score, 50);
@@ -218,7 +219,7 @@ TEST(EfdPolicy, ScarceModelPriceSteersAnyModelPodsAway) {
 
   // Quantised: floor(100 sigmoid(-1000 / 2000)) = floor(37.75) = 37 against 50; the any-model
   // pod goes to A although B ranks first.
-  EfdBench b("efd:popularity=1", two_models(), constrained_history());
+  EfdBench b("efd:popularity=1:score_scale=2000", two_models(), constrained_history());
   EXPECT_EQ(b.score(0, b.req(0, 1, 1000)).score, 37);
   EXPECT_EQ(b.score(1, b.req(0, 1, 1000)).score, 50);
   EXPECT_EQ(b.scheduler.decide(b.req(0, 1, 1000)).placement.node, 1U);
@@ -231,7 +232,8 @@ TEST(EfdPolicy, ScarcityWeightZeroRemovesThePrice) {
   EXPECT_EQ(exact.score(0, exact.req(0, 1, 1000)).score, 0);
   EXPECT_EQ(exact.score(1, exact.req(0, 1, 1000)).score, 0);
   // Equal scores: the node ranking picks B.
-  EfdBench b("efd:popularity=1:scarcity_weight=0", two_models(), constrained_history());
+  EfdBench b("efd:popularity=1:scarcity_weight=0:score_scale=2000", two_models(),
+             constrained_history());
   EXPECT_EQ(b.score(0, b.req(0, 1, 1000)).score, 50);
   EXPECT_EQ(b.scheduler.decide(b.req(0, 1, 1000)).placement.node, 0U);
   // The price scales with the weight: 1 x 1000 x 2.
@@ -250,7 +252,7 @@ TEST(EfdPolicy, ScoresAreSigmoidIntegersOrTheExactGain) {
   EXPECT_EQ(exact.score(0, exact.req(4000, 0, 0)).score, -500000);
   EXPECT_EQ(exact.score(1, exact.req(4000, 0, 0)).score, 0);
   // floor(100 sigmoid(-500 / 2000)) = floor(43.78) = 43; 0 -> 50.
-  EfdBench b("efd:popularity=1", nodes, history);
+  EfdBench b("efd:popularity=1:score_scale=2000", nodes, history);
   EXPECT_EQ(b.score(0, b.req(4000, 0, 0)).score, 43);
   EXPECT_EQ(b.score(1, b.req(4000, 0, 0)).score, 50);
   EXPECT_EQ(b.scheduler.decide(b.req(4000, 0, 0)).placement.node, 1U);
@@ -346,7 +348,8 @@ TEST(EfdPolicy, SpecOptionsAreChecked) {
 }
 
 TEST(EfdPolicy, EqualNodeStatesGetEqualScores) {
-  EfdBench b("efd:popularity=1", {gpu_node("x", 64000, 4), gpu_node("y", 64000, 4)},
+  EfdBench b("efd:popularity=1:score_scale=2000",
+             {gpu_node("x", 64000, 4), gpu_node("y", 64000, 4)},
              concat({pods(3, 4000, 1, 500), pods(2, 8000, 1, 300), pods(1, 0, 2, 1000)}));
   EXPECT_TRUE(b.policy->scores_per_node());
   EXPECT_TRUE(b.policy->scores_by_state());
@@ -379,7 +382,7 @@ TEST(EfdPolicy, EqualNodeStatesGetEqualScores) {
 TEST(EfdPolicy, ScoresFollowTheNodeState) {
   // history_810_500: an 810-milli pod on [1000, 1000] gains -95 (48); after a 190 share on
   // GPU 1 it gains +155 (51); releasing the share brings back 48.
-  EfdBench b("efd:popularity=1", {gpu_node("n", 64000, 2)}, history_810_500());
+  EfdBench b("efd:popularity=1:score_scale=2000", {gpu_node("n", 64000, 2)}, history_810_500());
   const PodRequest p = b.req(0, 1, 810);
   EXPECT_EQ(b.score(0, p).score, 48);
   b.apply(0, 0, 190, {1});

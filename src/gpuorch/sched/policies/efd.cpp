@@ -30,7 +30,9 @@ struct EfdParams {
   // above 0.80 single traces drop by up to 6 points as one shape enters the target):
   // scripts/sweep-popularity, docs/efd-popularity.md.
   double popularity = 0.75;
-  double score_scale = 2000;     // milli of stranded GPU per sigmoid unit of the integer score
+  // Milli of stranded GPU per sigmoid unit of the integer score. 1500: every trace gains a little
+  // over 2000 and the box 1250-1750 x popularity 0.70-0.78 has no cliff (docs/efd-popularity.md).
+  double score_scale = 1500;
   double scarcity_weight = 0.5;  // price of using a GPU model that constrained pods need
   ExpectedFillParams fill{/*cpu_competition=*/0.25, /*multi_gpu_weight=*/0.5};
   // The integer sigmoid score (with the node ranking on ties); 0 scores the exact gain instead.
