@@ -19,14 +19,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-bool have_torch_distributed() {
-  static const bool yes =
-      std::system("/usr/bin/python3 -c 'import torch.distributed' >/dev/null 2>&1") == 0;
-  return yes;
-}
-
 #define GPUORCH_REQUIRE_TORCH()                                                         \
-  if (!have_torch_distributed()) {                                                      \
+  if (!launch_test::have_torch()) {                                                     \
     GTEST_SKIP() << "/usr/bin/python3 -c 'import torch.distributed' failed: these "     \
                     "tests need PyTorch there (Debian: apt-get install python3-torch)"; \
   }

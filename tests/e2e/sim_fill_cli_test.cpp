@@ -142,40 +142,37 @@ TEST(SimFillCli, UnknownGpuModelIsAWarningNotAnError) {
   EXPECT_EQ(parse_json(r.out)["runs"].size(), 1U);
 }
 
+// `sim fill ... --json --threads N`, without the run times (the only field that may differ).
+nlohmann::json fill_json(std::vector<std::string> args, const char* threads,
+                         const test::TempDir& dir) {
+  args.insert(args.begin(), {"sim", "fill"});
+  args.insert(args.end(), {"--json", "--threads", threads});
+  const auto r = run_cli(args, dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  auto j = parse_json(r.out);
+  for (auto& run_json : j["runs"]) run_json.erase("elapsed_s");
+  return j;
+}
+
 TEST(SimFillCli, SameSeedSameJsonWithOneOrTwoThreads) {
   const test::TempDir dir;
-  const std::string policies = test::kSanitized ? "fgd" : "fgd,random";
-  auto run = [&](const char* threads) {
-    const auto r = run_cli(
-        {"sim", "fill", "--policy", policies, "--seeds", "1-2", "--json", "--threads", threads},
-        dir);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    auto j = parse_json(r.out);
-    for (auto& run_json : j["runs"]) run_json.erase("elapsed_s");
-    return j;
-  };
-  const auto one = run("1");
-  const auto two = run("2");
+  const std::vector<std::string> args{"--policy", test::kSanitized ? "fgd" : "fgd,random",
+                                      "--seeds", "1-2"};
+  const auto one = fill_json(args, "1", dir);
+  const auto two = fill_json(args, "2", dir);
   EXPECT_EQ(one["runs"].size(), test::kSanitized ? 2U : 4U);
   EXPECT_EQ(one, two);
 }
 
 TEST(SimFillCli, ConsolidationIsReportedAndDeterministic) {
   const test::TempDir dir;
-  auto run = [&](const char* threads) {
-    const auto r = run_cli({"sim", "fill", "--policy", "efd", "--seeds", "1-2", "--consolidate",
-                            "2", "--json", "--threads", threads},
-                           dir);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    auto j = parse_json(r.out);
-    for (auto& run_json : j["runs"]) run_json.erase("elapsed_s");
-    return j;
-  };
-  const auto one = run("1");
+  const std::vector<std::string> args{"--policy", "efd", "--seeds", "1-2", "--consolidate", "2"};
+  const auto one = fill_json(args, "1", dir);
   EXPECT_EQ(one["consolidate"], 2);
   ASSERT_EQ(one["runs"].size(), 2U);
+  int rescued = 0;
   for (const auto& r : one["runs"]) {
-    ASSERT_TRUE(r.contains("rescued_pods"));
+    rescued += r["rescued_pods"].get<int>();
     // Moves re-place pods, they never drop one: the failed demand is still arrived minus used.
     std::int64_t failed_milli = 0;
     for (const auto& [kind, t] : r["failed_by_kind"].items()) {
@@ -187,7 +184,8 @@ TEST(SimFillCli, ConsolidationIsReportedAndDeterministic) {
     EXPECT_LE(r["rescued_pods"].get<int>(), r["moved_pods"].get<int>());
     EXPECT_LE(r["moved_pods"].get<int>(), 2 * r["rescued_pods"].get<int>());
   }
-  EXPECT_EQ(one, run("2"));
+  EXPECT_GT(rescued, 0);  // seeds 1-2 of the synthetic default: 3 pods placed by moves
+  EXPECT_EQ(one, fill_json(args, "2", dir));
   const auto table =
       run_cli({"sim", "fill", "--policy", "efd", "--seeds", "1", "--consolidate", "2"}, dir);
   EXPECT_EQ(table.exit_code, 0) << table.err;

@@ -99,8 +99,11 @@ class Child {
 };
 
 inline bool have_etcd() { return ::access("/usr/bin/etcd", X_OK) == 0; }
+// Debian's python3-torch with its distributed package (DDP and TCPStore), checked once.
 inline bool have_torch() {
-  return std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0;
+  static const bool yes =
+      std::system("/usr/bin/python3 -c 'import torch.distributed' >/dev/null 2>&1") == 0;
+  return yes;
 }
 
 // etcd on loopback with its data in `dir`, stopped (and its data removed) at scope exit.

@@ -5,6 +5,7 @@
 
 #include <deque>
 
+#include "support/policy_bench.hpp"
 #include "support/test_support.hpp"
 
 namespace gpuorch::sched {
@@ -30,24 +31,14 @@ std::vector<NodeState> state(const cluster::Cluster& c) {
   return out;
 }
 
-struct Fixture {
+struct Fixture : test::PolicyBench {
   Fixture(std::vector<cluster::NodeSpec> nodes, int max_moves)
-      : cluster(std::move(nodes)),
-        rng(1),
-        policy(make_policy("best-fit", context())),
-        scheduler(cluster, *policy),
-        consolidator(cluster, scheduler, ConsolidationOptions{max_moves, 8}),
-        resolver(cluster) {}
-  PolicyContext context() {
-    PolicyContext c;
-    c.cluster = &cluster;
-    c.rng = &rng;
-    return c;
-  }
+      : PolicyBench("best-fit", std::move(nodes)),
+        consolidator(cluster, scheduler, ConsolidationOptions{max_moves, 8}) {}
   // Resolves and keeps the request (the consolidator holds on to it while the pod is bound).
   const PodRequest& req(std::int64_t cpu, int gpus, std::int64_t milli,
                         std::vector<std::string> models = {}) {
-    requests.push_back(resolver.resolve(test::pod("p", cpu, gpus, milli, 0, std::move(models))));
+    requests.push_back(PolicyBench::req(cpu, gpus, milli, std::move(models)));
     return requests.back();
   }
   // Binds the pod where the scheduler puts it; returns its node.
@@ -57,12 +48,7 @@ struct Fixture {
     consolidator.bound(id, pod, d.placement);
     return d.placement.node;
   }
-  cluster::Cluster cluster;
-  base::Rng rng;
-  std::unique_ptr<Policy> policy;
-  Scheduler scheduler;
   Consolidator consolidator;
-  RequestResolver resolver;
   std::deque<PodRequest> requests;  // stable addresses
 };
 

@@ -17,21 +17,21 @@
 namespace gpuorch::test {
 
 struct PolicyBench {
+  // `target`: the fragmentation measure's target workload; `history`: what the policy may know
+  // of past pods (efd needs it), none when empty.
   PolicyBench(std::string_view policy_name, std::vector<cluster::NodeSpec> nodes,
-              const workload::TargetWorkload& target = {}, std::uint64_t seed = 1)
+              const workload::TargetWorkload& target = {}, std::uint64_t seed = 1,
+              workload::TargetWorkload past = {}, sched::SchedulerOptions options = {})
       : cluster(std::move(nodes)),
         rng(seed),
         measure(target, cluster),
+        history(std::move(past)),
         policy(sched::make_policy(policy_name, context())),
-        scheduler(cluster, *policy),
+        scheduler(cluster, *policy, options),
         resolver(cluster) {}
 
   sched::PolicyContext context() {
-    sched::PolicyContext c;
-    c.cluster = &cluster;
-    c.fragmentation = &measure;
-    c.rng = &rng;
-    return c;
+    return {&cluster, &measure, &rng, history.classes.empty() ? nullptr : &history};
   }
 
   sched::PodRequest req(std::int64_t cpu, int gpus, std::int64_t milli,
@@ -60,6 +60,7 @@ struct PolicyBench {
   cluster::Cluster cluster;
   base::Rng rng;
   sched::FragmentationMeasure measure;
+  workload::TargetWorkload history;
   std::unique_ptr<sched::Policy> policy;
   sched::Scheduler scheduler;
   sched::RequestResolver resolver;

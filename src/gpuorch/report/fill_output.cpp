@@ -144,9 +144,9 @@ std::string fill_table(const FillMeta& meta, const std::vector<sim::FillRun>& ru
     }
     std::vector<std::string> parts;
     const auto n = static_cast<double>(s.runs.size());
+    // Every run of a summary is on the same cluster; a kind appears only when some run failed.
     for (const auto& [kind, v] : sum) {
-      const double capacity =
-          s.runs.empty() ? 0 : static_cast<double>(s.runs[0]->gpu_milli_capacity);
+      const auto capacity = static_cast<double>(s.runs.front()->gpu_milli_capacity);
       parts.push_back(fmt::format("{} {:.0f} ({:.2f}%)", kind_key(kind), v.first / n,
                                   capacity > 0 ? 100.0 * v.second / n / capacity : 0.0));
     }

@@ -118,8 +118,8 @@ std::optional<Consolidator::Candidate> Consolidator::victims_on(cluster::NodeInd
     }
   }
 
-  // CPU and memory the victims so far do not free: more pods leave, the biggest holder of the
-  // scarcer resource first.
+  // CPU and memory the victims so far do not free: more pods leave, the biggest CPU holder while
+  // CPU is short, then the biggest memory holder.
   std::int64_t cpu = cluster_->cpu_free(n);
   std::int64_t memory = cluster_->memory_free(n);
   for (const std::uint32_t id : c.victims) {

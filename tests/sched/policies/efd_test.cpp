@@ -1,7 +1,8 @@
 // EFD, expected-fill descent (docs/policies.md): score = stranded(before) - stranded(after) -
 // scarce-model price, as floor(100 sigmoid(gain / score_scale)) or, with quantise=0, as
-// round(1000 gain). Every spec that depends on the target workload passes `popularity`
-// explicitly (its default is a tuning choice); numbers are derived by hand in the comments.
+// round(1000 gain). Every spec that depends on the target workload passes `popularity`, and
+// every quantised score `score_scale`, explicitly (their defaults are tuning choices); numbers
+// are derived by hand in the comments.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -18,6 +19,7 @@
 #include "gpuorch/sched/policy.hpp"
 #include "gpuorch/sched/scheduler.hpp"
 #include "gpuorch/workload/target_workload.hpp"
+#include "support/policy_bench.hpp"
 #include "support/test_support.hpp"
 
 namespace gpuorch::sched {
@@ -42,44 +44,15 @@ std::vector<workload::PodSpec> concat(std::vector<std::vector<workload::PodSpec>
 
 // A cluster, the policy built from `spec` with the history's shapes (as sim fill builds it:
 // typical_pods(history, 1.0)), and the scheduler core around it.
-struct EfdBench {
+struct EfdBench : test::PolicyBench {
   EfdBench(std::string_view spec, std::vector<cluster::NodeSpec> nodes,
            const std::vector<workload::PodSpec>& past, SchedulerOptions options = {})
-      : cluster(std::move(nodes)),
-        rng(1),
-        history(workload::typical_pods(past, 1.0)),
-        policy(make_policy(spec, context())),
-        scheduler(cluster, *policy, options),
-        resolver(cluster) {}
-
-  PolicyContext context() {
-    PolicyContext c;
-    c.cluster = &cluster;
-    c.rng = &rng;
-    c.history = history.classes.empty() ? nullptr : &history;
-    return c;
-  }
-
-  PodRequest req(std::int64_t cpu, int gpus, std::int64_t milli,
-                 std::vector<std::string> models = {}) {
-    return resolver.resolve(test::pod("p", cpu, gpus, milli, 0, std::move(models)));
-  }
+      : PolicyBench(spec, std::move(nodes), {}, 1, workload::typical_pods(past, 1.0), options) {}
 
   NodeScore score(cluster::NodeIndex n, const PodRequest& p) {
     EXPECT_EQ(check_node(cluster, n, p), Reason::kFits);
     return policy->score_node(cluster, n, p);
   }
-
-  void apply(cluster::NodeIndex n, std::int64_t cpu, std::int64_t milli, std::vector<int> gpus) {
-    cluster.apply(placement(n, cpu, milli, std::move(gpus)));
-  }
-
-  cluster::Cluster cluster;
-  base::Rng rng;
-  workload::TargetWorkload history;
-  std::unique_ptr<Policy> policy;
-  Scheduler scheduler;
-  RequestResolver resolver;
 };
 
 // A one-node cluster and a policy context over it, for policies built by hand.
@@ -87,11 +60,7 @@ struct Bare {
   cluster::Cluster cluster{std::vector<cluster::NodeSpec>{gpu_node("n", 64000, 1)}};
   base::Rng rng{1};
   PolicyContext context(const workload::TargetWorkload* history = nullptr) {
-    PolicyContext c;
-    c.cluster = &cluster;
-    c.rng = &rng;
-    c.history = history;
-    return c;
+    return {&cluster, nullptr, &rng, history};
   }
 };
 

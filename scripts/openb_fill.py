@@ -1,0 +1,49 @@
+"""What scripts/compare-efd, compare-consolidation and sweep-popularity share: FGD's published
+means and `gpuorch sim fill` runs averaged over seeds. Standard library only."""
+import csv
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+
+EXTRA_TRACES = ["cpu0", "cpu037", "cpu072", "cpu235", "cpu300", "gpushare20", "gpuspec05"]
+
+
+def published_fgd(openb):
+    """{trace: (FGD's published mean allocation at x = 100, at x = 130)}"""
+    out = {}
+    with open(f"{openb}/expected_alloc.csv") as f:
+        for r in csv.DictReader(f):
+            if r["policy"] == "06-FGD":
+                out[r["workload"].replace("openb_pod_list_", "")] = (
+                    float(r["alloc100_mean"]), float(r["alloc130_mean"]))
+    return out
+
+
+def fill_means(gpuorch, openb, trace, policies, seeds, extra=(), fields=(), who="openb_fill"):
+    """`gpuorch sim fill --json` on one trace; {policy: {"a100", "a130", *fields: mean over
+    seeds}}. A failed run prints its command and stderr and exits 2."""
+    cmd = [gpuorch, "sim", "fill", "--nodes", f"{openb}/openb_node_list_gpu_node.csv",
+           "--pods", f"{openb}/openb_pod_list_{trace}.csv", "--policy", ",".join(policies),
+           "--seeds", seeds, "--json", *extra]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.stderr.write(f"{who}: {shlex.join(cmd)} failed:\n{out.stderr}")
+        sys.exit(2)
+    acc = {}
+    for r in json.loads(out.stdout)["runs"]:
+        a = acc.setdefault(r["policy"], {"a100": [], "a130": [], **{k: [] for k in fields}})
+        a["a100"].append(r["alloc"][100])
+        a["a130"].append(r["alloc"][130])
+        for k in fields:
+            a[k].append(r[k])
+    return {p: {k: sum(v) / len(v) for k, v in a.items()} for p, a in acc.items()}
+
+
+def write_atomically(path, text):
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)) or ".")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
