@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   CLI::App* sim = app.add_subcommand("sim", "Simulate the scheduler core on traces");
   sim->require_subcommand(1);
   gpuorch::cli::add_sim_fill(*sim, action);
+  gpuorch::cli::add_sim_arrivals(*sim, action);
   gpuorch::cli::add_sim_scale(*sim, action);
   gpuorch::cli::add_topo(app, action);
   gpuorch::cli::add_dmon(app, action);

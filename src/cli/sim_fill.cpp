@@ -11,6 +11,7 @@
 #include "cli/verbs.hpp"
 #include "gpuorch/base/atomic_file.hpp"
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/base/units.hpp"
 #include "gpuorch/cluster/cluster.hpp"
 #include "gpuorch/io/inventory.hpp"
 #include "gpuorch/io/openb.hpp"
@@ -19,6 +20,7 @@
 #include "gpuorch/sched/policy.hpp"
 #include "gpuorch/sim/fill.hpp"
 #include "gpuorch/sim/openb_like.hpp"
+#include "gpuorch/workload/pod_spec.hpp"
 
 namespace gpuorch::cli {
 namespace {
@@ -92,21 +94,11 @@ bool is_yaml(const std::string& path) {
   return ext == ".yaml" || ext == ".yml";
 }
 
-int run(const FillFlags& f) {
+// The cluster and trace of --nodes/--pods (or the embedded synthetic pair), described in `meta`.
+sim::FillInput load_input(const FillFlags& f, report::FillMeta& meta) {
   if (f.nodes.empty() != f.pods.empty()) {
     base::fail_input("give both --nodes and --pods, or neither (the embedded synthetic default)");
   }
-  if (!(f.tune > 0 && f.tune <= 10)) base::fail_input("--tune must be in (0, 10]");
-  if (f.consolidate < 0 || f.consolidate > 64) base::fail_input("--consolidate must be in [0, 64]");
-  const auto policies = parse_policies(f.policies);
-  const auto seeds = parse_seeds(f.seeds);
-  if (!f.csv.empty() && std::filesystem::is_directory(f.csv)) {
-    base::fail_input(fmt::format("--csv {}: is a directory", f.csv));
-  }
-
-  report::FillMeta meta;
-  meta.tune = f.tune;
-  meta.consolidate = f.consolidate;
   sim::FillInput input;
   std::vector<std::string> warnings;
   if (f.nodes.empty()) {
@@ -129,6 +121,22 @@ int run(const FillFlags& f) {
   for (const auto& n : input.nodes) meta.gpu_count += n.gpu_count;
   meta.trace_pods = input.pods.size();
   if (meta.gpu_count == 0) base::fail_input(fmt::format("{}: the cluster has no GPU", meta.nodes));
+  return input;
+}
+
+int run(const FillFlags& f) {
+  if (!(f.tune > 0 && f.tune <= 10)) base::fail_input("--tune must be in (0, 10]");
+  if (f.consolidate < 0 || f.consolidate > 64) base::fail_input("--consolidate must be in [0, 64]");
+  const auto policies = parse_policies(f.policies);
+  const auto seeds = parse_seeds(f.seeds);
+  if (!f.csv.empty() && std::filesystem::is_directory(f.csv)) {
+    base::fail_input(fmt::format("--csv {}: is a directory", f.csv));
+  }
+
+  report::FillMeta meta;
+  meta.tune = f.tune;
+  meta.consolidate = f.consolidate;
+  const sim::FillInput input = load_input(f, meta);
 
   Progress progress("sim fill", ::isatty(STDERR_FILENO) != 0);
   sim::FillOptions options;
@@ -150,7 +158,65 @@ int run(const FillFlags& f) {
   return 0;
 }
 
+// One CSV row per arriving pod and seed, in arrival order; arrived_pct is the GPU demand arrived
+// so far (this pod included) as % of the capacity, the x of the fill curves.
+int run_arrivals(const FillFlags& f) {
+  if (!(f.tune > 0 && f.tune <= 10)) base::fail_input("--tune must be in (0, 10]");
+  const auto seeds = parse_seeds(f.seeds);
+  if (!f.csv.empty() && std::filesystem::is_directory(f.csv)) {
+    base::fail_input(fmt::format("--output {}: is a directory", f.csv));
+  }
+  report::FillMeta meta;
+  const sim::FillInput input = load_input(f, meta);
+  const auto capacity = static_cast<double>(meta.gpu_count) * base::kMilliPerGpu;
+  std::string out =
+      "seed,position,pod,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,arrived_pct\n";
+  for (const std::uint64_t seed : seeds) {
+    std::int64_t arrived = 0;
+    const auto order = sim::fill_arrivals(input, f.tune, seed);
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      const workload::PodSpec& p = input.pods[order[k]];
+      arrived += p.total_gpu_milli();
+      out += fmt::format("{},{},{},{},{},{},{},{},{:.4f}\n", seed, k, p.name, p.cpu_milli,
+                         p.memory_mib, p.gpu_count, p.gpu_milli,
+                         workload::join_models(p.allowed_models),
+                         100.0 * static_cast<double>(arrived) / capacity);
+    }
+  }
+  if (f.csv.empty()) {
+    fmt::print("{}", out);
+  } else {
+    base::write_file_atomically(f.csv, out);
+  }
+  return 0;
+}
+
+// The flags that say which experiment: cluster, trace, seeds and tuning (sim fill, sim arrivals).
+void add_experiment_options(CLI::App& cmd, FillFlags& flags) {
+  cmd.add_option("--nodes", flags.nodes,
+                 "Cluster: openb node CSV (sn,cpu_milli,memory_mib,gpu,model) or a YAML "
+                 "inventory (.yaml/.yml, see docs/inventory.md)");
+  cmd.add_option("--pods", flags.pods, "Pods: openb pod CSV (5 or 11 columns)");
+  cmd.add_option("--seeds", flags.seeds, "Seeds: A-B, or a comma-separated list")
+      ->capture_default_str();
+  cmd.add_option("--tune", flags.tune, "Arrived GPU demand as a multiple of cluster GPU capacity")
+      ->capture_default_str();
+}
+
 }  // namespace
+
+void add_sim_arrivals(CLI::App& sim, Action& action) {
+  auto flags = std::make_shared<FillFlags>();
+  CLI::App* cmd = sim.add_subcommand(
+      "arrivals",
+      "Print the arrival sequence `sim fill` uses for each seed (CSV, one row per pod): the "
+      "seeded shuffle of the trace tuned to --tune x the GPU capacity. The same for every "
+      "policy; use it to replay the experiment elsewhere or to bound what any policy can reach "
+      "(scripts/fill-ceiling).");
+  add_experiment_options(*cmd, *flags);
+  cmd->add_option("-o,--output", flags->csv, "Write the CSV to this file instead of stdout");
+  cmd->callback([flags, &action] { action = [flags] { return run_arrivals(*flags); }; });
+}
 
 void add_sim_fill(CLI::App& sim, Action& action) {
   auto flags = std::make_shared<FillFlags>();
@@ -159,17 +225,10 @@ void add_sim_fill(CLI::App& sim, Action& action) {
       "Fill a cluster with arriving pods (the FGD study's protocol) and record allocation and "
       "fragmentation, for many policies x seeds in parallel. Without --nodes/--pods it runs on "
       "an embedded SYNTHETIC openb-like cluster and workload.");
-  cmd->add_option("--nodes", flags->nodes,
-                  "Cluster: openb node CSV (sn,cpu_milli,memory_mib,gpu,model) or a YAML "
-                  "inventory (.yaml/.yml, see docs/inventory.md)");
-  cmd->add_option("--pods", flags->pods, "Pods: openb pod CSV (5 or 11 columns)");
+  add_experiment_options(*cmd, *flags);
   cmd->add_option("--policy", flags->policies,
                   fmt::format("Policies, comma-separated, default (= {}), or all ({})",
                               sched::kDefaultPolicy, fmt::join(sched::policy_names(), ", ")))
-      ->capture_default_str();
-  cmd->add_option("--seeds", flags->seeds, "Seeds: A-B, or a comma-separated list")
-      ->capture_default_str();
-  cmd->add_option("--tune", flags->tune, "Arrived GPU demand as a multiple of cluster GPU capacity")
       ->capture_default_str();
   cmd->add_flag("--json", flags->json, "Print one JSON object instead of the table");
   cmd->add_option("--csv", flags->csv, "Also write every curve point to this CSV file");

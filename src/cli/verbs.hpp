@@ -9,6 +9,8 @@ using Action = std::function<int()>;
 
 // `gpuorch sim fill`
 void add_sim_fill(CLI::App& sim, Action& action);
+// `gpuorch sim arrivals`: the fill experiment's arrival sequence per seed
+void add_sim_arrivals(CLI::App& sim, Action& action);
 // `gpuorch sim scale`
 void add_sim_scale(CLI::App& sim, Action& action);
 

@@ -31,11 +31,17 @@ FillInput make_fill_input(std::string label, std::vector<cluster::NodeSpec> node
   return input;
 }
 
+std::vector<std::uint32_t> fill_arrivals(const FillInput& input, double tune, std::uint64_t seed) {
+  // As run_fill: the seed's generator draws the arrivals first.
+  base::Rng rng(seed);
+  return tuned_arrivals(input.pods, tune, cluster::Cluster(input.nodes).gpu_milli_capacity(), rng);
+}
+
 FillRun run_fill(const FillInput& input, const std::string& policy_name, std::uint64_t seed,
                  const FillOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   cluster::Cluster cluster(input.nodes);
-  base::Rng rng(seed);
+  base::Rng rng(seed);  // arrivals first, then the node ranking (fill_arrivals relies on it)
   const std::vector<std::uint32_t> arrivals =
       tuned_arrivals(input.pods, options.tune, cluster.gpu_milli_capacity(), rng);
 

@@ -68,6 +68,10 @@ struct FillRun {
 FillRun run_fill(const FillInput& input, const std::string& policy, std::uint64_t seed,
                  const FillOptions& options);
 
+// The arrival order run_fill uses for `seed`: indices into input.pods (a clone repeats the index
+// of the pod it copies). Every policy sees the same sequence for the same seed and tune.
+std::vector<std::uint32_t> fill_arrivals(const FillInput& input, double tune, std::uint64_t seed);
+
 // Every policy x seed, in parallel on `threads` workers (0 = all cores). Results come back in
 // policy-major, seed-minor order. `on_done(done, total)` is called after each run, serialised.
 std::vector<FillRun> run_fill_grid(const FillInput& input, const std::vector<std::string>& policies,
