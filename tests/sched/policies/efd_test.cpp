@@ -276,6 +276,9 @@ TEST(EfdPolicy, MultiGpuWeightOptionReachesTheModel) {
   EXPECT_EQ(one.score(0, one.req(0, 1, 1000)).score, -500000);
   EfdBench off("efd:popularity=1:quantise=0:multi_gpu_weight=0", nodes, history);
   EXPECT_EQ(off.score(0, off.req(0, 1, 1000)).score, 0);
+  // Off by default (docs/policies.md: on multigpu50 the term guards the wrong nodes).
+  EfdBench shipped("efd:popularity=1:quantise=0", nodes, history);
+  EXPECT_EQ(shipped.score(0, shipped.req(0, 1, 1000)).score, 0);
   // The 2-GPU pod itself takes both GPUs: nothing idle is left, nothing stranded.
   EXPECT_EQ(one.score(0, one.req(0, 2, 1000)).score, 0);
 }

@@ -27,14 +27,18 @@ struct EfdParams {
   // Share of pods the target workload's classes cover. Rare shapes are left out on purpose: the
   // fill programme would count a 190-milli gap as filled if any pod that small exists at all.
   // 0.75 is the middle of the widest range where no openb trace falls off a cliff (0.70-0.80;
-  // above 0.80 single traces drop by up to 6 points as one shape enters the target):
+  // above it single traces drop by up to 18 points as one shape enters the target):
   // scripts/sweep-popularity, docs/efd-popularity.md.
   double popularity = 0.75;
   // Milli of stranded GPU per sigmoid unit of the integer score. 1500: every trace gains a little
   // over 2000 and the box 1250-1750 x popularity 0.70-0.78 has no cliff (docs/efd-popularity.md).
   double score_scale = 1500;
   double scarcity_weight = 0.5;  // price of using a GPU model that constrained pods need
-  ExpectedFillParams fill{/*cpu_competition=*/0.25, /*multi_gpu_weight=*/0.5};
+  // No FGD-style multi-GPU term by default: on multigpu50, the one openb trace whose 8-GPU pods
+  // enter the target, it guards the plentiful nodes the common 8-GPU shapes fit and not the few
+  // that the 120-CPU ones need, so those fail from x = 0.6 (0.5 costs 0.21 of margin at x = 100;
+  // docs/policies.md). The coarse score and the node ranking keep whole nodes free without it.
+  ExpectedFillParams fill{/*cpu_competition=*/0.25, /*multi_gpu_weight=*/0.0};
   // The integer sigmoid score (with the node ranking on ties); 0 scores the exact gain instead.
   bool quantise = true;
 };
