@@ -37,6 +37,7 @@ TEST(Cluster, StartsEmptyWithModelsInOrderOfFirstAppearance) {
   EXPECT_TRUE(c.gpu_milli_left(1).empty());
   EXPECT_THAT(gpu_left(c, 0), ElementsAre(1000, 1000, 1000, 1000));
   EXPECT_EQ(c.fully_free_gpus(2), 8);
+  EXPECT_EQ(c.fully_free_gpus_total(), 12);
   EXPECT_EQ(c.max_gpu_milli_left(2), 1000);
   EXPECT_EQ(c.gpu_milli_left_total(2), 8000);
   EXPECT_EQ(c.max_gpu_milli_left(1), 0);
@@ -53,6 +54,7 @@ TEST(Cluster, ApplyUpdatesEverySummaryAndTheVersion) {
   EXPECT_EQ(c.memory_free(0), 900);
   EXPECT_THAT(gpu_left(c, 0), ElementsAre(1000, 1000, 700, 1000));
   EXPECT_EQ(c.fully_free_gpus(0), 3);
+  EXPECT_EQ(c.fully_free_gpus_total(), 11);
   EXPECT_EQ(c.max_gpu_milli_left(0), 1000);
   EXPECT_EQ(c.gpu_milli_left_total(0), 3700);
   EXPECT_EQ(c.gpu_milli_used(), 300);
@@ -65,6 +67,7 @@ TEST(Cluster, ApplyUpdatesEverySummaryAndTheVersion) {
   c.apply(placement(0, 1000, 1000, {0, 1, 3}));
   EXPECT_THAT(gpu_left(c, 0), ElementsAre(0, 0, 700, 0));
   EXPECT_EQ(c.fully_free_gpus(0), 0);
+  EXPECT_EQ(c.fully_free_gpus_total(), 8);
   EXPECT_EQ(c.max_gpu_milli_left(0), 700);
   EXPECT_EQ(c.gpu_milli_used(), 3300);
   ASSERT_EQ(c.gpu_pod_kinds(0).size(), 2U);
@@ -79,6 +82,7 @@ TEST(Cluster, CpuOnlyPlacementDoesNotCountAsAGpuPodKind) {
   c.apply(placement(2, 4000, 0, {}, 0));
   EXPECT_TRUE(c.gpu_pod_kinds(2).empty());
   EXPECT_EQ(c.gpu_milli_used(), 0);
+  EXPECT_EQ(c.fully_free_gpus_total(), 12);  // CPU-only placements take no GPU
 }
 
 TEST(Cluster, ApplyThenReleaseRestoresTheState) {
@@ -111,6 +115,7 @@ TEST(Cluster, ApplyThenReleaseRestoresTheState) {
     EXPECT_TRUE(c.gpu_pod_kinds(n).empty());
   }
   EXPECT_EQ(c.gpu_milli_used(), 0);
+  EXPECT_EQ(c.fully_free_gpus_total(), fresh.fully_free_gpus_total());
 }
 
 TEST(Cluster, MoreThan64ModelsIsAnInputError) {

@@ -176,6 +176,23 @@ TEST(RunFillGrid, UnknownPolicyIsAnInputError) {
               ::testing::StartsWith("unknown policy 'nope'"));
 }
 
+TEST(RunFill, CountsSingleGpuPodsThatFailWithAGpuFree) {
+  // One 4-GPU node with 3 cores; every pod asks for one GPU. 2-core pods: one fits, then the
+  // node's CPU stops the rest while 3 GPUs stay free. 1-core pods: 3 fit; the GPUs run out first.
+  FillInput cpu_bound = make_fill_input("cpu", {gpu_node("n", 3000, 4)},
+                                        {pod("a", 2000, 1, 1000), pod("b", 2000, 1, 500)});
+  const FillRun starved = run_fill(cpu_bound, "best-fit", 1, tuned(1.3));
+  EXPECT_EQ(starved.arrived_pods - starved.failed_pods, 1U);
+  EXPECT_GT(starved.failed_pods, 0U);
+  EXPECT_EQ(starved.failed_with_free_gpu, starved.failed_pods);
+
+  FillInput gpu_bound = make_fill_input("gpu", {gpu_node("n", 64000, 4)},
+                                        {pod("a", 1000, 1, 1000), pod("b", 1000, 1, 1000)});
+  const FillRun full = run_fill(gpu_bound, "best-fit", 1, tuned(1.3));
+  EXPECT_GT(full.failed_pods, 0U);
+  EXPECT_EQ(full.failed_with_free_gpu, 0U);
+}
+
 TEST(RunFill, TuneScalesTheArrivedDemand) {
   const FillInput in = small_input();
   const FillRun low = run_fill(in, "best-fit", 5, tuned(0.5));

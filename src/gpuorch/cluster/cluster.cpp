@@ -64,6 +64,7 @@ void Cluster::refresh_gpu_summary(NodeIndex n) {
     max_left = std::max(max_left, left);
     total += left;
   }
+  fully_free_total_ += full - fully_free_[n];
   fully_free_[n] = full;
   max_left_[n] = max_left;
   total_left_[n] = total;

@@ -55,6 +55,8 @@ class Cluster {
     return {gpu_left_.data() + gpu_offset_[n], static_cast<std::size_t>(specs_[n].gpu_count)};
   }
   [[nodiscard]] int fully_free_gpus(NodeIndex n) const { return fully_free_[n]; }
+  // Entirely free GPUs in the whole cluster.
+  [[nodiscard]] std::int64_t fully_free_gpus_total() const { return fully_free_total_; }
   [[nodiscard]] std::int32_t max_gpu_milli_left(NodeIndex n) const { return max_left_[n]; }
   [[nodiscard]] std::int64_t gpu_milli_left_total(NodeIndex n) const { return total_left_[n]; }
   [[nodiscard]] std::uint32_t version(NodeIndex n) const { return version_[n]; }
@@ -105,6 +107,7 @@ class Cluster {
   std::uint64_t journal_base_ = 0;  // absolute position of journal_[0]
   std::int64_t gpu_milli_capacity_ = 0;
   std::int64_t gpu_milli_used_ = 0;
+  std::int64_t fully_free_total_ = 0;
   int gpu_total_ = 0;
 };
 

@@ -63,6 +63,7 @@ nlohmann::json fill_json(const FillMeta& meta, const std::vector<sim::FillRun>& 
       by_kind[kind_key(kind)] = {{"pods", t.pods}, {"gpu_milli", t.gpu_milli}};
     }
     j["failed_by_kind"] = by_kind;
+    j["failed_with_free_gpu"] = r.failed_with_free_gpu;
     j["rescued_pods"] = r.rescued_pods;
     j["moved_pods"] = r.moved_pods;
     j["arrived_gpu_milli"] = r.arrived_gpu_milli;
@@ -152,6 +153,13 @@ std::string fill_table(const FillMeta& meta, const std::vector<sim::FillRun>& ru
     }
     out += fmt::format("  {:<{}}{}\n", s.policy, width,
                        parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", ")));
+  }
+  out += "\nSingle-GPU pods failed while a GPU was entirely free (CPU, memory or model; mean)\n";
+  for (const auto& s : summaries) {
+    double sum = 0;
+    for (const auto* r : s.runs) sum += static_cast<double>(r->failed_with_free_gpu);
+    out +=
+        fmt::format("  {:<{}}{:.1f}\n", s.policy, width, sum / static_cast<double>(s.runs.size()));
   }
   out += "\nIdle GPUs at the end by free milli per GPU (mean over seeds, in GPUs)\n";
   out += fmt::format("  {:<{}}", "policy", width);

@@ -93,6 +93,7 @@ FillRun run_fill(const FillInput& input, const std::string& policy_name, std::ui
       ++run.failed_pods;
       run.infeasible_pods += d.outcome == sched::Outcome::kInfeasible ? 1 : 0;
       ++run.failed_by_reason[static_cast<std::size_t>(d.main_reason())];
+      if (pod.gpu_count == 1 && cluster.fully_free_gpus_total() > 0) ++run.failed_with_free_gpu;
       auto& kind =
           run.failed_by_kind[pod.cpu_only() ? -1
                                             : cluster::gpu_pod_kind(pod.gpu_milli, pod.gpu_count)];

@@ -51,6 +51,9 @@ struct FillRun {
     std::int64_t gpu_milli = 0;
   };
   std::map<int, KindTally> failed_by_kind;
+  // Single-GPU pods (shares and whole) that failed while some GPU of the cluster was entirely free:
+  // CPU, memory or the GPU model stopped them, not GPU space.
+  std::size_t failed_with_free_gpu = 0;
   // With consolidation: pods placed only because others moved, and the moves (restarts) it took.
   std::size_t rescued_pods = 0;
   std::size_t moved_pods = 0;
