@@ -176,7 +176,7 @@ TEST(RunFillGrid, UnknownPolicyIsAnInputError) {
               ::testing::StartsWith("unknown policy 'nope'"));
 }
 
-TEST(RunFill, CountsSingleGpuPodsThatFailWithAGpuFree) {
+TEST(RunFill, CountsSingleGpuPodsThatFailWithGpuRoom) {
   // One 4-GPU node with 3 cores; every pod asks for one GPU. 2-core pods: one fits, then the
   // node's CPU stops the rest while 3 GPUs stay free. 1-core pods: 3 fit; the GPUs run out first.
   FillInput cpu_bound = make_fill_input("cpu", {gpu_node("n", 3000, 4)},
@@ -185,12 +185,31 @@ TEST(RunFill, CountsSingleGpuPodsThatFailWithAGpuFree) {
   EXPECT_EQ(starved.arrived_pods - starved.failed_pods, 1U);
   EXPECT_GT(starved.failed_pods, 0U);
   EXPECT_EQ(starved.failed_with_free_gpu, starved.failed_pods);
+  EXPECT_EQ(starved.failed_with_gpu_room, starved.failed_pods);
 
   FillInput gpu_bound = make_fill_input("gpu", {gpu_node("n", 64000, 4)},
                                         {pod("a", 1000, 1, 1000), pod("b", 1000, 1, 1000)});
   const FillRun full = run_fill(gpu_bound, "best-fit", 1, tuned(1.3));
   EXPECT_GT(full.failed_pods, 0U);
   EXPECT_EQ(full.failed_with_free_gpu, 0U);
+  EXPECT_EQ(full.failed_with_gpu_room, 0U);
+
+  // One GPU, 2000 CPU, three 1000-CPU shares (400, 400, 100 milli; tuned to exactly their
+  // demand): whichever two come first use all the CPU, and the third fails with room left on the
+  // GPU but none of it entirely free.
+  FillInput cpu_left =
+      make_fill_input("cpu-left", {gpu_node("n", 2000, 1)},
+                      {pod("a", 1000, 1, 400), pod("b", 1000, 1, 400), pod("c", 1000, 1, 100)});
+  const FillRun room = run_fill(cpu_left, "best-fit", 1, tuned(0.9));
+  EXPECT_EQ(room.failed_pods, 1U);
+  EXPECT_EQ(room.failed_with_gpu_room, 1U);
+  EXPECT_EQ(room.failed_with_free_gpu, 0U);
+  // Two 600-milli shares on one GPU: the second fails for GPU space.
+  FillInput space = make_fill_input("space", {gpu_node("n", 64000, 1)},
+                                    {pod("a", 1000, 1, 600), pod("b", 1000, 1, 600)});
+  const FillRun no_room = run_fill(space, "best-fit", 1, tuned(1.2));
+  EXPECT_EQ(no_room.failed_pods, 1U);
+  EXPECT_EQ(no_room.failed_with_gpu_room, 0U);
 }
 
 TEST(RunFill, TuneScalesTheArrivedDemand) {

@@ -31,6 +31,25 @@ FillInput make_fill_input(std::string label, std::vector<cluster::NodeSpec> node
   return input;
 }
 
+namespace {
+
+// A failed single-GPU pod that some GPU had room for (a scan of the nodes: only failures pay it).
+void count_gpu_room(const cluster::Cluster& cluster, const sched::PodRequest& pod, FillRun& run) {
+  if (cluster.fully_free_gpus_total() > 0) {
+    ++run.failed_with_gpu_room;
+    ++run.failed_with_free_gpu;
+    return;
+  }
+  for (cluster::NodeIndex n = 0; n < cluster.node_count(); ++n) {
+    if (cluster.max_gpu_milli_left(n) >= pod.gpu_milli) {
+      ++run.failed_with_gpu_room;
+      return;
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<std::uint32_t> fill_arrivals(const FillInput& input, double tune, std::uint64_t seed) {
   // As run_fill: the seed's generator draws the arrivals first.
   base::Rng rng(seed);
@@ -93,7 +112,7 @@ FillRun run_fill(const FillInput& input, const std::string& policy_name, std::ui
       ++run.failed_pods;
       run.infeasible_pods += d.outcome == sched::Outcome::kInfeasible ? 1 : 0;
       ++run.failed_by_reason[static_cast<std::size_t>(d.main_reason())];
-      if (pod.gpu_count == 1 && cluster.fully_free_gpus_total() > 0) ++run.failed_with_free_gpu;
+      if (pod.gpu_count == 1) count_gpu_room(cluster, pod, run);
       auto& kind =
           run.failed_by_kind[pod.cpu_only() ? -1
                                             : cluster::gpu_pod_kind(pod.gpu_milli, pod.gpu_count)];

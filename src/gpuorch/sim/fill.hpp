@@ -51,8 +51,10 @@ struct FillRun {
     std::int64_t gpu_milli = 0;
   };
   std::map<int, KindTally> failed_by_kind;
-  // Single-GPU pods (shares and whole) that failed while some GPU of the cluster was entirely free:
-  // CPU, memory or the GPU model stopped them, not GPU space.
+  // Single-GPU pods (shares and whole) that failed although some GPU had room for them: CPU,
+  // memory or the GPU model stopped them, not GPU space. Of those, the ones that failed while a GPU
+  // was entirely free (what scripts/fill-ceiling's no-refusal model assumes never happens).
+  std::size_t failed_with_gpu_room = 0;
   std::size_t failed_with_free_gpu = 0;
   // With consolidation: pods placed only because others moved, and the moves (restarts) it took.
   std::size_t rescued_pods = 0;
