@@ -10,6 +10,7 @@
 #include "cli/progress.hpp"
 #include "cli/verbs.hpp"
 #include "gpuorch/base/atomic_file.hpp"
+#include "gpuorch/base/csv.hpp"
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/base/units.hpp"
 #include "gpuorch/cluster/cluster.hpp"
@@ -177,9 +178,9 @@ int run_arrivals(const FillFlags& f) {
     for (std::size_t k = 0; k < order.size(); ++k) {
       const workload::PodSpec& p = input.pods[order[k]];
       arrived += p.total_gpu_milli();
-      out += fmt::format("{},{},{},{},{},{},{},{},{:.4f}\n", seed, k, p.name, p.cpu_milli,
-                         p.memory_mib, p.gpu_count, p.gpu_milli,
-                         workload::join_models(p.allowed_models),
+      out += fmt::format("{},{},{},{},{},{},{},{},{:.4f}\n", seed, k, base::csv_field(p.name),
+                         p.cpu_milli, p.memory_mib, p.gpu_count, p.gpu_milli,
+                         base::csv_field(workload::join_models(p.allowed_models)),
                          100.0 * static_cast<double>(arrived) / capacity);
     }
   }

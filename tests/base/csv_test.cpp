@@ -36,6 +36,18 @@ TEST(ParseCsv, KeepsEmptyFieldsAndUnquotesQuotedOnes) {
   EXPECT_THAT(t.rows[0].fields, ElementsAre("", "x,y", "say \"hi\""));
 }
 
+TEST(CsvField, QuotesOnlyWhatNeedsItAndReadsBack) {
+  EXPECT_EQ(csv_field("openb-pod-0001"), "openb-pod-0001");
+  EXPECT_EQ(csv_field(""), "");
+  EXPECT_EQ(csv_field("a,b"), "\"a,b\"");
+  EXPECT_EQ(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+  const std::string text =
+      "name,models\n" + csv_field("pod, \"x\"") + "," + csv_field("A|B") + "\n";
+  const CsvTable t = parse_csv(text, "t.csv");
+  ASSERT_EQ(t.rows.size(), 1U);
+  EXPECT_EQ(t.rows[0].fields, (std::vector<std::string>{"pod, \"x\"", "A|B"}));
+}
+
 TEST(ParseCsv, RowWithWrongFieldCountNamesItsLine) {
   EXPECT_EQ(input_error([] { parse_csv("a,b\n1,2\n1,2,3\n", "f.csv"); }),
             "f.csv:3: expected 2 columns (a,b), found 3");

@@ -110,4 +110,15 @@ std::int64_t parse_nonnegative_int(const CsvTable& table, const CsvRow& row, std
   return value;
 }
 
+std::string csv_field(std::string_view text) {
+  if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"') out.push_back('"');
+    out.push_back(c);
+  }
+  out.push_back('"');
+  return out;
+}
+
 }  // namespace gpuorch::base

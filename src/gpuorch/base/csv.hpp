@@ -24,6 +24,10 @@ struct CsvTable {
 CsvTable read_csv(const std::string& path);
 CsvTable parse_csv(std::string_view text, const std::string& path);
 
+// One field as the reader above takes it back: quoted (quotes doubled) when it holds a comma, a
+// quote or a line break, as is otherwise.
+std::string csv_field(std::string_view text);
+
 // Field parsers that fail with "path:line: column 'name': ..." on bad values.
 std::int64_t parse_nonnegative_int(const CsvTable& table, const CsvRow& row, std::size_t column);
 
