@@ -34,6 +34,7 @@ struct FillFlags {
   double tune = 1.3;
   bool json = false;
   std::string csv;
+  std::string output;  // sim arrivals -o
   std::string report;
   unsigned threads = 0;
   int consolidate = 0;
@@ -95,6 +96,17 @@ bool is_yaml(const std::string& path) {
   return ext == ".yaml" || ext == ".yml";
 }
 
+// --tune and --seeds checked, and an output file that is not a folder; the seeds.
+std::vector<std::uint64_t> checked_seeds(const FillFlags& f, const std::string& out_flag,
+                                         const std::string& out_path) {
+  if (!(f.tune > 0 && f.tune <= 10)) base::fail_input("--tune must be in (0, 10]");
+  auto seeds = parse_seeds(f.seeds);
+  if (!out_path.empty() && std::filesystem::is_directory(out_path)) {
+    base::fail_input(fmt::format("{} {}: is a directory", out_flag, out_path));
+  }
+  return seeds;
+}
+
 // The cluster and trace of --nodes/--pods (or the embedded synthetic pair), described in `meta`.
 sim::FillInput load_input(const FillFlags& f, report::FillMeta& meta) {
   if (f.nodes.empty() != f.pods.empty()) {
@@ -126,13 +138,9 @@ sim::FillInput load_input(const FillFlags& f, report::FillMeta& meta) {
 }
 
 int run(const FillFlags& f) {
-  if (!(f.tune > 0 && f.tune <= 10)) base::fail_input("--tune must be in (0, 10]");
   if (f.consolidate < 0 || f.consolidate > 64) base::fail_input("--consolidate must be in [0, 64]");
   const auto policies = parse_policies(f.policies);
-  const auto seeds = parse_seeds(f.seeds);
-  if (!f.csv.empty() && std::filesystem::is_directory(f.csv)) {
-    base::fail_input(fmt::format("--csv {}: is a directory", f.csv));
-  }
+  const auto seeds = checked_seeds(f, "--csv", f.csv);
 
   report::FillMeta meta;
   meta.tune = f.tune;
@@ -162,11 +170,7 @@ int run(const FillFlags& f) {
 // One CSV row per arriving pod and seed, in arrival order; arrived_pct is the GPU demand arrived
 // so far (this pod included) as % of the capacity, the x of the fill curves.
 int run_arrivals(const FillFlags& f) {
-  if (!(f.tune > 0 && f.tune <= 10)) base::fail_input("--tune must be in (0, 10]");
-  const auto seeds = parse_seeds(f.seeds);
-  if (!f.csv.empty() && std::filesystem::is_directory(f.csv)) {
-    base::fail_input(fmt::format("--output {}: is a directory", f.csv));
-  }
+  const auto seeds = checked_seeds(f, "--output", f.output);
   report::FillMeta meta;
   const sim::FillInput input = load_input(f, meta);
   const auto capacity = static_cast<double>(meta.gpu_count) * base::kMilliPerGpu;
@@ -184,10 +188,10 @@ int run_arrivals(const FillFlags& f) {
                          100.0 * static_cast<double>(arrived) / capacity);
     }
   }
-  if (f.csv.empty()) {
+  if (f.output.empty()) {
     fmt::print("{}", out);
   } else {
-    base::write_file_atomically(f.csv, out);
+    base::write_file_atomically(f.output, out);
   }
   return 0;
 }
@@ -215,7 +219,7 @@ void add_sim_arrivals(CLI::App& sim, Action& action) {
       "policy; use it to replay the experiment elsewhere or to bound what any policy can reach "
       "(scripts/fill-ceiling).");
   add_experiment_options(*cmd, *flags);
-  cmd->add_option("-o,--output", flags->csv, "Write the CSV to this file instead of stdout");
+  cmd->add_option("-o,--output", flags->output, "Write the CSV to this file instead of stdout");
   cmd->callback([flags, &action] { action = [flags] { return run_arrivals(*flags); }; });
 }
 

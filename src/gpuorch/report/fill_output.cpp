@@ -23,6 +23,14 @@ std::string kind_key(int kind) {
   return fmt::format("{}-gpu", kind);
 }
 
+// The mean over a policy's seeds of one number per run.
+template <typename Field>
+double mean_over_runs(const PolicySummary& s, Field field) {
+  double sum = 0;
+  for (const auto* r : s.runs) sum += static_cast<double>(field(*r));
+  return s.runs.empty() ? 0.0 : sum / static_cast<double>(s.runs.size());
+}
+
 std::string cell(const std::optional<double>& v, int width) {
   return v ? fmt::format("{:>{}.2f}", *v, width) : fmt::format("{:>{}}", "-", width);
 }
@@ -110,26 +118,20 @@ std::string fill_table(const FillMeta& meta, const std::vector<sim::FillRun>& ru
         "(mean over seeds)\n",
         meta.consolidate, meta.consolidate == 1 ? "" : "s");
     for (const auto& s : summaries) {
-      double rescued = 0;
-      double moved = 0;
-      for (const auto* r : s.runs) {
-        rescued += static_cast<double>(r->rescued_pods);
-        moved += static_cast<double>(r->moved_pods);
-      }
-      const auto n = static_cast<double>(s.runs.size());
       out += fmt::format("  {:<{}}{:.0f} pods placed by moving {:.0f} others\n", s.policy, width,
-                         rescued / n, moved / n);
+                         mean_over_runs(s, [](const sim::FillRun& r) { return r.rescued_pods; }),
+                         mean_over_runs(s, [](const sim::FillRun& r) { return r.moved_pods; }));
     }
   }
   out += "\nFailed pods by main reason (mean over seeds)\n";
   for (const auto& s : summaries) {
     std::vector<std::string> parts;
     for (std::size_t i = 1; i < sched::kReasonCount; ++i) {
-      double sum = 0;
-      for (const auto* r : s.runs) sum += r->failed_by_reason[i];
-      if (sum > 0) {
-        parts.push_back(fmt::format("{} {:.0f}", sched::reason_key(static_cast<sched::Reason>(i)),
-                                    sum / static_cast<double>(s.runs.size())));
+      const double mean =
+          mean_over_runs(s, [i](const sim::FillRun& r) { return r.failed_by_reason[i]; });
+      if (mean > 0) {
+        parts.push_back(
+            fmt::format("{} {:.0f}", sched::reason_key(static_cast<sched::Reason>(i)), mean));
       }
     }
     out += fmt::format("  {:<{}}{}\n", s.policy, width,
@@ -159,15 +161,10 @@ std::string fill_table(const FillMeta& meta, const std::vector<sim::FillRun>& ru
       "\nSingle-GPU pods failed although a GPU had room: CPU, memory or model stopped them "
       "(mean over seeds)\n";
   for (const auto& s : summaries) {
-    double room = 0;
-    double free = 0;
-    for (const auto* r : s.runs) {
-      room += static_cast<double>(r->failed_with_gpu_room);
-      free += static_cast<double>(r->failed_with_free_gpu);
-    }
-    const auto n = static_cast<double>(s.runs.size());
-    out += fmt::format("  {:<{}}{:.1f}, {:.1f} of them with a GPU entirely free\n", s.policy, width,
-                       room / n, free / n);
+    out += fmt::format(
+        "  {:<{}}{:.1f}, {:.1f} of them with a GPU entirely free\n", s.policy, width,
+        mean_over_runs(s, [](const sim::FillRun& r) { return r.failed_with_gpu_room; }),
+        mean_over_runs(s, [](const sim::FillRun& r) { return r.failed_with_free_gpu; }));
   }
   out += "\nIdle GPUs at the end by free milli per GPU (mean over seeds, in GPUs)\n";
   out += fmt::format("  {:<{}}", "policy", width);
@@ -177,9 +174,9 @@ std::string fill_table(const FillMeta& meta, const std::vector<sim::FillRun>& ru
   for (const auto& s : summaries) {
     out += fmt::format("  {:<{}}", s.policy, width);
     for (std::size_t b = 0; b < 11; ++b) {
-      double sum = 0;
-      for (const auto* r : s.runs) sum += static_cast<double>(r->idle_gpu_milli_by_free[b]);
-      out += fmt::format("{:>8.1f}", sum / 1000.0 / static_cast<double>(s.runs.size()));
+      const double milli =
+          mean_over_runs(s, [b](const sim::FillRun& r) { return r.idle_gpu_milli_by_free[b]; });
+      out += fmt::format("{:>8.1f}", milli / 1000.0);
     }
     out += "\n";
   }

@@ -36,8 +36,9 @@ struct EfdParams {
   double scarcity_weight = 0.5;  // price of using a GPU model that constrained pods need
   // No FGD-style multi-GPU term by default: on multigpu50, the one openb trace whose 8-GPU pods
   // enter the target, it guards the plentiful nodes the common 8-GPU shapes fit and not the few
-  // that the 120-CPU ones need, so those fail from x = 0.6 (0.5 costs 0.21 of margin at x = 100;
-  // docs/policies.md). The coarse score and the node ranking keep whole nodes free without it.
+  // that the 120-CPU ones need, so eight of those fail per run by x = 80 (0.5 costs 0.21 of margin
+  // at x = 100; docs/policies.md). The coarse score and the node ranking keep whole nodes free
+  // without it.
   ExpectedFillParams fill{/*cpu_competition=*/0.25, /*multi_gpu_weight=*/0.0};
   // The integer sigmoid score (with the node ranking on ties); 0 scores the exact gain instead.
   bool quantise = true;
