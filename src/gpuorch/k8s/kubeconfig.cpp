@@ -122,6 +122,14 @@ struct Kubeconfig {
     return out.empty() ? "none" : out;
   }
 
+  // The key node itself (its line is where the reader looks), or the map when it is absent.
+  static YAML::Node key(const YAML::Node& map, const std::string& name) {
+    for (const auto& kv : map) {
+      if (kv.first.IsScalar() && kv.first.Scalar() == name) return kv.first;
+    }
+    return map;
+  }
+
   fs::path resolve(const std::string& p) const {
     const fs::path path(p);
     return path.is_absolute() || folder.empty() ? path : folder / path;
@@ -179,19 +187,19 @@ ClusterConfig load_kubeconfig(const std::string& path, const std::string& contex
   const YAML::Node& root = kc.root;
 
   // Which context.
-  std::string context_name = context;
-  YAML::Node context_at = root["contexts"] ? root["contexts"] : root;
-  if (context_name.empty()) {
-    const YAML::Node current = root["current-context"];
-    if (!current) kc.fail(root, "no current-context is set and no context was asked for");
-    context_name = kc.scalar(current, "current-context");
-    if (context_name.empty()) kc.fail(current, "current-context is empty");
-    context_at = current;
+  const YAML::Node current = root["current-context"];
+  if (context.empty() && !current) {
+    kc.fail(root, "no current-context is set and no context was asked for");
   }
+  const std::string context_name =
+      context.empty() ? kc.scalar(current, "current-context") : context;
+  if (context_name.empty()) kc.fail(current, "current-context is empty");
   const auto ctx = kc.entry("contexts", "context", context_name);
   if (!ctx) {
-    kc.fail(context_at, fmt::format("context '{}' is not in the file (contexts: {})", context_name,
-                                    kc.names("contexts")));
+    // At the name that led here: the current-context value, or the contexts list.
+    kc.fail(context.empty() ? current : kc.key(root, "contexts"),
+            fmt::format("context '{}' is not in the file (contexts: {})", context_name,
+                        kc.names("contexts")));
   }
 
   ClusterConfig out;
@@ -270,10 +278,11 @@ ClusterConfig load_kubeconfig(const std::string& path, const std::string& contex
   }
   if (out.bearer_token.empty() && out.client_cert_pem.empty()) {
     for (const char* key : {"exec", "auth-provider"}) {
-      if (const YAML::Node plugin = (*user)[key]) {
-        kc.fail(plugin, fmt::format("user '{}' gets its credentials from {}, which gpuorch does "
-                                    "not run; give it a token, tokenFile or client certificate",
-                                    user_name, key));
+      if ((*user)[key]) {
+        kc.fail(kc.key(*user, key),
+                fmt::format("user '{}' gets its credentials from {}, which gpuorch does "
+                            "not run; give it a token, tokenFile or client certificate",
+                            user_name, key));
       }
     }
   }

@@ -1,0 +1,296 @@
+// Kubeconfig files as kubectl writes them (inline data and file paths, token and tokenFile,
+// contexts and namespaces), the service account of a pod, the order load_cluster_config tries
+// them in, and one `FILE:LINE: what` error for each kind of broken file.
+#include "gpuorch/k8s/kubeconfig.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "support/test_support.hpp"
+
+namespace gpuorch::k8s {
+namespace {
+
+using test::input_error;
+using test::read_text;
+
+std::string fixture_dir() { return test::fixture("k8s/kubeconfig"); }
+std::string fixture_file(const std::string& name) { return fixture_dir() + "/" + name; }
+
+// Sets (or unsets, with nullopt) an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(std::string name, const std::optional<std::string>& value) : name_(std::move(name)) {
+    if (const char* old = std::getenv(name_.c_str())) old_ = old;
+    if (value) {
+      ::setenv(name_.c_str(), value->c_str(), 1);
+    } else {
+      ::unsetenv(name_.c_str());
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_.c_str(), old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_.c_str());
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
+TEST(Kubeconfig, EmbeddedDataAndCurrentContext) {
+  const auto file = fixture_file("embedded.yaml");
+  const auto c = load_kubeconfig(file);
+  EXPECT_EQ(c.server, "https://127.0.0.1:6443");  // trailing slash dropped
+  EXPECT_EQ(c.ca_pem, read_text(fixture_file("certs/ca.crt")));
+  EXPECT_EQ(c.client_cert_pem, read_text(fixture_file("certs/client.crt")));
+  EXPECT_EQ(c.client_key_pem, read_text(fixture_file("certs/client.key")));
+  EXPECT_TRUE(c.bearer_token.empty());
+  EXPECT_TRUE(c.token_file.empty());
+  EXPECT_EQ(c.default_namespace, "default");
+  EXPECT_EQ(c.source, "kubeconfig " + file + " (context admin@test)");
+}
+
+TEST(Kubeconfig, ExplicitContextWithTokenAndNamespace) {
+  const auto c = load_kubeconfig(fixture_file("embedded.yaml"), "robot@other");
+  EXPECT_EQ(c.server, "https://[::1]:8443");
+  EXPECT_TRUE(c.ca_pem.empty());  // system CAs
+  EXPECT_EQ(c.bearer_token, "robot-token");
+  EXPECT_TRUE(c.client_cert_pem.empty());
+  EXPECT_EQ(c.default_namespace, "gpu-jobs");
+  EXPECT_NE(c.source.find("(context robot@other)"), std::string::npos);
+}
+
+TEST(Kubeconfig, FilePathsResolveAgainstTheKubeconfigsFolder) {
+  // From another working directory, so a path relative to the cwd would not be found.
+  const test::TempDir elsewhere;
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(elsewhere.path());
+  const auto c = load_kubeconfig(fixture_file("files.yaml"));
+  std::filesystem::current_path(cwd);
+  EXPECT_EQ(c.ca_pem, read_text(fixture_file("certs/ca.crt")));
+  EXPECT_EQ(c.client_cert_pem, read_text(fixture_file("certs/client.crt")));
+  EXPECT_EQ(c.client_key_pem, read_text(fixture_file("certs/client.key")));
+  EXPECT_EQ(c.default_namespace, "team-a");
+}
+
+TEST(Kubeconfig, TokenFileIsReadAndRemembered) {
+  const auto c = load_kubeconfig(fixture_file("files.yaml"), "token-file");
+  EXPECT_EQ(c.bearer_token, "token-from-file");  // the newline is not part of the token
+  EXPECT_EQ(c.token_file, fixture_file("certs/token"));
+  EXPECT_TRUE(c.client_cert_pem.empty());
+
+  // An inline token wins, as in kubectl; the file is still there for a re-read after a 401.
+  const auto both = load_kubeconfig(fixture_file("files.yaml"), "both");
+  EXPECT_EQ(both.bearer_token, "inline-token");
+  EXPECT_EQ(both.token_file, fixture_file("certs/token"));
+}
+
+TEST(Kubeconfig, InClusterFromTheServiceAccountFolder) {
+  const ScopedEnv host("KUBERNETES_SERVICE_HOST", "10.96.0.1");
+  const ScopedEnv port("KUBERNETES_SERVICE_PORT", "443");
+  const auto sa = fixture_file("sa");
+  const auto c = in_cluster_config(sa);
+  EXPECT_EQ(c.server, "https://10.96.0.1:443");
+  EXPECT_EQ(c.bearer_token, "sa-token-1");
+  EXPECT_EQ(c.token_file, sa + "/token");
+  EXPECT_EQ(c.ca_pem, read_text(sa + "/ca.crt"));
+  EXPECT_EQ(c.default_namespace, "gpu-jobs");
+  EXPECT_EQ(c.source, "in-cluster");
+
+  const ScopedEnv v6("KUBERNETES_SERVICE_HOST", "fd00::1");
+  EXPECT_EQ(in_cluster_config(sa).server, "https://[fd00::1]:443");
+
+  // No namespace file: "default". No token: an error that names the file.
+  const test::TempDir dir;
+  test::write_text(dir.file("token"), "t\n");
+  test::write_text(dir.file("ca.crt"), read_text(sa + "/ca.crt"));
+  EXPECT_EQ(in_cluster_config(dir.path().string()).default_namespace, "default");
+  std::filesystem::remove(dir.file("token"));
+  EXPECT_NE(input_error([&] { in_cluster_config(dir.path().string()); }).find(dir.file("token")),
+            std::string::npos);
+}
+
+TEST(Kubeconfig, InClusterNeedsTheServiceEnvironment) {
+  const ScopedEnv host("KUBERNETES_SERVICE_HOST", std::nullopt);
+  const auto e = input_error([] { in_cluster_config(fixture_file("sa")); });
+  EXPECT_NE(e.find("KUBERNETES_SERVICE_HOST"), std::string::npos) << e;
+}
+
+TEST(Kubeconfig, LoadClusterConfigOrder) {
+  const test::TempDir home;
+  const ScopedEnv home_env("HOME", home.path().string());
+  const ScopedEnv host("KUBERNETES_SERVICE_HOST", std::nullopt);
+  const ScopedEnv kubeconfig_env("KUBECONFIG",
+                                 fixture_file("files.yaml") + ":" + fixture_file("embedded.yaml"));
+  // The flag wins over $KUBECONFIG; $KUBECONFIG's first file is used.
+  EXPECT_EQ(load_cluster_config(fixture_file("embedded.yaml")).default_namespace, "default");
+  EXPECT_EQ(load_cluster_config(std::nullopt).default_namespace, "team-a");
+  {
+    const ScopedEnv none("KUBECONFIG", std::nullopt);
+    const auto e = input_error([] { load_cluster_config(std::nullopt); });
+    EXPECT_NE(e.find("--kubeconfig"), std::string::npos) << e;
+    // ~/.kube/config when nothing else is there.
+    std::filesystem::create_directories(home.path() / ".kube");
+    test::write_text((home.path() / ".kube/config").string(),
+                     read_text(fixture_file("embedded.yaml")));
+    EXPECT_EQ(load_cluster_config(std::nullopt).server, "https://127.0.0.1:6443");
+  }
+}
+
+// A broken kubeconfig written to a temporary file; the error must point at `line`.
+struct BadFile {
+  test::TempDir dir;
+  std::string path;
+  explicit BadFile(const std::string& text) : path(dir.file("config")) {
+    test::write_text(path, text);
+  }
+  void expect_error_at(int line, const std::string& words, const std::string& context = "") {
+    const auto e = input_error([&] { load_kubeconfig(path, context); });
+    const auto prefix = path + ":" + std::to_string(line) + ":";
+    EXPECT_EQ(e.rfind(prefix, 0), 0u) << e;
+    EXPECT_NE(e.find(words), std::string::npos) << e;
+  }
+};
+
+const char* const kGoodTail = R"(clusters:
+- name: c
+  cluster:
+    server: https://127.0.0.1:6443
+users:
+- name: u
+  user:
+    token: t
+)";
+
+TEST(Kubeconfig, MissingCurrentContext) {
+  BadFile f(std::string("apiVersion: v1\n") + kGoodTail +
+            "contexts:\n- name: x\n  context: {cluster: c, user: u}\n");
+  f.expect_error_at(1, "no current-context");
+}
+
+TEST(Kubeconfig, UnknownContextAndUser) {
+  BadFile f(std::string("current-context: x\n") + kGoodTail +  // lines 2-9
+            "contexts:\n"                                      // 10
+            "- name: x\n"                                      // 11
+            "  context:\n"                                     // 12
+            "    cluster: c\n"                                 // 13
+            "    user: nobody\n");                             // 14
+  f.expect_error_at(14, "user 'nobody', which is not in the file (users: u)");
+  f.expect_error_at(10, "context 'y' is not in the file (contexts: x)", "y");
+}
+
+TEST(Kubeconfig, BadBase64) {
+  BadFile f(
+      "current-context: x\n"
+      "clusters:\n"
+      "- name: c\n"
+      "  cluster:\n"
+      "    server: https://127.0.0.1:6443\n"
+      "    certificate-authority-data: bm90IGJhc2U2NA=!\n"  // 6
+      "contexts:\n"
+      "- name: x\n"
+      "  context: {cluster: c}\n");
+  f.expect_error_at(6, "certificate-authority-data is not valid base64");
+}
+
+TEST(Kubeconfig, Base64ThatIsNotPem) {
+  BadFile f(
+      "current-context: x\n"
+      "clusters:\n"
+      "- name: c\n"
+      "  cluster:\n"
+      "    server: https://127.0.0.1:6443\n"
+      "    certificate-authority-data: aGVsbG8=\n"  // "hello"
+      "contexts:\n"
+      "- name: x\n"
+      "  context: {cluster: c}\n");
+  f.expect_error_at(6, "holds no PEM certificate");
+}
+
+TEST(Kubeconfig, YamlSyntaxError) {
+  BadFile f(
+      "current-context: x\n"
+      "clusters:\n"
+      "- name: c\n"
+      "  cluster: {server: https://127.0.0.1:6443\n"
+      "contexts: []\n");
+  const auto e = input_error([&] { load_kubeconfig(f.path); });
+  EXPECT_EQ(e.rfind(f.path + ":", 0), 0u) << e;
+  const auto rest = e.substr(f.path.size() + 1);
+  EXPECT_TRUE(!rest.empty() && std::isdigit(static_cast<unsigned char>(rest[0])) &&
+              rest.find(':') != std::string::npos)
+      << e;
+}
+
+TEST(Kubeconfig, NonScalarWhereAScalarIsExpected) {
+  BadFile f(
+      "current-context: x\n"
+      "clusters:\n"
+      "- name: c\n"
+      "  cluster:\n"
+      "    server: [https://a, https://b]\n"  // 5
+      "contexts:\n"
+      "- name: x\n"
+      "  context: {cluster: c}\n");
+  f.expect_error_at(5, "server must be a single value");
+}
+
+TEST(Kubeconfig, RefusesPlainHttpAndSkippedVerification) {
+  BadFile http(
+      "current-context: x\n"
+      "clusters:\n"
+      "- name: c\n"
+      "  cluster:\n"
+      "    server: http://127.0.0.1:8080\n"  // 5
+      "contexts:\n"
+      "- name: x\n"
+      "  context: {cluster: c}\n");
+  http.expect_error_at(5, "not an https:// address");
+  BadFile insecure(
+      "current-context: x\n"
+      "clusters:\n"
+      "- name: c\n"
+      "  cluster:\n"
+      "    server: https://127.0.0.1:6443\n"
+      "    insecure-skip-tls-verify: true\n"  // 6
+      "contexts:\n"
+      "- name: x\n"
+      "  context: {cluster: c}\n");
+  insecure.expect_error_at(6, "insecure-skip-tls-verify is not supported");
+}
+
+TEST(Kubeconfig, CredentialsThatCannotWork) {
+  const std::string head =
+      "current-context: x\n"
+      "clusters:\n"
+      "- name: c\n"
+      "  cluster:\n"
+      "    server: https://127.0.0.1:6443\n"
+      "contexts:\n"
+      "- name: x\n"
+      "  context: {cluster: c, user: u}\n"
+      "users:\n"
+      "- name: u\n"
+      "  user:\n";  // 11
+  BadFile no_key(head + "    client-certificate: " + fixture_file("certs/client.crt") + "\n");
+  no_key.expect_error_at(12, "has a client certificate but no client key");
+  BadFile missing(head + "    tokenFile: no-such-token\n");  // 12
+  missing.expect_error_at(12, "cannot read");
+  BadFile exec(head +
+               "    exec:\n"  // 12
+               "      command: aws\n");
+  exec.expect_error_at(12, "gets its credentials from exec");
+}
+
+}  // namespace
+}  // namespace gpuorch::k8s
