@@ -34,6 +34,8 @@ struct FillFlags {
   double tune = 1.3;
   bool json = false;
   std::string csv;
+  std::string placements;
+  std::string tie_break = "study";
   std::string output;  // sim arrivals -o
   std::string report;
   unsigned threads = 0;
@@ -141,6 +143,9 @@ int run(const FillFlags& f) {
   if (f.consolidate < 0 || f.consolidate > 64) base::fail_input("--consolidate must be in [0, 64]");
   const auto policies = parse_policies(f.policies);
   const auto seeds = checked_seeds(f, "--csv", f.csv);
+  if (!f.placements.empty() && std::filesystem::is_directory(f.placements)) {
+    base::fail_input(fmt::format("--placements {}: is a directory", f.placements));
+  }
 
   report::FillMeta meta;
   meta.tune = f.tune;
@@ -151,12 +156,18 @@ int run(const FillFlags& f) {
   sim::FillOptions options;
   options.tune = f.tune;
   options.consolidation.max_moves = f.consolidate;
+  options.record_placements = !f.placements.empty();
+  options.tie_break = f.tie_break == "names" ? sim::FillOptions::TieBreak::kNodeNames
+                                             : sim::FillOptions::TieBreak::kStudy;
   const auto runs = sim::run_fill_grid(
       input, policies, seeds, options, f.threads,
       [&](std::size_t done, std::size_t total) { progress.update(done, total); });
   progress.finish();
 
   if (!f.csv.empty()) base::write_file_atomically(f.csv, report::fill_csv(runs));
+  if (!f.placements.empty()) {
+    base::write_file_atomically(f.placements, report::fill_placements_csv(input, runs));
+  }
   if (!f.report.empty()) report::write_fill_html(f.report, meta, runs);
   if (f.json) {
     fmt::print("{}\n", report::fill_json(meta, runs).dump());
@@ -237,6 +248,13 @@ void add_sim_fill(CLI::App& sim, Action& action) {
       ->capture_default_str();
   cmd->add_flag("--json", flags->json, "Print one JSON object instead of the table");
   cmd->add_option("--csv", flags->csv, "Also write every curve point to this CSV file");
+  cmd->add_option("--tie-break", flags->tie_break,
+                  "Ties between equal scores: study (the study's per-seed node shuffle) or names "
+                  "(a seeded ranking by node name, as gpuorch scheduler --seed uses)")
+      ->check(CLI::IsMember({"study", "names"}))
+      ->capture_default_str();
+  cmd->add_option("--placements", flags->placements,
+                  "Also write every decision as CSV seed,policy,pod,node,gpus (arrival order)");
   cmd->add_option("--report", flags->report, "Also write an HTML report with plots to this folder");
   cmd->add_option("--threads", flags->threads, "Worker threads (0 = all cores)")
       ->capture_default_str();

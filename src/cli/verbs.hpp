@@ -28,6 +28,9 @@ void add_tune(CLI::App& app, Action& action);
 void add_device_plugin(CLI::App& app, Action& action);
 void add_manifests(CLI::App& app, Action& action);
 
+// `gpuorch scheduler`: the scheduler core on a Kubernetes cluster
+void add_scheduler(CLI::App& app, Action& action);
+
 // `gpuorch launch [options] -- PROGRAM ARGS`
 void add_launch(CLI::App& app, Action& action);
 

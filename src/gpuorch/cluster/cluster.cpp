@@ -23,6 +23,7 @@ Cluster::Cluster(std::vector<NodeSpec> nodes) : specs_(std::move(nodes)) {
   max_left_.resize(n);
   total_left_.resize(n);
   version_.resize(n, 0);
+  pods_.resize(n, 0);
   pod_kinds_.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     const NodeSpec& s = specs_[i];
@@ -103,6 +104,7 @@ void Cluster::apply(const Placement& p) {
   assert(cpu_free_[n] >= p.cpu_milli && memory_free_[n] >= p.memory_mib);
   cpu_free_[n] -= p.cpu_milli;
   memory_free_[n] -= p.memory_mib;
+  ++pods_[n];
   std::int32_t* left = gpu_left_.data() + gpu_offset_[n];
   for (const int g : p.gpus) {
     assert(g >= 0 && g < specs_[n].gpu_count && left[g] >= p.gpu_milli);
@@ -120,6 +122,8 @@ void Cluster::release(const Placement& p) {
   const NodeIndex n = p.node;
   cpu_free_[n] += p.cpu_milli;
   memory_free_[n] += p.memory_mib;
+  --pods_[n];
+  assert(pods_[n] >= 0);
   std::int32_t* left = gpu_left_.data() + gpu_offset_[n];
   for (const int g : p.gpus) {
     left[g] += static_cast<std::int32_t>(p.gpu_milli);

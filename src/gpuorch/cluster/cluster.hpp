@@ -60,6 +60,8 @@ class Cluster {
   [[nodiscard]] std::int32_t max_gpu_milli_left(NodeIndex n) const { return max_left_[n]; }
   [[nodiscard]] std::int64_t gpu_milli_left_total(NodeIndex n) const { return total_left_[n]; }
   [[nodiscard]] std::uint32_t version(NodeIndex n) const { return version_[n]; }
+  // Placements bound to the node (the pods-per-node filter reads it).
+  [[nodiscard]] int pod_count(NodeIndex n) const { return pods_[n]; }
   [[nodiscard]] std::span<const PodKindCount> gpu_pod_kinds(NodeIndex n) const {
     return pod_kinds_[n];
   }
@@ -102,6 +104,7 @@ class Cluster {
   std::vector<std::int32_t> max_left_;
   std::vector<std::int64_t> total_left_;
   std::vector<std::uint32_t> version_;
+  std::vector<std::int32_t> pods_;
   std::vector<std::vector<PodKindCount>> pod_kinds_;
   std::vector<NodeIndex> journal_;
   std::uint64_t journal_base_ = 0;  // absolute position of journal_[0]

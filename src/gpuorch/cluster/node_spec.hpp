@@ -8,6 +8,14 @@
 
 namespace gpuorch::cluster {
 
+// A Kubernetes taint: pods that do not tolerate it may not be placed on the node (NoSchedule,
+// NoExecute); PreferNoSchedule is a preference and does not filter.
+struct Taint {
+  std::string key;
+  std::string value;
+  std::string effect;  // NoSchedule, PreferNoSchedule, NoExecute
+};
+
 struct NodeSpec {
   std::string name;
   std::int64_t cpu_milli = 0;
@@ -16,6 +24,9 @@ struct NodeSpec {
   std::string gpu_model;            // empty when the node has no GPU
   std::int64_t gpu_memory_mib = 0;  // per GPU; 0 when unknown
   std::vector<std::pair<std::string, std::string>> labels;
+  std::vector<Taint> taints;
+  bool unschedulable = false;  // cordoned (Node spec.unschedulable)
+  int max_pods = 0;  // allocatable pods; 0 = no limit (traces, inventories), < 0 = none allowed
 };
 
 }  // namespace gpuorch::cluster

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "gpuorch/base/csv.hpp"
 #include "gpuorch/report/fill_summary.hpp"
 #include "gpuorch/sched/policy.hpp"
 
@@ -193,6 +194,25 @@ std::string fill_csv(const std::vector<sim::FillRun>& runs) {
       const auto i = static_cast<std::size_t>(x);
       out += fmt::format("{},{},{},{},{},{}\n", r.policy, r.seed, x, num(r.curves.alloc[i]),
                          num(r.curves.frag_amount[i]), num(r.curves.frag_ratio[i]));
+    }
+  }
+  return out;
+}
+
+}  // namespace gpuorch::report
+
+namespace gpuorch::report {
+
+std::string fill_placements_csv(const sim::FillInput& input,
+                                const std::vector<sim::FillRun>& runs) {
+  std::string out = "seed,policy,pod,node,gpus\n";
+  for (const sim::FillRun& r : runs) {
+    for (const sim::FillPlacement& p : r.placements) {
+      const std::string node =
+          p.node < 0 ? std::string() : input.nodes[static_cast<std::size_t>(p.node)].name;
+      out += fmt::format("{},{},{},{},{}\n", r.seed, base::csv_field(r.policy),
+                         base::csv_field(input.pods[p.pod].name), base::csv_field(node),
+                         fmt::join(p.gpus, ";"));
     }
   }
   return out;

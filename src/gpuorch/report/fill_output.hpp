@@ -28,5 +28,9 @@ nlohmann::json fill_json(const FillMeta& meta, const std::vector<sim::FillRun>& 
 std::string fill_table(const FillMeta& meta, const std::vector<sim::FillRun>& runs);
 // Long format: policy,seed,x,alloc,frag_amount,frag_ratio (empty where a point has no data).
 std::string fill_csv(const std::vector<sim::FillRun>& runs);
+// Every decision: seed,policy,pod,node,gpus (node empty for a failed pod, GPUs joined by ';'),
+// rows in arrival order per run, so row k of a (seed, policy) is the k-th arrival of
+// `sim arrivals` for that seed.
+std::string fill_placements_csv(const sim::FillInput& input, const std::vector<sim::FillRun>& runs);
 
 }  // namespace gpuorch::report

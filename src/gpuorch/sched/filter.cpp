@@ -19,18 +19,27 @@ Reason check_gpus(const cluster::Cluster& cluster, cluster::NodeIndex n, const P
   return cluster.fully_free_gpus(n) >= pod.gpu_count ? Reason::kFits : Reason::kGpuCount;
 }
 
+Reason check_pod_count(const cluster::Cluster& cluster, cluster::NodeIndex n) {
+  const int max_pods = cluster.spec(n).max_pods;
+  if (max_pods == 0) return Reason::kFits;
+  return max_pods < 0 || cluster.pod_count(n) >= max_pods ? Reason::kPods : Reason::kFits;
+}
+
 }  // namespace
 
 Reason check_node(const cluster::Cluster& cluster, cluster::NodeIndex n, const PodRequest& pod) {
+  if (!pod.node_reasons.empty() && pod.node_reasons[n] != Reason::kFits) return pod.node_reasons[n];
   if (const Reason r = check_gpus(cluster, n, pod); r != Reason::kFits) return r;
   if (cluster.cpu_free(n) < pod.cpu_milli) return Reason::kCpu;
   if (cluster.memory_free(n) < pod.memory_mib) return Reason::kMemory;
-  return Reason::kFits;
+  return check_pod_count(cluster, n);
 }
 
 Reason check_empty_node(const cluster::Cluster& cluster, cluster::NodeIndex n,
                         const PodRequest& pod) {
   const cluster::NodeSpec& s = cluster.spec(n);
+  // Labels, taints and cordons are the node's, not its load's: an empty node keeps them.
+  if (!pod.node_reasons.empty() && pod.node_reasons[n] != Reason::kFits) return pod.node_reasons[n];
   if (!pod.cpu_only()) {
     if (s.gpu_count == 0) return Reason::kNoGpu;
     if (!pod.allows(cluster.model(n))) return Reason::kGpuModel;
@@ -57,6 +66,14 @@ const char* reason_key(Reason r) {
       return "cpu";
     case Reason::kMemory:
       return "memory";
+    case Reason::kUnschedulable:
+      return "unschedulable";
+    case Reason::kNodeAffinity:
+      return "node-affinity";
+    case Reason::kTaint:
+      return "taint";
+    case Reason::kPods:
+      return "pods";
   }
   return "unknown";
 }
@@ -77,6 +94,14 @@ std::string reason_phrase(Reason r, const PodRequest& pod) {
       return fmt::format("lack {} free CPU milli", pod.cpu_milli);
     case Reason::kMemory:
       return fmt::format("lack {} MiB free memory", pod.memory_mib);
+    case Reason::kUnschedulable:
+      return "are unschedulable (cordoned)";
+    case Reason::kNodeAffinity:
+      return "do not match the pod's node selector or affinity";
+    case Reason::kTaint:
+      return "have a taint the pod does not tolerate";
+    case Reason::kPods:
+      return "run their maximum number of pods";
   }
   return "unknown";
 }

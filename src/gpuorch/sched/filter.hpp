@@ -7,21 +7,12 @@
 
 #include "gpuorch/cluster/cluster.hpp"
 #include "gpuorch/sched/pod_request.hpp"
+#include "gpuorch/sched/reason.hpp"
 
 namespace gpuorch::sched {
 
-enum class Reason : std::uint8_t {
-  kFits = 0,
-  kNoGpu,     // the node has no GPU at all
-  kGpuModel,  // the node's GPU model is not among the allowed ones
-  kGpuCount,  // fewer than k whole free GPUs
-  kGpuMilli,  // no single GPU with enough free milli for a shared-GPU pod
-  kCpu,       // not enough free CPU
-  kMemory,    // not enough free memory
-};
-inline constexpr std::size_t kReasonCount = 7;
-
-// First failing filter, in the order above (GPU reasons first: they say the most about GPU pods).
+// First failing filter: the node constraints, then the GPU reasons (they say the most about GPU
+// pods), CPU, memory and the pod count.
 Reason check_node(const cluster::Cluster& cluster, cluster::NodeIndex n, const PodRequest& pod);
 // The same filters against the node's capacity, as if it were empty.
 Reason check_empty_node(const cluster::Cluster& cluster, cluster::NodeIndex n,

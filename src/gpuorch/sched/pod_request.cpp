@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "gpuorch/sched/node_constraints.hpp"
+
 namespace gpuorch::sched {
 
 std::uint64_t model_mask(const cluster::Cluster& cluster, const std::vector<std::string>& models,
@@ -31,7 +33,36 @@ PodRequest RequestResolver::resolve(const workload::PodSpec& pod) {
   const auto key = std::make_tuple(r.cpu_milli, r.gpu_milli, r.gpu_count, r.model_mask);
   auto [it, inserted] = shapes_.try_emplace(key, static_cast<std::uint32_t>(shapes_.size()));
   r.shape = it->second;
+  resolve_constraints(pod.constraints, r);
   return r;
+}
+
+void RequestResolver::resolve_constraints(const workload::NodeConstraints& constraints,
+                                          PodRequest& r) {
+  const auto specs = cluster_->specs();
+  if (!nodes_constrained_) {
+    nodes_constrained_ = std::any_of(specs.begin(), specs.end(),
+                                     [](const cluster::NodeSpec& s) { return node_constrains(s); });
+  }
+  // Most pods of most clusters: nothing to check, and the request stays as a trace's would.
+  if (constraints.empty() && !*nodes_constrained_) return;
+  auto [it, inserted] = constraint_ids_.try_emplace(
+      constraints, static_cast<std::uint32_t>(constraint_ids_.size() + 1));
+  if (inserted) {
+    std::vector<Reason> verdicts(specs.size());
+    bool all_fit = true;
+    for (std::size_t n = 0; n < specs.size(); ++n) {
+      verdicts[n] = check_constraints(specs[n], constraints);
+      all_fit = all_fit && verdicts[n] == Reason::kFits;
+    }
+    // A constraint every node passes is no constraint: such pods share the others' index slots.
+    if (all_fit) verdicts.clear();
+    node_reasons_.push_back(std::move(verdicts));
+  }
+  const std::vector<Reason>& verdicts = node_reasons_[it->second - 1];
+  if (verdicts.empty()) return;
+  r.constraint = it->second;
+  r.node_reasons = verdicts;
 }
 
 }  // namespace gpuorch::sched

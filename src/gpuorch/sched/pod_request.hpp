@@ -2,12 +2,16 @@
 // A pod as the scheduler core sees it: resources resolved against one cluster (model names turned
 // into a bit mask) and a dense shape id, so policies can cache per (node state, pod shape).
 #include <cstdint>
+#include <deque>
 #include <map>
+#include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "gpuorch/cluster/cluster.hpp"
+#include "gpuorch/sched/reason.hpp"
 #include "gpuorch/workload/pod_spec.hpp"
 
 namespace gpuorch::sched {
@@ -21,6 +25,11 @@ struct PodRequest {
   std::int64_t gpu_milli = 0;            // per GPU
   std::uint64_t model_mask = kAnyModel;  // bit m set = GPU model m allowed
   std::uint32_t shape = 0;               // equal for pods with equal cpu, GPU request and mask
+  // Node constraints (labels, affinity, taints, cordons): 0 = none, else an id of the resolver
+  // that made the request, equal for equal constraints. node_reasons[n] is node n's verdict
+  // (kFits or the constraint reason), owned by that resolver; empty when every node passes.
+  std::uint32_t constraint = 0;
+  std::span<const Reason> node_reasons;
 
   [[nodiscard]] bool cpu_only() const { return gpu_count == 0; }
   [[nodiscard]] bool gpu_share() const { return gpu_count == 1 && gpu_milli < base::kMilliPerGpu; }
@@ -34,6 +43,7 @@ class RequestResolver {
  public:
   explicit RequestResolver(const cluster::Cluster& cluster) : cluster_(&cluster) {}
 
+  // The request stays valid as long as this resolver (it may point into its constraint table).
   PodRequest resolve(const workload::PodSpec& pod);
   [[nodiscard]] std::uint32_t shape_count() const {
     return static_cast<std::uint32_t>(shapes_.size());
@@ -42,9 +52,15 @@ class RequestResolver {
   [[nodiscard]] const std::vector<std::string>& unknown_models() const { return unknown_models_; }
 
  private:
+  void resolve_constraints(const workload::NodeConstraints& constraints, PodRequest& r);
+
   const cluster::Cluster* cluster_;
   std::map<std::tuple<std::int64_t, std::int64_t, int, std::uint64_t>, std::uint32_t> shapes_;
   std::vector<std::string> unknown_models_;
+  // Interned node constraints: id - 1 indexes both; verdicts are computed once per constraint.
+  std::map<workload::NodeConstraints, std::uint32_t> constraint_ids_;
+  std::deque<std::vector<Reason>> node_reasons_;
+  std::optional<bool> nodes_constrained_;  // some node is tainted or cordoned
 };
 
 // The model mask for a list of model names (empty list = any model).

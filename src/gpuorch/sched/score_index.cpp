@@ -19,6 +19,7 @@ std::size_t ScoreIndex::KeyHash::operator()(const RequestKey& k) const {
   h = mix(h, static_cast<std::uint64_t>(k.gpu_milli));
   h = mix(h, k.model_mask);
   h = mix(h, static_cast<std::uint64_t>(k.gpu_count));
+  h = mix(h, k.constraint);
   return static_cast<std::size_t>(h);
 }
 
@@ -45,6 +46,10 @@ std::uint64_t state_hash(const cluster::Cluster& c, cluster::NodeIndex n) {
     mix(static_cast<std::uint64_t>(k.kind));
     mix(static_cast<std::uint64_t>(k.count));
   }
+  if (spec.max_pods != 0) {
+    mix(static_cast<std::uint64_t>(spec.max_pods));
+    mix(static_cast<std::uint64_t>(c.pod_count(n)));
+  }
   return h;
 }
 
@@ -53,7 +58,8 @@ bool same_state(const cluster::Cluster& c, cluster::NodeIndex a, cluster::NodeIn
   const cluster::NodeSpec& sb = c.spec(b);
   if (c.model(a) != c.model(b) || sa.cpu_milli != sb.cpu_milli || sa.memory_mib != sb.memory_mib ||
       sa.gpu_count != sb.gpu_count || c.cpu_free(a) != c.cpu_free(b) ||
-      c.memory_free(a) != c.memory_free(b)) {
+      c.memory_free(a) != c.memory_free(b) || sa.max_pods != sb.max_pods ||
+      (sa.max_pods != 0 && c.pod_count(a) != c.pod_count(b))) {
     return false;
   }
   const auto la = c.gpu_milli_left(a);
@@ -92,7 +98,8 @@ std::size_t ScoreIndex::memory_bytes() const {
 }
 
 ScoreIndex::Slot& ScoreIndex::slot_for(const PodRequest& pod, std::size_t node_count) {
-  const RequestKey key{pod.cpu_milli, pod.memory_mib, pod.gpu_milli, pod.model_mask, pod.gpu_count};
+  const RequestKey key{pod.cpu_milli,  pod.memory_mib, pod.gpu_milli,
+                       pod.model_mask, pod.gpu_count,  pod.constraint};
   if (const auto it = slot_of_.find(key); it != slot_of_.end()) return slots_[it->second];
 
   const std::size_t slot_bytes = node_count * (sizeof(NodeEntry) + 2 * sizeof(Leaf));
@@ -173,8 +180,14 @@ void ScoreIndex::catch_up(Slot& slot, const cluster::Cluster& cluster, Policy& p
     for (cluster::NodeIndex n = 0; n < n_nodes; ++n) {
       if (slot.entries[n].version == cluster.version(n)) continue;
       if (by_state) {
-        const auto [it, inserted] = state_memo_.try_emplace(state_hash(cluster, n), n);
-        if (!inserted && same_state(cluster, it->second, n)) {
+        // Nodes in one state but with different constraint verdicts (labels, taints) differ.
+        const auto verdict = [&pod](cluster::NodeIndex m) {
+          return pod.node_reasons.empty() ? Reason::kFits : pod.node_reasons[m];
+        };
+        const std::uint64_t key =
+            state_hash(cluster, n) ^ (static_cast<std::uint64_t>(verdict(n)) << 56U);
+        const auto [it, inserted] = state_memo_.try_emplace(key, n);
+        if (!inserted && verdict(it->second) == verdict(n) && same_state(cluster, it->second, n)) {
           tree[n_nodes + n] = copy_result(slot, cluster, rank, it->second, n);
           continue;
         }

@@ -74,6 +74,7 @@ class ScoreIndex {
     std::int64_t gpu_milli;
     std::uint64_t model_mask;
     int gpu_count;
+    std::uint32_t constraint;
     bool operator==(const RequestKey&) const = default;
   };
   struct KeyHash {

@@ -14,6 +14,7 @@
 #include "gpuorch/sched/fragmentation.hpp"
 #include "gpuorch/sched/policy.hpp"
 #include "gpuorch/sched/scheduler.hpp"
+#include "gpuorch/sched/tie_break.hpp"
 #include "gpuorch/sim/arrivals.hpp"
 
 namespace gpuorch::sim {
@@ -69,6 +70,9 @@ FillRun run_fill(const FillInput& input, const std::string& policy_name, std::ui
   std::vector<std::uint32_t> rank(cluster.node_count());
   std::iota(rank.begin(), rank.end(), 0U);
   rng.shuffle(std::span<std::uint32_t>(rank));
+  if (options.tie_break == FillOptions::TieBreak::kNodeNames) {
+    rank = sched::name_ranking(seed, cluster.specs());
+  }
 
   const sched::FragmentationMeasure measure(input.target, cluster);
   sched::FragmentationTracker tracker(measure, cluster);
@@ -118,6 +122,17 @@ FillRun run_fill(const FillInput& input, const std::string& policy_name, std::ui
                                             : cluster::gpu_pod_kind(pod.gpu_milli, pod.gpu_count)];
       ++kind.pods;
       kind.gpu_milli += input.pods[i].total_gpu_milli();
+    }
+    if (options.record_placements) {
+      FillPlacement& r = run.placements.emplace_back();
+      r.pod = i;
+      if (d.outcome == sched::Outcome::kPlaced) {
+        r.node = d.placement.node;
+        r.gpus = d.placement.gpus;
+      } else if (plan) {
+        r.node = plan->placement.node;
+        r.gpus = plan->placement.gpus;
+      }
     }
     FillSample s;
     s.arrived_gpu_milli = run.arrived_gpu_milli;

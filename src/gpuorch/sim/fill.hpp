@@ -35,6 +35,21 @@ struct FillOptions {
   // Off (max_moves 0) is the study's protocol: a pod that fits no node fails. On, such a pod may
   // move up to max_moves bound pods to other nodes to make room (sched/consolidation.hpp).
   sched::ConsolidationOptions consolidation;
+  // Ties between equal scores: the study's per-seed random node ranking (drawn after the
+  // arrivals), or a seeded ranking by node name (sched/tie_break.hpp), which the Kubernetes
+  // scheduler uses with the same --seed.
+  enum class TieBreak : std::uint8_t { kStudy, kNodeNames };
+  TieBreak tie_break = TieBreak::kStudy;
+  // Keep every arrival's decision in FillRun::placements (sim fill --placements).
+  bool record_placements = false;
+};
+
+// One arrival's decision: where the scheduler core put the pod, for a pod-by-pod comparison with
+// another driver of the same core (the Kubernetes scheduler's replay).
+struct FillPlacement {
+  std::uint32_t pod = 0;   // index into FillInput::pods
+  std::int64_t node = -1;  // -1: the pod failed
+  std::vector<int> gpus;
 };
 
 struct FillRun {
@@ -68,6 +83,7 @@ struct FillRun {
   // ..., [9] 900-999, [10] whole free GPUs. Low allocation explained: small gaps no pod fits.
   std::array<std::int64_t, 11> idle_gpu_milli_by_free{};
   double elapsed_s = 0;
+  std::vector<FillPlacement> placements;  // in arrival order, when FillOptions asks for them
 };
 
 FillRun run_fill(const FillInput& input, const std::string& policy, std::uint64_t seed,

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gpuorch/base/units.hpp"
+#include "gpuorch/workload/node_constraints.hpp"
 
 namespace gpuorch::workload {
 
@@ -16,6 +17,7 @@ struct PodSpec {
   int gpu_count = 0;
   std::int64_t gpu_milli = 0;               // per GPU, 1..1000 when gpu_count > 0
   std::vector<std::string> allowed_models;  // empty = any model
+  NodeConstraints constraints;              // labels, affinity, taints (Kubernetes pods)
 
   [[nodiscard]] bool cpu_only() const { return gpu_count == 0; }
   [[nodiscard]] bool gpu_share() const { return gpu_count == 1 && gpu_milli < base::kMilliPerGpu; }

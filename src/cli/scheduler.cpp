@@ -1,0 +1,157 @@
+// gpuorch scheduler: the scheduler core serving a real Kubernetes cluster (docs/scheduler.md).
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <httplib.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+#include "cli/verbs.hpp"
+#include "gpuorch/base/error.hpp"
+#include "gpuorch/io/openb.hpp"
+#include "gpuorch/k8s/kubeconfig.hpp"
+#include "gpuorch/k8s/scheduler_service.hpp"
+#include "gpuorch/sched/policy.hpp"
+#include "gpuorch/telemetry/exporter.hpp"
+
+namespace gpuorch::cli {
+namespace {
+
+struct SchedulerFlags {
+  std::string kubeconfig;
+  std::string scheduler_name = "gpuorch";
+  std::string policy = "efd";
+  std::uint64_t seed = 42;
+  std::string workload;
+  std::string listen = "127.0.0.1:10261";
+  int binders = 4;
+  int retry_seconds = 60;
+};
+
+void log_line(const std::string& line) {
+  const auto now = std::chrono::system_clock::now();
+  fmt::print(stderr, "{:%Y-%m-%dT%H:%M:%S}Z gpuorch scheduler: {}\n",
+             std::chrono::floor<std::chrono::seconds>(now), line);
+}
+
+// Fails at start, with one line and exit 2, when the credentials are refused: a scheduler that
+// cannot list nodes would only log errors forever.
+void check_access(k8s::ApiClient& api) {
+  for (const char* path : {"/api/v1/nodes?limit=1", "/api/v1/pods?limit=1"}) {
+    try {
+      api.get(path);
+    } catch (const k8s::ApiError& e) {
+      if (e.status() == 401 || e.status() == 403) {
+        base::fail_input(fmt::format("{}: the API server refused the credentials: {}",
+                                     api.config().source, e.what()));
+      }
+      throw;
+    }
+  }
+}
+
+int run(const SchedulerFlags& f) {
+  if (f.binders < 1 || f.binders > 64) base::fail_input("--binders must be in [1, 64]");
+  if (f.retry_seconds < 1) base::fail_input("--retry-unschedulable must be at least 1 second");
+  std::string spec(sched::canonical_policy_name(f.policy.substr(0, f.policy.find(':'))));
+  if (const auto colon = f.policy.find(':'); colon != std::string::npos) {
+    spec += f.policy.substr(colon);
+  }
+  sched::check_policy_spec(spec);
+  k8s::SchedulerServiceOptions options;
+  options.scheduler_name = f.scheduler_name;
+  options.mirror.policy = spec;
+  options.mirror.seed = f.seed;
+  options.binders = f.binders;
+  options.retry_unschedulable = std::chrono::seconds(f.retry_seconds);
+  options.log = log_line;
+  if (!f.workload.empty()) options.mirror.history = io::load_openb_pods(f.workload).pods;
+  telemetry::ExporterOptions listen = telemetry::parse_listen(f.listen, {});
+
+  const std::optional<std::string> kubeconfig =
+      f.kubeconfig.empty() ? std::nullopt : std::optional<std::string>(f.kubeconfig);
+  k8s::ApiClient api(k8s::load_cluster_config(kubeconfig));
+  check_access(api);
+
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  k8s::SchedulerService service(api, options);
+  httplib::Server http;
+  http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain");
+  });
+  http.Get("/readyz", [&service](const httplib::Request&, httplib::Response& res) {
+    res.status = service.synced() ? 200 : 503;
+    res.set_content(service.synced() ? "ok\n" : "informers not synced\n", "text/plain");
+  });
+  http.Get("/metrics", [&service](const httplib::Request&, httplib::Response& res) {
+    res.set_content(service.metrics(), "text/plain; version=0.0.4");
+  });
+  int port = listen.port;
+  if (port == 0) {
+    port = http.bind_to_any_port(listen.address);
+  } else if (!http.bind_to_port(listen.address, port)) {
+    port = -1;
+  }
+  if (port < 0) base::fail_input(fmt::format("--listen {}: cannot bind", f.listen));
+  std::jthread http_thread([&http] { http.listen_after_bind(); });
+  log_line(
+      fmt::format("serving pods with schedulerName {} (policy {}, seed {}) from {}; "
+                  "metrics on http://{}:{}/metrics",
+                  f.scheduler_name, spec, f.seed, api.config().server, listen.address, port));
+
+  std::atomic<bool> stop{false};
+  std::jthread signal_thread([&stop, &stop_signals] {
+    while (!stop.load()) {
+      timespec wait{0, 200'000'000};
+      if (sigtimedwait(&stop_signals, nullptr, &wait) > 0) stop = true;
+    }
+  });
+  service.run(stop);
+  http.stop();
+  log_line("stopped");
+  return 0;
+}
+
+}  // namespace
+
+void add_scheduler(CLI::App& app, Action& action) {
+  auto flags = std::make_shared<SchedulerFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "scheduler",
+      "Schedule the pods of a Kubernetes cluster whose spec.schedulerName is ours, with the same "
+      "scheduler core and policies as `gpuorch sim` (docs/scheduler.md).\n"
+      "Example: gpuorch scheduler --kubeconfig ~/.kube/config --policy efd --seed 42");
+  cmd->add_option("--kubeconfig", flags->kubeconfig,
+                  "kubeconfig file (default: $KUBECONFIG, else the in-cluster service account)");
+  cmd->add_option("--scheduler-name", flags->scheduler_name,
+                  "Serve pods with this spec.schedulerName")
+      ->capture_default_str();
+  cmd->add_option("--policy", flags->policy,
+                  "Placement policy, as sim fill --policy takes it (efd, fgd, best-fit, ...)")
+      ->capture_default_str();
+  cmd->add_option("--seed", flags->seed,
+                  "Seed of the tie-break ranking over node names (sim fill --tie-break names)")
+      ->capture_default_str();
+  cmd->add_option("--workload", flags->workload,
+                  "Workload history (openb pod CSV) that efd and fgd estimate the target workload "
+                  "from (default: the pods on the cluster when the first pod is scheduled)");
+  cmd->add_option("--listen", flags->listen, "ADDRESS:PORT for /metrics, /healthz and /readyz")
+      ->capture_default_str();
+  cmd->add_option("--binders", flags->binders, "Concurrent bind calls to the API server")
+      ->capture_default_str();
+  cmd->add_option("--retry-unschedulable", flags->retry_seconds,
+                  "Seconds after which unschedulable pods are tried again even if nothing changed")
+      ->capture_default_str();
+  cmd->callback([flags, &action] { action = [flags] { return run(*flags); }; });
+}
+
+}  // namespace gpuorch::cli

@@ -1,0 +1,144 @@
+#include "gpuorch/k8s/cluster_mirror.hpp"
+
+#include <algorithm>
+
+#include "gpuorch/sched/tie_break.hpp"
+
+namespace gpuorch::k8s {
+
+ClusterMirror::ClusterMirror(MirrorOptions options) : options_(std::move(options)) {}
+
+void ClusterMirror::set_nodes(std::map<std::string, cluster::NodeSpec> nodes) {
+  auto same = [](const cluster::NodeSpec& a, const cluster::NodeSpec& b) {
+    auto taints = [](const cluster::NodeSpec& s) {
+      std::vector<std::tuple<std::string, std::string, std::string>> t;
+      for (const auto& x : s.taints) t.emplace_back(x.key, x.value, x.effect);
+      return t;
+    };
+    return a.cpu_milli == b.cpu_milli && a.memory_mib == b.memory_mib &&
+           a.gpu_count == b.gpu_count && a.gpu_model == b.gpu_model && a.labels == b.labels &&
+           a.unschedulable == b.unschedulable && a.max_pods == b.max_pods && taints(a) == taints(b);
+  };
+  const bool equal =
+      nodes.size() == nodes_.size() &&
+      std::equal(nodes.begin(), nodes.end(), nodes_.begin(), [&](const auto& x, const auto& y) {
+        return x.first == y.first && same(x.second, y.second);
+      });
+  if (equal) return;
+  nodes_ = std::move(nodes);
+  nodes_changed_ = true;
+}
+
+bool ClusterMirror::ensure_built(const std::vector<workload::PodSpec>& seen) {
+  if (cluster_ && !nodes_changed_) return false;
+  nodes_changed_ = false;
+  std::vector<cluster::NodeSpec> specs;
+  specs.reserve(nodes_.size());
+  for (const auto& [name, spec] : nodes_) specs.push_back(spec);
+  scheduler_.reset();
+  policy_.reset();
+  resolver_.reset();
+  cluster_ = std::make_unique<cluster::Cluster>(std::move(specs));
+  index_of_.clear();
+  for (cluster::NodeIndex n = 0; n < cluster_->node_count(); ++n) {
+    index_of_.emplace(cluster_->spec(n).name, n);
+  }
+  const auto& history = options_.history.empty() ? seen : options_.history;
+  target_ = workload::typical_pods(history);
+  history_ = workload::typical_pods(history, 1.0);
+  measure_ = std::make_unique<sched::FragmentationMeasure>(target_, *cluster_);
+  rng_ = std::make_unique<base::Rng>(options_.seed);
+  const sched::PolicyContext context{cluster_.get(), measure_.get(), rng_.get(), &history_};
+  policy_ = sched::make_policy(options_.policy, context);
+  scheduler_ = std::make_unique<sched::Scheduler>(*cluster_, *policy_);
+  scheduler_->set_tie_break_rank(sched::name_ranking(options_.seed, cluster_->specs()));
+  resolver_ = std::make_unique<sched::RequestResolver>(*cluster_);
+  // Every bound pod again, in a fixed order (by uid) so a rebuild is deterministic.
+  std::vector<std::string> uids;
+  uids.reserve(placed_.size());
+  for (auto& [uid, b] : placed_) {
+    b.placement.reset();
+    uids.push_back(uid);
+  }
+  std::sort(uids.begin(), uids.end());
+  for (const auto& uid : uids) {
+    Bound& b = placed_.at(uid);
+    b.placement = placement_on(b.pod, b.node);
+    if (b.placement) cluster_->apply(*b.placement);
+  }
+  return true;
+}
+
+std::optional<cluster::Placement> ClusterMirror::placement_on(const PodObject& pod,
+                                                              const std::string& node) {
+  if (!cluster_ || !pod.error.empty()) return std::nullopt;
+  const auto it = index_of_.find(node);
+  if (it == index_of_.end()) return std::nullopt;
+  const cluster::NodeIndex n = it->second;
+  const sched::PodRequest r = resolver_->resolve(pod.spec);
+  cluster::Placement p;
+  p.node = n;
+  // Another scheduler (or the kubelet's own admission) may have put more on a node than gpuorch
+  // would: count what is there, never below zero.
+  p.cpu_milli = std::min(r.cpu_milli, std::max<std::int64_t>(0, cluster_->cpu_free(n)));
+  p.memory_mib = std::min(r.memory_mib, std::max<std::int64_t>(0, cluster_->memory_free(n)));
+  p.gpu_milli = r.gpu_milli;
+  const auto left = cluster_->gpu_milli_left(n);
+  const bool annotated = static_cast<int>(pod.gpus.size()) == r.gpu_count &&
+                         std::all_of(pod.gpus.begin(), pod.gpus.end(), [&](int g) {
+                           return g < static_cast<int>(left.size()) &&
+                                  left[static_cast<std::size_t>(g)] >= r.gpu_milli;
+                         });
+  if (annotated) {
+    p.gpus = pod.gpus;
+  } else if (r.gpu_share()) {
+    const int g = sched::best_fit_gpu(left, r.gpu_milli);
+    if (g >= 0) p.gpus = {g};
+  } else if (r.gpu_count > 0) {
+    p.gpus = sched::lowest_free_gpus(left, std::min(r.gpu_count, cluster_->fully_free_gpus(n)));
+  }
+  if (p.gpus.empty()) p.gpu_milli = 0;
+  return p;
+}
+
+bool ClusterMirror::account(const PodObject& pod) {
+  if (placed_.contains(pod.uid)) return true;
+  Bound b{pod, pod.node_name, std::nullopt};
+  b.placement = placement_on(pod, pod.node_name);
+  if (b.placement) cluster_->apply(*b.placement);
+  const bool known = b.placement.has_value();
+  placed_.emplace(pod.uid, std::move(b));
+  return known;
+}
+
+void ClusterMirror::release(const std::string& uid) {
+  const auto it = placed_.find(uid);
+  if (it == placed_.end()) return;
+  if (it->second.placement && cluster_) cluster_->release(*it->second.placement);
+  placed_.erase(it);
+}
+
+ClusterMirror::Result ClusterMirror::schedule(const PodObject& pod) {
+  Result out;
+  const std::size_t unknown_before = resolver_->unknown_models().size();
+  const sched::PodRequest r = resolver_->resolve(pod.spec);
+  if (resolver_->unknown_models().size() > unknown_before) {
+    out.unknown_model = resolver_->unknown_models().back();
+  } else {
+    for (const auto& m : pod.spec.allowed_models) {
+      if (!cluster_->find_model(m)) out.unknown_model = m;
+    }
+  }
+  out.decision = scheduler_->schedule(r);
+  if (out.decision.outcome == sched::Outcome::kPlaced) {
+    const cluster::Placement& p = out.decision.placement;
+    out.node = cluster_->spec(p.node).name;
+    PodObject bound = pod;
+    bound.node_name = out.node;
+    bound.gpus = p.gpus;
+    placed_.emplace(pod.uid, Bound{std::move(bound), out.node, p});
+  }
+  return out;
+}
+
+}  // namespace gpuorch::k8s

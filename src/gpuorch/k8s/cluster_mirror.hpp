@@ -1,0 +1,83 @@
+#pragma once
+// The scheduler core's view of a Kubernetes cluster: the Nodes as a cluster::Cluster, every pod
+// bound to them (by any scheduler) applied to it, and the same sched::Scheduler, policy registry
+// and tie-break ranking `gpuorch sim fill` uses. Nodes are fixed in a Cluster, so a change of
+// the node set rebuilds it (rare); pods come and go incrementally.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gpuorch/cluster/cluster.hpp"
+#include "gpuorch/k8s/pod_object.hpp"
+#include "gpuorch/sched/fragmentation.hpp"
+#include "gpuorch/sched/policy.hpp"
+#include "gpuorch/sched/scheduler.hpp"
+#include "gpuorch/workload/target_workload.hpp"
+
+namespace gpuorch::k8s {
+
+struct MirrorOptions {
+  std::string policy = "efd";
+  std::uint64_t seed = 42;
+  // The workload history efd and fgd estimate the target workload from; empty: the pods seen
+  // on the cluster so far (every (re)build takes them anew).
+  std::vector<workload::PodSpec> history;
+};
+
+class ClusterMirror {
+ public:
+  explicit ClusterMirror(MirrorOptions options);
+
+  // Sets the node set; the next ensure_built() rebuilds when it differs from the last build.
+  void set_nodes(std::map<std::string, cluster::NodeSpec> nodes);
+  // Builds the cluster (and re-applies every accounted pod) if the node set changed or no build
+  // exists; `seen` is the history to use when the options have none. Returns true if it rebuilt.
+  bool ensure_built(const std::vector<workload::PodSpec>& seen);
+  [[nodiscard]] bool built() const { return cluster_ != nullptr; }
+
+  // A bound pod's resources, counted on its node (GPUs from its annotation when valid, else the
+  // ones the core would pick). False when its node is unknown (counted once the node appears).
+  bool account(const PodObject& pod);
+  // Forgets a pod's resources (deleted, finished, or a failed bind).
+  void release(const std::string& uid);
+  [[nodiscard]] bool accounted(const std::string& uid) const { return placed_.contains(uid); }
+
+  struct Result {
+    sched::Decision decision;
+    std::string node;           // placed: the node's name
+    std::string unknown_model;  // a GPU model the pod asks for that no node has
+  };
+  // Decides for a pending pod and, when placed, counts it as bound (assumed) under its uid.
+  Result schedule(const PodObject& pod);
+
+  [[nodiscard]] const cluster::Cluster& cluster() const { return *cluster_; }
+
+ private:
+  struct Bound {
+    PodObject pod;
+    std::string node;
+    std::optional<cluster::Placement> placement;  // nullopt while its node is unknown
+  };
+  std::optional<cluster::Placement> placement_on(const PodObject& pod, const std::string& node);
+
+  MirrorOptions options_;
+  std::map<std::string, cluster::NodeSpec> nodes_;
+  bool nodes_changed_ = true;
+  std::unordered_map<std::string, Bound> placed_;  // by pod uid
+
+  std::unique_ptr<cluster::Cluster> cluster_;
+  std::unordered_map<std::string, cluster::NodeIndex> index_of_;
+  workload::TargetWorkload target_;
+  workload::TargetWorkload history_;
+  std::unique_ptr<sched::FragmentationMeasure> measure_;
+  std::unique_ptr<base::Rng> rng_;
+  std::unique_ptr<sched::Policy> policy_;
+  std::unique_ptr<sched::Scheduler> scheduler_;
+  std::unique_ptr<sched::RequestResolver> resolver_;
+};
+
+}  // namespace gpuorch::k8s

@@ -1,0 +1,50 @@
+#pragma once
+// A Kubernetes Pod as the scheduler core sees it: the request (CPU, memory, whole GPUs or a GPU
+// fraction, GPU models), where it may run (nodeSelector, required node affinity, tolerations),
+// its priority, its gang, and where it is bound with which GPUs.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "gpuorch/workload/pod_spec.hpp"
+
+namespace gpuorch::k8s {
+
+// KAI-Scheduler's convention: a share of one GPU, "0.5" = half a GPU.
+inline constexpr const char* kGpuFractionAnnotation = "gpu-fraction";
+// gpuorch's own form of a share, in milli (1..1000); also written after binding.
+inline constexpr const char* kGpuMilliAnnotation = "gpuorch.io/gpu-milli";
+// Written before binding: the GPU indices on the node, comma-separated.
+inline constexpr const char* kGpusAnnotation = "gpuorch.io/gpus";
+// Gangs: scheduler-plugins' PodGroup label and Volcano's annotation.
+inline constexpr const char* kPodGroupLabel = "scheduling.x-k8s.io/pod-group";
+inline constexpr const char* kGroupNameAnnotation = "scheduling.k8s.io/group-name";
+
+struct PodObject {
+  std::string uid;
+  std::string ns;
+  std::string name;
+  std::string scheduler_name;
+  std::string node_name;  // empty until bound
+  std::string phase;
+  std::string created;  // metadata.creationTimestamp (RFC 3339 sorts as text)
+  int priority = 0;
+  workload::PodSpec spec;  // spec.name is "namespace/name"
+  std::vector<int> gpus;   // from gpuorch.io/gpus, when a gpuorch scheduler placed it
+  std::string gang;        // "namespace/group", empty when not in a gang
+  std::string error;       // why the request cannot be understood; the pod is then not placed
+  bool deleting = false;   // metadata.deletionTimestamp set
+
+  [[nodiscard]] std::string key() const { return ns + "/" + name; }
+  // Succeeded or Failed: its resources are free again.
+  [[nodiscard]] bool terminal() const { return phase == "Succeeded" || phase == "Failed"; }
+};
+
+PodObject pod_from_json(const nlohmann::json& pod);
+
+// The GPU-model label's required affinity moves into the request's model list, so a pod asking
+// for `nvidia.com/gpu.product In [A100]` is explained as "have the wrong GPU model" and placed
+// exactly as a trace pod with gpu_spec A100.
+inline constexpr const char* kGpuProductLabel = "nvidia.com/gpu.product";
+
+}  // namespace gpuorch::k8s

@@ -1,0 +1,395 @@
+#include "gpuorch/k8s/scheduler_service.hpp"
+
+#include <fmt/format.h>
+
+#include <thread>
+
+#include "gpuorch/k8s/informer.hpp"
+#include "gpuorch/k8s/node_object.hpp"
+
+namespace gpuorch::k8s {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::string pod_path(const PodObject& p) {
+  return fmt::format("/api/v1/namespaces/{}/pods/{}", p.ns, p.name);
+}
+
+std::string now_rfc3339() {
+  const auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+auto queue_key(const PodObject& p) {
+  return std::make_tuple(-p.priority, p.created, p.key(), p.uid);
+}
+
+// kube-scheduler's wording, with the core's per-reason counts and the core's verdict.
+std::string unschedulable_message(const ClusterMirror::Result& r, const sched::PodRequest& request,
+                                  std::size_t nodes) {
+  std::string reasons = r.decision.diagnosis.explain(request);
+  if (const auto colon = reasons.find(": "); colon != std::string::npos) {
+    reasons = reasons.substr(colon + 2);
+  } else {
+    reasons = "no node checked";
+  }
+  std::string msg = fmt::format("0/{} nodes are available: {}.", nodes, reasons);
+  if (!r.unknown_model.empty()) {
+    msg = fmt::format("GPU model '{}' is on no node. {}", r.unknown_model, msg);
+  }
+  msg += r.decision.outcome == sched::Outcome::kInfeasible
+             ? " Infeasible: the pod fits no node even when it is empty."
+             : " Waiting: the pod fits once resources on a node are freed.";
+  return msg;
+}
+
+}  // namespace
+
+SchedulerService::SchedulerService(ApiClient& api, SchedulerServiceOptions options)
+    : api_(api), options_(std::move(options)), mirror_(options_.mirror) {}
+
+SchedulerService::~SchedulerService() = default;
+
+void SchedulerService::log(const std::string& line) const {
+  if (options_.log) options_.log(line);
+}
+
+bool SchedulerService::ours(const PodObject& pod) const {
+  return pod.scheduler_name == options_.scheduler_name;
+}
+
+void SchedulerService::push(Event e) {
+  {
+    const std::lock_guard lock(events_mutex_);
+    events_.push_back(std::move(e));
+  }
+  events_cv_.notify_one();
+}
+
+void SchedulerService::run(const std::atomic<bool>& stop) {
+  auto handlers = [this](Event::Kind kind) {
+    InformerHandlers h;
+    h.on_add = h.on_update = [this, kind](const json& o) {
+      push({kind, Event::Type::kUpsert, o, {}});
+    };
+    h.on_delete = [this, kind](const json& o) { push({kind, Event::Type::kDelete, o, {}}); };
+    h.on_synced = [this] { push({Event::Kind::kSynced, Event::Type::kUpsert, {}, {}}); };
+    h.on_error = [this](const std::string& what) { log(fmt::format("watch: {}", what)); };
+    return h;
+  };
+  Informer nodes(api_, "/api/v1/nodes", handlers(Event::Kind::kNode));
+  // Finished pods hold nothing; kube-scheduler watches the same set.
+  Informer pods(api_, "/api/v1/pods", handlers(Event::Kind::kPod),
+                "status.phase!=Succeeded,status.phase!=Failed");
+  std::vector<std::jthread> threads;
+  threads.emplace_back([&] { nodes.run(stop); });
+  threads.emplace_back([&] { pods.run(stop); });
+  for (int i = 0; i < std::max(1, options_.binders); ++i) {
+    threads.emplace_back([&] { bind_loop(stop); });
+  }
+  last_retry_ = Clock::now();
+  std::deque<Event> batch;
+  while (!stop.load()) {
+    {
+      std::unique_lock lock(events_mutex_);
+      events_cv_.wait_for(lock, std::chrono::milliseconds(200), [&] {
+        return !events_.empty() || (synced_ && !active_.empty()) || stop.load();
+      });
+      batch.swap(events_);
+    }
+    for (Event& e : batch) handle(e);
+    batch.clear();
+    if (!synced_) continue;
+    if (cluster_changed_ || Clock::now() - last_retry_ > options_.retry_unschedulable) {
+      retry_unschedulable();
+    }
+    // A few decisions, then back to the events, so binds and deletions are seen promptly.
+    for (int i = 0; i < 32 && schedule_next(); ++i) {
+    }
+    counters_.queue_length = active_.size() + unschedulable_.size();
+  }
+  bind_cv_.notify_all();
+  threads.clear();
+}
+
+void SchedulerService::handle(Event& e) {
+  switch (e.kind) {
+    case Event::Kind::kNode:
+      handle_node(e.object, e.type == Event::Type::kDelete);
+      break;
+    case Event::Kind::kPod:
+      handle_pod(e.object, e.type == Event::Type::kDelete);
+      break;
+    case Event::Kind::kSynced:
+      if (++synced_informers_ >= 2 && !synced_) {
+        synced_ = true;
+        log(fmt::format("synced: {} nodes, {} pods", nodes_.size(), pods_.size()));
+      }
+      break;
+    case Event::Kind::kBindDone:
+      binding_.erase(e.uid);
+      break;
+    case Event::Kind::kBindFailed: {
+      binding_.erase(e.uid);
+      mirror_.release(e.uid);
+      cluster_changed_ = true;
+      const auto it = pods_.find(e.uid);
+      // Not in the queue at once: a bind that fails again would spin. It is retried on the next
+      // cluster change or retry period, as an unschedulable pod is.
+      if (it != pods_.end() && it->second.node_name.empty()) {
+        unschedulable_[e.uid] = e.object.is_string() ? e.object.get<std::string>() : "";
+      }
+      break;
+    }
+  }
+}
+
+void SchedulerService::handle_node(const json& obj, bool deleted) {
+  const auto parsed = node_from_json(obj);
+  if (const auto* spec = std::get_if<cluster::NodeSpec>(&parsed)) {
+    if (deleted) {
+      nodes_.erase(spec->name);
+    } else {
+      nodes_[spec->name] = *spec;
+    }
+    bad_nodes_.erase(spec->name);
+  } else {
+    const std::string& why = std::get<std::string>(parsed);
+    std::string name;
+    if (const auto m = obj.find("metadata"); m != obj.end() && m->is_object()) {
+      name = m->value("name", "");
+    }
+    nodes_.erase(name);
+    if (!deleted && bad_nodes_[name] != why) {
+      bad_nodes_[name] = why;
+      log(fmt::format("left out {}", why));
+    }
+  }
+  nodes_dirty_ = true;
+  cluster_changed_ = true;
+}
+
+void SchedulerService::handle_pod(const json& obj, bool deleted) {
+  PodObject p = pod_from_json(obj);
+  if (p.uid.empty()) return;
+  const std::string uid = p.uid;
+  auto forget_queued = [&] {
+    if (const auto it = pods_.find(uid); it != pods_.end()) active_.erase(queue_key(it->second));
+    unschedulable_.erase(uid);
+  };
+  if (deleted || p.terminal()) {
+    forget_queued();
+    pods_.erase(uid);
+    if (mirror_.accounted(uid)) {
+      mirror_.release(uid);
+      cluster_changed_ = true;
+    }
+    return;
+  }
+  if (!p.node_name.empty()) {
+    forget_queued();
+    pods_[uid] = p;
+    if (!mirror_.accounted(uid)) mirror_.account(p);
+    return;
+  }
+  const bool queued = pods_.contains(uid) && active_.contains(queue_key(pods_[uid]));
+  pods_[uid] = p;
+  if (!ours(p) || p.deleting || binding_.contains(uid) || mirror_.accounted(uid)) return;
+  // An update of a pod already reported (our own status write among them) waits for a change.
+  if (queued || unschedulable_.contains(uid)) return;
+  active_.insert(queue_key(p));
+}
+
+void SchedulerService::retry_unschedulable() {
+  for (const auto& [uid, message] : unschedulable_) {
+    if (const auto it = pods_.find(uid); it != pods_.end()) active_.insert(queue_key(it->second));
+  }
+  // Their last message stays known (kept in retried_) so an unchanged verdict is not re-written.
+  for (auto& [uid, message] : unschedulable_) reported_[uid] = std::move(message);
+  unschedulable_.clear();
+  cluster_changed_ = false;
+  last_retry_ = Clock::now();
+}
+
+bool SchedulerService::schedule_next() {
+  if (active_.empty()) return false;
+  const std::string uid = std::get<3>(*active_.begin());
+  active_.erase(active_.begin());
+  const auto it = pods_.find(uid);
+  if (it == pods_.end() || !it->second.node_name.empty()) return true;
+  const PodObject& pod = it->second;
+  ++counters_.attempts;
+  if (!pod.error.empty()) {
+    report_unschedulable(pod, fmt::format("Infeasible: {}", pod.error));
+    return true;
+  }
+  if (nodes_dirty_) {
+    mirror_.set_nodes(nodes_);
+    nodes_dirty_ = false;
+  }
+  std::vector<workload::PodSpec> seen;
+  if (options_.mirror.history.empty() && !mirror_.built()) {
+    for (const auto& [u, p] : pods_) {
+      if (p.error.empty()) seen.push_back(p.spec);
+    }
+  }
+  try {
+    if (mirror_.ensure_built(seen)) {
+      log(fmt::format("cluster: {} nodes, {} GPUs", mirror_.cluster().node_count(),
+                      mirror_.cluster().gpu_total()));
+    }
+  } catch (const std::exception& e) {
+    report_unschedulable(pod, fmt::format("the scheduler cannot build its policy: {}", e.what()));
+    return true;
+  }
+  const ClusterMirror::Result r = mirror_.schedule(pod);
+  if (r.decision.outcome != sched::Outcome::kPlaced) {
+    sched::RequestResolver resolver(mirror_.cluster());
+    const std::string msg =
+        unschedulable_message(r, resolver.resolve(pod.spec), mirror_.cluster().node_count());
+    report_unschedulable(pod, msg);
+    return true;
+  }
+  reported_.erase(uid);
+  binding_.insert(uid);
+  BindJob job{pod, r.node, r.decision.placement.gpus, 0, Clock::now()};
+  if (pod.spec.gpu_share()) job.gpu_milli = pod.spec.gpu_milli;
+  {
+    const std::lock_guard lock(bind_mutex_);
+    bind_queue_.push_back(std::move(job));
+  }
+  bind_cv_.notify_one();
+  return true;
+}
+
+void SchedulerService::report_unschedulable(const PodObject& pod, const std::string& message) {
+  ++counters_.unschedulable;
+  unschedulable_[pod.uid] = message;
+  if (const auto it = reported_.find(pod.uid); it != reported_.end() && it->second == message) {
+    return;  // the pod already says so
+  }
+  reported_[pod.uid] = message;
+  log(fmt::format("{}: {}", pod.key(), message));
+  try {
+    const json status = {
+        {"status",
+         {{"conditions", json::array({{{"type", "PodScheduled"},
+                                       {"status", "False"},
+                                       {"reason", "Unschedulable"},
+                                       {"message", message},
+                                       {"lastTransitionTime", now_rfc3339()}}})}}}};
+    api_.patch(pod_path(pod) + "/status", status, "application/strategic-merge-patch+json");
+    const std::string now = now_rfc3339();
+    const json event = {{"apiVersion", "v1"},
+                        {"kind", "Event"},
+                        {"metadata", {{"generateName", pod.name + "."}, {"namespace", pod.ns}}},
+                        {"involvedObject",
+                         {{"apiVersion", "v1"},
+                          {"kind", "Pod"},
+                          {"namespace", pod.ns},
+                          {"name", pod.name},
+                          {"uid", pod.uid}}},
+                        {"reason", "FailedScheduling"},
+                        {"message", message},
+                        {"type", "Warning"},
+                        {"source", {{"component", options_.scheduler_name}}},
+                        {"reportingComponent", options_.scheduler_name},
+                        {"reportingInstance", options_.scheduler_name},
+                        {"firstTimestamp", now},
+                        {"lastTimestamp", now},
+                        {"count", 1}};
+    api_.create(fmt::format("/api/v1/namespaces/{}/events", pod.ns), event);
+  } catch (const std::exception& e) {
+    log(fmt::format("{}: cannot report unschedulable: {}", pod.key(), e.what()));
+  }
+}
+
+void SchedulerService::bind_loop(const std::atomic<bool>& stop) {
+  while (true) {
+    BindJob job;
+    {
+      std::unique_lock lock(bind_mutex_);
+      bind_cv_.wait_for(lock, std::chrono::milliseconds(200),
+                        [&] { return !bind_queue_.empty() || stop.load(); });
+      if (stop.load()) return;
+      if (bind_queue_.empty()) continue;
+      job = std::move(bind_queue_.front());
+      bind_queue_.pop_front();
+    }
+    bind(job);
+  }
+}
+
+void SchedulerService::bind(const BindJob& job) {
+  try {
+    // The GPU choice goes onto the pod first, so the device plugin (and anyone reading the pod)
+    // finds it once the pod is bound.
+    json annotations = {{kGpusAnnotation, fmt::format("{}", fmt::join(job.gpus, ","))}};
+    if (job.gpu_milli > 0) annotations[kGpuMilliAnnotation] = std::to_string(job.gpu_milli);
+    if (!job.gpus.empty()) {
+      api_.patch(pod_path(job.pod), {{"metadata", {{"annotations", annotations}}}});
+    }
+    const json binding = {{"apiVersion", "v1"},
+                          {"kind", "Binding"},
+                          {"metadata", {{"name", job.pod.name}, {"uid", job.pod.uid}}},
+                          {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", job.node}}}};
+    api_.create(pod_path(job.pod) + "/binding", binding);
+    const double seconds = std::chrono::duration<double>(Clock::now() - job.decided).count();
+    std::size_t b = 0;
+    while (b < std::size(SchedulerCounters::kBuckets) && seconds > SchedulerCounters::kBuckets[b]) {
+      ++b;
+    }
+    ++counters_.latency[b];
+    counters_.latency_sum_us += static_cast<std::uint64_t>(seconds * 1e6);
+    ++counters_.binds;
+    log(fmt::format("bound {} to {}{}", job.pod.key(), job.node,
+                    job.gpus.empty() ? "" : fmt::format(" gpus {}", fmt::join(job.gpus, ","))));
+    push({Event::Kind::kBindDone, Event::Type::kUpsert, {}, job.pod.uid});
+  } catch (const std::exception& e) {
+    ++counters_.bind_errors;
+    log(fmt::format("bind {} to {} failed: {}", job.pod.key(), job.node, e.what()));
+    push(
+        {Event::Kind::kBindFailed, Event::Type::kUpsert, json(std::string(e.what())), job.pod.uid});
+  }
+}
+
+std::string SchedulerService::metrics() const {
+  std::string out;
+  auto counter = [&out](const char* name, const char* help, std::uint64_t v) {
+    out += fmt::format("# HELP {0} {1}\n# TYPE {0} counter\n{0} {2}\n", name, help, v);
+  };
+  counter("gpuorch_scheduler_attempts_total", "Scheduling decisions made.", counters_.attempts);
+  counter("gpuorch_scheduler_binds_total", "Pods bound.", counters_.binds);
+  counter("gpuorch_scheduler_bind_errors_total", "Binds the API server refused.",
+          counters_.bind_errors);
+  counter("gpuorch_scheduler_unschedulable_total", "Decisions that found no node.",
+          counters_.unschedulable);
+  out += fmt::format(
+      "# HELP gpuorch_scheduler_pending_pods Pods waiting (active and unschedulable).\n"
+      "# TYPE gpuorch_scheduler_pending_pods gauge\ngpuorch_scheduler_pending_pods {}\n",
+      counters_.queue_length.load());
+  out +=
+      "# HELP gpuorch_scheduler_bind_duration_seconds From decision to bound.\n"
+      "# TYPE gpuorch_scheduler_bind_duration_seconds histogram\n";
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i < std::size(SchedulerCounters::kBuckets); ++i) {
+    cumulative += counters_.latency[i];
+    out += fmt::format("gpuorch_scheduler_bind_duration_seconds_bucket{{le=\"{}\"}} {}\n",
+                       SchedulerCounters::kBuckets[i], cumulative);
+  }
+  cumulative += counters_.latency.back();
+  out +=
+      fmt::format("gpuorch_scheduler_bind_duration_seconds_bucket{{le=\"+Inf\"}} {}\n", cumulative);
+  out += fmt::format("gpuorch_scheduler_bind_duration_seconds_sum {}\n",
+                     static_cast<double>(counters_.latency_sum_us.load()) / 1e6);
+  out += fmt::format("gpuorch_scheduler_bind_duration_seconds_count {}\n", cumulative);
+  return out;
+}
+
+}  // namespace gpuorch::k8s

@@ -1,0 +1,124 @@
+#pragma once
+// `gpuorch scheduler`: places the pods whose spec.schedulerName is ours on a real cluster with the
+// scheduler core. Informers keep Nodes and Pods current; one thread decides, pod by pod in
+// priority order, through ClusterMirror (the same core and policies as `gpuorch sim`); binders
+// write the GPU choice onto the pod and bind it through pods/binding; a pod that fits nowhere gets
+// PodScheduled=False (Unschedulable) and an Event with the core's explanation, and is tried again
+// when the cluster changes, never in a busy loop.
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "gpuorch/k8s/api_client.hpp"
+#include "gpuorch/k8s/cluster_mirror.hpp"
+#include "gpuorch/k8s/pod_object.hpp"
+
+namespace gpuorch::k8s {
+
+struct SchedulerServiceOptions {
+  std::string scheduler_name = "gpuorch";
+  MirrorOptions mirror;
+  int binders = 4;  // concurrent bind calls (decisions stay sequential)
+  // Unschedulable pods are retried on every cluster change, and at the latest after this long.
+  std::chrono::seconds retry_unschedulable{60};
+  std::function<void(const std::string& line)> log;  // one line per bind/failure; may be empty
+};
+
+struct SchedulerCounters {
+  std::atomic<std::uint64_t> attempts{0};
+  std::atomic<std::uint64_t> binds{0};
+  std::atomic<std::uint64_t> bind_errors{0};
+  std::atomic<std::uint64_t> unschedulable{0};
+  std::atomic<std::uint64_t> queue_length{0};
+  // Decision-to-bound latency, seconds, cumulative buckets as Prometheus histograms keep them.
+  static constexpr double kBuckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                        0.1,   0.25,   0.5,   1,    2.5,   5};
+  std::array<std::atomic<std::uint64_t>, std::size(kBuckets) + 1> latency{};
+  std::atomic<std::uint64_t> latency_sum_us{0};
+};
+
+class SchedulerService {
+ public:
+  SchedulerService(ApiClient& api, SchedulerServiceOptions options);
+  ~SchedulerService();
+  SchedulerService(const SchedulerService&) = delete;
+  SchedulerService& operator=(const SchedulerService&) = delete;
+
+  // Blocks until `stop`: informers, the decision loop and the binders.
+  void run(const std::atomic<bool>& stop);
+
+  [[nodiscard]] const SchedulerCounters& counters() const { return counters_; }
+  // Prometheus text: scheduling latency histogram, queue length, binds, failures.
+  [[nodiscard]] std::string metrics() const;
+  [[nodiscard]] bool synced() const { return synced_.load(); }
+
+ private:
+  struct Event {
+    enum class Kind : std::uint8_t { kNode, kPod, kBindDone, kBindFailed, kSynced } kind;
+    enum class Type : std::uint8_t { kUpsert, kDelete } type = Type::kUpsert;
+    nlohmann::json object;
+    std::string uid;
+  };
+  struct BindJob {
+    PodObject pod;
+    std::string node;
+    std::vector<int> gpus;
+    std::int64_t gpu_milli = 0;
+    std::chrono::steady_clock::time_point decided;
+  };
+
+  void push(Event e);
+  void handle(Event& e);
+  void handle_pod(const nlohmann::json& obj, bool deleted);
+  void handle_node(const nlohmann::json& obj, bool deleted);
+  void retry_unschedulable();
+  bool schedule_next();
+  void report_unschedulable(const PodObject& pod, const std::string& message);
+  void bind_loop(const std::atomic<bool>& stop);
+  void bind(const BindJob& job);
+  void log(const std::string& line) const;
+  [[nodiscard]] bool ours(const PodObject& pod) const;
+
+  ApiClient& api_;
+  SchedulerServiceOptions options_;
+  ClusterMirror mirror_;
+  SchedulerCounters counters_;
+  std::atomic<bool> synced_{false};
+  int synced_informers_ = 0;
+
+  std::mutex events_mutex_;
+  std::condition_variable events_cv_;
+  std::deque<Event> events_;
+
+  // Decision-thread state.
+  std::map<std::string, cluster::NodeSpec> nodes_;
+  std::map<std::string, std::string> bad_nodes_;     // name -> why it is left out (logged once)
+  std::unordered_map<std::string, PodObject> pods_;  // every pod, by uid
+  // Waiting to be decided: (-priority, created, key) orders the queue as kube-scheduler's
+  // PrioritySort does, FIFO within a priority.
+  std::set<std::tuple<int, std::string, std::string, std::string>> active_;
+  std::unordered_map<std::string, std::string> unschedulable_;  // uid -> its message
+  // The message each pod was last given, so an unchanged verdict is not written again.
+  std::unordered_map<std::string, std::string> reported_;
+  std::unordered_set<std::string> binding_;  // uid: a bind is in flight
+  std::chrono::steady_clock::time_point last_retry_;
+  bool cluster_changed_ = false;
+  bool nodes_dirty_ = false;
+
+  std::mutex bind_mutex_;
+  std::condition_variable bind_cv_;
+  std::deque<BindJob> bind_queue_;
+};
+
+}  // namespace gpuorch::k8s

@@ -1,0 +1,170 @@
+// Kubernetes objects in the scheduler core's terms: quantities exactly, Nodes (allocatable, GPU
+// model label, taints, cordon) and Pods (effective requests, GPU fractions, GPU-model affinity,
+// tolerations, gangs), and the bad ones refused with one clear reason instead of guessed at.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "gpuorch/k8s/node_object.hpp"
+#include "gpuorch/k8s/pod_object.hpp"
+#include "gpuorch/k8s/quantity.hpp"
+
+namespace gpuorch::k8s {
+namespace {
+
+using nlohmann::json;
+
+TEST(Quantity, CpuMilliExactly) {
+  EXPECT_EQ(quantity_milli("4"), 4000);
+  EXPECT_EQ(quantity_milli("500m"), 500);
+  EXPECT_EQ(quantity_milli("0.1"), 100);
+  EXPECT_EQ(quantity_milli("1.5"), 1500);
+  EXPECT_EQ(quantity_milli("1e3"), 1000000);
+  EXPECT_EQ(quantity_milli("100u"), 1);  // rounded up, as the API server does
+  EXPECT_EQ(quantity_milli("0"), 0);
+  EXPECT_EQ(quantity_milli("+2"), 2000);
+  for (const char* bad :
+       {"", "m", "-1", "1x", "1.2.3", "1e", "1e999", "abc", "1 ", "99999999999999999999"}) {
+    EXPECT_FALSE(quantity_milli(bad)) << bad;
+  }
+}
+
+TEST(Quantity, MemoryMiB) {
+  EXPECT_EQ(quantity_mib("16Gi", true), 16384);
+  EXPECT_EQ(quantity_mib("1000Mi", true), 1000);
+  EXPECT_EQ(quantity_mib("1G", true), 954);  // 10^9 bytes, rounded up
+  EXPECT_EQ(quantity_mib("1G", false), 953);
+  EXPECT_EQ(quantity_mib("1Ki", true), 1);
+  EXPECT_EQ(quantity_mib("1Ki", false), 0);
+  EXPECT_EQ(quantity_mib("1.5Gi", true), 1536);
+  EXPECT_FALSE(quantity_mib("1Xi", true));
+}
+
+TEST(Quantity, CountsMustBeWhole) {
+  EXPECT_EQ(quantity_count("8"), 8);
+  EXPECT_EQ(quantity_count("1k"), 1000);
+  EXPECT_FALSE(quantity_count("0.5"));
+  EXPECT_FALSE(quantity_count("500m"));
+}
+
+json node(json allocatable) {
+  return {{"metadata",
+           {{"name", "n1"}, {"labels", {{"nvidia.com/gpu.product", "A100"}, {"rack", "r1"}}}}},
+          {"spec",
+           {{"unschedulable", true},
+            {"taints", json::array({{{"key", "k"}, {"value", "v"}, {"effect", "NoSchedule"}}})}}},
+          {"status", {{"allocatable", std::move(allocatable)}}}};
+}
+
+TEST(NodeObject, AllocatableLabelsTaints) {
+  const auto r = node_from_json(
+      node({{"cpu", "96"}, {"memory", "786432Mi"}, {"nvidia.com/gpu", "8"}, {"pods", "110"}}));
+  const auto* spec = std::get_if<cluster::NodeSpec>(&r);
+  ASSERT_NE(spec, nullptr) << std::get<std::string>(r);
+  EXPECT_EQ(spec->name, "n1");
+  EXPECT_EQ(spec->cpu_milli, 96000);
+  EXPECT_EQ(spec->memory_mib, 786432);
+  EXPECT_EQ(spec->gpu_count, 8);
+  EXPECT_EQ(spec->gpu_model, "A100");
+  EXPECT_EQ(spec->max_pods, 110);
+  EXPECT_TRUE(spec->unschedulable);
+  ASSERT_EQ(spec->taints.size(), 1U);
+  EXPECT_EQ(spec->taints[0].effect, "NoSchedule");
+}
+
+TEST(NodeObject, BadAllocatableIsRefusedWithAReason) {
+  const auto r = node_from_json(node({{"cpu", "lots"}}));
+  ASSERT_TRUE(std::holds_alternative<std::string>(r));
+  EXPECT_NE(std::get<std::string>(r).find("node n1: allocatable cpu 'lots'"), std::string::npos);
+  EXPECT_TRUE(std::holds_alternative<std::string>(node_from_json(node({{"cpu", 4}}))));
+  EXPECT_TRUE(std::holds_alternative<std::string>(node_from_json(json::array())));
+  EXPECT_TRUE(std::holds_alternative<std::string>(node_from_json({{"metadata", {{"name", "x"}}}})));
+  EXPECT_TRUE(
+      std::holds_alternative<std::string>(node_from_json(node({{"nvidia.com/gpu", "0.5"}}))));
+}
+
+json pod(json spec, json annotations = json::object()) {
+  return {{"metadata",
+           {{"name", "p"},
+            {"namespace", "ns"},
+            {"uid", "u1"},
+            {"annotations", std::move(annotations)}}},
+          {"spec", std::move(spec)},
+          {"status", {{"phase", "Pending"}}}};
+}
+
+json container(json requests) {
+  return {{"name", "c"}, {"resources", {{"requests", std::move(requests)}}}};
+}
+
+TEST(PodObject, EffectiveRequest) {
+  json spec = {{"schedulerName", "gpuorch"},
+               {"priority", 7},
+               {"containers",
+                json::array({container({{"cpu", "2"}, {"memory", "1Gi"}, {"nvidia.com/gpu", "2"}}),
+                             container({{"cpu", "500m"}})})},
+               {"initContainers", json::array({container({{"cpu", "8"}, {"memory", "100Mi"}})})}};
+  const PodObject p = pod_from_json(pod(spec));
+  EXPECT_TRUE(p.error.empty()) << p.error;
+  EXPECT_EQ(p.key(), "ns/p");
+  EXPECT_EQ(p.priority, 7);
+  EXPECT_EQ(p.spec.cpu_milli, 8000);  // the init container is larger than the sum
+  EXPECT_EQ(p.spec.memory_mib, 1024);
+  EXPECT_EQ(p.spec.gpu_count, 2);
+  EXPECT_EQ(p.spec.gpu_milli, 1000);
+}
+
+TEST(PodObject, GpuFractionAndModelAffinity) {
+  json spec = {{"containers", json::array({container({{"cpu", "1"}})})},
+               {"affinity",
+                {{"nodeAffinity",
+                  {{"requiredDuringSchedulingIgnoredDuringExecution",
+                    {{"nodeSelectorTerms",
+                      json::array({{{"matchExpressions",
+                                     json::array({{{"key", "nvidia.com/gpu.product"},
+                                                   {"operator", "In"},
+                                                   {"values", {"A100", "V100M32"}}}})}}})}}}}}}},
+               {"tolerations", json::array({{{"key", "gpu"}, {"operator", "Exists"}}})}};
+  PodObject p = pod_from_json(pod(spec, {{"gpu-fraction", "0.25"}}));
+  EXPECT_TRUE(p.error.empty()) << p.error;
+  EXPECT_EQ(p.spec.gpu_count, 1);
+  EXPECT_EQ(p.spec.gpu_milli, 250);
+  EXPECT_EQ(p.spec.allowed_models, (std::vector<std::string>{"A100", "V100M32"}));
+  EXPECT_TRUE(p.spec.constraints.required_terms.empty()) << "the model term moved into the request";
+  ASSERT_EQ(p.spec.constraints.tolerations.size(), 1U);
+  EXPECT_TRUE(p.spec.constraints.tolerations[0].exists);
+  p = pod_from_json(pod(spec, {{"gpuorch.io/gpu-milli", "810"}, {"gpuorch.io/gpus", "3"}}));
+  EXPECT_EQ(p.spec.gpu_milli, 810);
+  EXPECT_EQ(p.gpus, std::vector<int>{3});
+}
+
+TEST(PodObject, BadRequestsSayWhy) {
+  const json spec = {{"containers", json::array({container({{"cpu", "1"}})})}};
+  for (const char* f : {"0", "1.5", "-0.5", "half", ""}) {
+    const PodObject p = pod_from_json(pod(spec, {{"gpu-fraction", f}}));
+    if (std::string(f).empty()) {
+      EXPECT_TRUE(p.error.empty());
+      continue;
+    }
+    EXPECT_NE(p.error.find("gpu-fraction"), std::string::npos) << f << ": " << p.error;
+  }
+  json both = {{"containers", json::array({container({{"nvidia.com/gpu", "1"}})})}};
+  EXPECT_NE(pod_from_json(pod(both, {{"gpu-fraction", "0.5"}})).error.find("at once"),
+            std::string::npos);
+  json bad_cpu = {{"containers", json::array({container({{"cpu", "two"}})})}};
+  EXPECT_NE(pod_from_json(pod(bad_cpu)).error.find("cpu 'two'"), std::string::npos);
+  json bad_op = {
+      {"containers", json::array()},
+      {"affinity",
+       {{"nodeAffinity",
+         {{"requiredDuringSchedulingIgnoredDuringExecution",
+           {{"nodeSelectorTerms",
+             json::array({{{"matchExpressions",
+                            json::array({{{"key", "a"}, {"operator", "Near"}}})}}})}}}}}}}};
+  EXPECT_NE(pod_from_json(pod(bad_op)).error.find("'Near'"), std::string::npos);
+  // Not even an object: no crash, no uid (ignored by the scheduler).
+  EXPECT_TRUE(pod_from_json(json(42)).uid.empty());
+}
+
+}  // namespace
+}  // namespace gpuorch::k8s
