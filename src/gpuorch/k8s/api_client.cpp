@@ -207,8 +207,11 @@ nlohmann::json ApiClient::get(const std::string& path) {
 nlohmann::json ApiClient::create(const std::string& collection_path, const nlohmann::json& obj,
                                  bool dry_run) {
   std::string path = collection_path;
-  if (dry_run)
-    path += (path.find('?') == std::string::npos ? "?" : "&") + std::string("dryRun=All");
+  if (dry_run) {
+    // Appended in two steps: GCC 12 reports a false -Wrestrict for "?" + std::string(...).
+    path += path.find('?') == std::string::npos ? '?' : '&';
+    path += "dryRun=All";
+  }
   const auto body = dump(obj);
   return json_call("POST", path, &body, "application/json");
 }

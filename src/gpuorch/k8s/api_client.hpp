@@ -19,7 +19,7 @@ namespace gpuorch::k8s {
 
 struct ApiResponse {
   long status = 0;
-  std::string body;
+  std::string body{};
 };
 
 // A non-2xx answer: the status code and the Status object's reason and message

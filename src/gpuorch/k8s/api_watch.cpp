@@ -95,6 +95,7 @@ long ApiClient::watch_once(const std::string& path,
   r.token = token();
   r.connect_timeout_ms = static_cast<long>(options_.connect_timeout.count());
   r.timeout_ms = 0;  // the server ends the stream (timeoutSeconds); `stop` ends it early
+  r.compressed = false;
   const auto headers = curl::configure(h, config_, r, errbuf);
   WatchSink sink;
   sink.handle = h;

@@ -66,7 +66,7 @@ Slist configure(CURL* h, const ClusterConfig& config, const Request& r, char* er
   set(h, CURLOPT_TCP_KEEPALIVE, 1L);
   set(h, CURLOPT_TCP_KEEPIDLE, 30L);
   set(h, CURLOPT_TCP_KEEPINTVL, 10L);
-  set(h, CURLOPT_ACCEPT_ENCODING, "gzip");  // lists compress well; limits count decoded bytes
+  if (r.compressed) set(h, CURLOPT_ACCEPT_ENCODING, "gzip");
 
   Slist headers;
   append(headers, "Accept: application/json");

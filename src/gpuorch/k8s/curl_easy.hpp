@@ -44,6 +44,9 @@ struct Request {
   std::string token;
   long connect_timeout_ms = 5000;
   long timeout_ms = 0;  // 0: none (watches)
+  // gzip for whole answers (lists compress well; limits count decoded bytes). Not for watches:
+  // a compressor between us and the server would hold events back until its buffer fills.
+  bool compressed = true;
 };
 
 // Sets everything but the write callback on a fresh (or reset) handle: URL, method and body,

@@ -18,11 +18,13 @@
 namespace gpuorch::k8s {
 
 struct InformerHandlers {
-  std::function<void(const nlohmann::json&obj)> on_add, on_update /*new object*/;
-  std::function<void(const nlohmann::json& obj)> on_delete;  // last known state
-  std::function<void()> on_synced;  // after each (re)list has been delivered
+  // Initialised members, so designated initialisers may leave any out (-Wextra).
+  std::function<void(const nlohmann::json& obj)> on_add{};
+  std::function<void(const nlohmann::json& obj)> on_update{};  // the new object
+  std::function<void(const nlohmann::json& obj)> on_delete{};  // last known state
+  std::function<void()> on_synced{};  // after each (re)list has been delivered
   // A failed list or watch, before the retry (the informer never gives up on its own).
-  std::function<void(const std::string& what)> on_error;
+  std::function<void(const std::string& what)> on_error{};
 };
 
 struct InformerOptions {

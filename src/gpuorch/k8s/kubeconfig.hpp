@@ -8,13 +8,14 @@
 namespace gpuorch::k8s {
 
 struct ClusterConfig {
-  std::string server;  // https://host:port, no trailing slash
-  std::string ca_pem;  // empty = system CAs
-  std::string client_cert_pem, client_key_pem;
-  std::string bearer_token;
-  std::string token_file;         // re-read when the server answers 401
-  std::string source;             // "kubeconfig FILE (context X)" or "in-cluster", for messages
-  std::string default_namespace;  // context namespace / SA namespace, "default" otherwise
+  // Each member has an initialiser so designated initialisers may leave any out (-Wextra).
+  std::string server{};  // https://host:port, no trailing slash
+  std::string ca_pem{};  // empty = system CAs
+  std::string client_cert_pem{}, client_key_pem{};
+  std::string bearer_token{};
+  std::string token_file{};         // re-read when the server answers 401
+  std::string source{};             // "kubeconfig FILE (context X)" or "in-cluster", for messages
+  std::string default_namespace{};  // context namespace / SA namespace, "default" otherwise
 };
 
 // The context named `context`, or the file's current-context when empty. Certificates and token
