@@ -264,7 +264,8 @@ ClusterConfig load_kubeconfig(const std::string& path, const std::string& contex
   }
   // As in kubectl, an inline token wins over tokenFile; the file is still re-read on a 401.
   if (const YAML::Node file = (*user)["tokenFile"]) {
-    out.token_file = kc.resolve(kc.scalar(file, "tokenFile")).string();
+    // Absolute: it is read again later, perhaps after the working directory has changed.
+    out.token_file = fs::absolute(kc.resolve(kc.scalar(file, "tokenFile"))).lexically_normal();
     out.bearer_token = trim(kc.read_referenced(file, "tokenFile"));
     if (out.bearer_token.empty()) {
       kc.fail(file, fmt::format("tokenFile '{}' is empty", out.token_file));
@@ -302,7 +303,7 @@ ClusterConfig in_cluster_config(const std::string& sa_dir) {
   out.server = h.find(':') != std::string::npos ? fmt::format("https://[{}]:{}", h, port)
                                                 : fmt::format("https://{}:{}", h, port);
   const fs::path dir(sa_dir);
-  out.token_file = (dir / "token").string();
+  out.token_file = fs::absolute(dir / "token").lexically_normal();
   out.bearer_token = trim(base::read_input_file(out.token_file, "service account token"));
   if (out.bearer_token.empty()) base::fail_input(out.token_file + ": the token is empty");
   const auto ca_file = (dir / "ca.crt").string();
