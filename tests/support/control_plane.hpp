@@ -118,11 +118,25 @@ class ControlPlane {
   // scripts/k8s-testenv VERB [DIR], its stdout and stderr together; the servers it starts watch
   // this process (GPUORCH_K8S_WATCH_PID), not the short-lived shell in between.
   Result run_script(const std::string& verb) const {
-    const std::string log = dir_ + "/.fixture-" + verb + ".out";
-    std::string command =
-        "GPUORCH_K8S_WATCH_PID=" + std::to_string(owner_) + " " + quote(script()) + " " + verb;
-    if (verb != "build") command += " " + quote(dir_);
-    command += " >" + quote(log) + " 2>&1 </dev/null";
+    // Appended piece by piece: GCC 12 reports a false -Wrestrict for "literal" + std::string
+    // once this is inlined into some callers.
+    std::string log = dir_;
+    log += "/.fixture-";
+    log += verb;
+    log += ".out";
+    std::string command = "GPUORCH_K8S_WATCH_PID=";
+    command += std::to_string(owner_);
+    command += ' ';
+    command += quote(script());
+    command += ' ';
+    command += verb;
+    if (verb != "build") {
+      command += ' ';
+      command += quote(dir_);
+    }
+    command += " >";
+    command += quote(log);
+    command += " 2>&1 </dev/null";
     const int status = std::system(command.c_str());
     Result r;
     if (status != -1 && WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);

@@ -1,0 +1,232 @@
+// `gpuorch scheduler` against the real upstream kube-apiserver (scripts/k8s-testenv): whole-GPU
+// and shared pods bound with their GPUs written on them, every kind of bad or impossible pod
+// reported Unschedulable with the core's explanation and an Event, a waiting pod bound once room
+// frees up (not retried in a busy loop), other schedulers' pods left alone, the API server
+// restarted mid-run, and refused credentials failing at start with one line and exit 2.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "gpuorch/k8s/api_client.hpp"
+#include "gpuorch/k8s/kubeconfig.hpp"
+#include "support/control_plane.hpp"
+#include "support/test_support.hpp"
+
+namespace gpuorch {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+json make_node(const std::string& name, const std::string& model, json labels = {}) {
+  labels["nvidia.com/gpu.product"] = model;
+  return {
+      {"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", name}, {"labels", labels}}}};
+}
+
+void add_node(k8s::ApiClient& api, const std::string& name, int gpus, const std::string& model,
+              json labels = json::object(), json taints = json::array(), std::string cpu = "32") {
+  json n = make_node(name, model, std::move(labels));
+  if (!taints.empty()) n["spec"]["taints"] = std::move(taints);
+  api.create("/api/v1/nodes", n);
+  const json res = {
+      {"cpu", cpu}, {"memory", "256Gi"}, {"pods", "110"}, {"nvidia.com/gpu", std::to_string(gpus)}};
+  api.patch(fmt::format("/api/v1/nodes/{}/status", name),
+            {{"status", {{"capacity", res}, {"allocatable", res}}}});
+}
+
+json make_pod(const std::string& name, json requests, json annotations = json::object(),
+              const std::string& scheduler = "gpuorch") {
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", name}, {"annotations", annotations}}},
+          {"spec",
+           {{"schedulerName", scheduler},
+            {"containers",
+             json::array({{{"name", "c"},
+                           {"image", "registry.k8s.io/pause:3.10"},
+                           {"resources", {{"requests", requests}, {"limits", requests}}}}})}}}};
+}
+
+const std::string kPods = "/api/v1/namespaces/default/pods";
+
+json get_pod(k8s::ApiClient& api, const std::string& name) {
+  return api.get(fmt::format("{}/{}", kPods, name));
+}
+
+std::string unschedulable_message(const json& pod) {
+  for (const auto& c : pod.value("/status/conditions"_json_pointer, json::array())) {
+    if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") {
+      return c.value("message", "");
+    }
+  }
+  return "";
+}
+
+// Polls until pred holds for the pod (bound, or reported); returns the last object seen.
+json wait_pod(k8s::ApiClient& api, const std::string& name,
+              const std::function<bool(const json&)>& pred, std::chrono::seconds timeout = 30s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  json p;
+  while (std::chrono::steady_clock::now() < deadline) {
+    p = get_pod(api, name);
+    if (pred(p)) return p;
+    std::this_thread::sleep_for(100ms);
+  }
+  ADD_FAILURE() << "pod " << name << " never reached the expected state: " << p.dump();
+  return p;
+}
+
+bool bound(const json& p) { return !p["spec"].value("nodeName", "").empty(); }
+bool reported(const json& p) { return !unschedulable_message(p).empty(); }
+
+std::size_t events_for(k8s::ApiClient& api, const std::string& pod) {
+  const json list = api.get(
+      fmt::format("/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3D{}", pod));
+  return list["items"].size();
+}
+
+class SchedulerProcess {
+ public:
+  SchedulerProcess(const std::string& kubeconfig, const std::string& log) : log_(log) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const int fd = ::open(log.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+      if (fd >= 0) {
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+      }
+      ::execl(GPUORCH_BINARY, GPUORCH_BINARY, "scheduler", "--kubeconfig", kubeconfig.c_str(),
+              "--policy", "efd", "--listen", "127.0.0.1:0", "--retry-unschedulable", "30",
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+  }
+  ~SchedulerProcess() { stop(); }
+  SchedulerProcess(const SchedulerProcess&) = delete;
+  SchedulerProcess& operator=(const SchedulerProcess&) = delete;
+  int stop() {
+    if (pid_ <= 0) return status_;
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return status_;
+  }
+  [[nodiscard]] std::string log() const { return test::read_text(log_); }
+
+ private:
+  std::string log_;
+  pid_t pid_ = -1;
+  int status_ = -1;
+};
+
+TEST(SchedulerControlPlane, PlacesExplainsRetriesAndSurvivesARestart) {
+  auto& cp = test::ControlPlane::shared();
+  k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
+  add_node(api, "gpu-a", 4, "A100", {{"rack", "r1"}});
+  add_node(api, "gpu-b", 4, "A100", {{"rack", "r2"}},
+           json::array({{{"key", "dedicated"}, {"value", "x"}, {"effect", "NoSchedule"}}}));
+  // A quantity the API server takes but no int64 of milli-CPU holds: the node is left out.
+  add_node(api, "gpu-bad", 2, "T4", json::object(), json::array(), "1e20");
+  test::TempDir dir;
+  SchedulerProcess scheduler(cp.kubeconfig(), dir.file("scheduler.log"));
+
+  // Whole GPUs: bound to the only usable node, GPU indices written on the pod.
+  api.create(kPods, make_pod("whole", {{"cpu", "4"}, {"memory", "8Gi"}, {"nvidia.com/gpu", "2"}}));
+  json p = wait_pod(api, "whole", bound);
+  EXPECT_EQ(p["spec"].value("nodeName", ""), "gpu-a") << scheduler.log();
+  EXPECT_EQ(p["metadata"]["annotations"].value("gpuorch.io/gpus", ""), "0,1");
+  // A share: KAI's gpu-fraction, the milli written back.
+  api.create(kPods,
+             make_pod("share", {{"cpu", "1"}, {"memory", "1Gi"}}, {{"gpu-fraction", "0.5"}}));
+  p = wait_pod(api, "share", bound);
+  EXPECT_EQ(p["spec"].value("nodeName", ""), "gpu-a");
+  EXPECT_EQ(p["metadata"]["annotations"].value("gpuorch.io/gpu-milli", ""), "500");
+  EXPECT_EQ(p["metadata"]["annotations"].value("gpuorch.io/gpus", "").size(), 1U);
+
+  // Impossible pods, each with the core's reason.
+  api.create(kPods, make_pod("bad-fraction", {{"cpu", "1"}}, {{"gpu-fraction", "1.5"}}));
+  json tainted = make_pod("wants-r2", {{"cpu", "1"}, {"nvidia.com/gpu", "1"}});
+  tainted["spec"]["nodeSelector"] = {{"rack", "r2"}};
+  api.create(kPods, tainted);
+  json h100 = make_pod("wants-h100", {{"cpu", "1"}, {"nvidia.com/gpu", "1"}});
+  h100["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+      ["nodeSelectorTerms"] =
+          json::array({{{"matchExpressions", json::array({{{"key", "nvidia.com/gpu.product"},
+                                                           {"operator", "In"},
+                                                           {"values", {"H100"}}}})}}});
+  api.create(kPods, h100);
+  EXPECT_NE(
+      unschedulable_message(wait_pod(api, "bad-fraction", reported)).find("gpu-fraction '1.5'"),
+      std::string::npos);
+  const std::string taint_msg = unschedulable_message(wait_pod(api, "wants-r2", reported));
+  EXPECT_NE(taint_msg.find("0/2 nodes are available"), std::string::npos) << taint_msg;
+  EXPECT_NE(taint_msg.find("1 have a taint the pod does not tolerate"), std::string::npos)
+      << taint_msg;
+  EXPECT_NE(taint_msg.find("1 do not match the pod's node selector"), std::string::npos)
+      << taint_msg;
+  EXPECT_NE(taint_msg.find("Infeasible"), std::string::npos) << taint_msg;
+  const std::string model_msg = unschedulable_message(wait_pod(api, "wants-h100", reported));
+  EXPECT_NE(model_msg.find("GPU model 'H100' is on no node"), std::string::npos) << model_msg;
+  EXPECT_NE(model_msg.find("1 have the wrong GPU model"), std::string::npos) << model_msg;
+  EXPECT_GE(events_for(api, "wants-r2"), 1U);
+  EXPECT_NE(scheduler.log().find("left out node gpu-bad"), std::string::npos) << scheduler.log();
+
+  // Waiting: 3 whole GPUs do not fit next to "whole" and "share"; once they are deleted, it binds.
+  api.create(kPods, make_pod("waits", {{"cpu", "1"}, {"nvidia.com/gpu", "3"}}));
+  const std::string wait_msg = unschedulable_message(wait_pod(api, "waits", reported));
+  EXPECT_NE(wait_msg.find("Waiting"), std::string::npos) << wait_msg;
+  std::this_thread::sleep_for(2s);
+  EXPECT_LE(events_for(api, "waits"), 1U) << "an unchanged cluster must not retry the pod";
+  api.remove(fmt::format("{}/whole?gracePeriodSeconds=0", kPods));
+  api.remove(fmt::format("{}/share?gracePeriodSeconds=0", kPods));
+  p = wait_pod(api, "waits", bound);
+  EXPECT_EQ(p["spec"].value("nodeName", ""), "gpu-a");
+
+  // Another scheduler's pod is not ours to bind.
+  api.create(kPods, make_pod("not-ours", {{"cpu", "1"}}, json::object(), "default-scheduler"));
+
+  // The API server restarts: the scheduler's watches reconnect and it goes on binding.
+  cp.restart_apiserver();
+  api.create(kPods, make_pod("after-restart", {{"cpu", "1"}, {"nvidia.com/gpu", "1"}}));
+  p = wait_pod(api, "after-restart", bound, 60s);
+  EXPECT_EQ(p["spec"].value("nodeName", ""), "gpu-a") << scheduler.log();
+  p = get_pod(api, "not-ours");
+  EXPECT_FALSE(bound(p));
+  EXPECT_TRUE(unschedulable_message(p).empty());
+  EXPECT_EQ(scheduler.stop(), 0) << scheduler.log();
+  // Nothing bound twice: each bind is logged once.
+  const std::string log = scheduler.log();
+  std::size_t binds = 0;
+  for (std::size_t at = log.find("bound default/"); at != std::string::npos;
+       at = log.find("bound default/", at + 1)) {
+    ++binds;
+  }
+  EXPECT_EQ(binds, 4U) << log;
+}
+
+TEST(SchedulerControlPlane, RefusedCredentialsExitTwoAtStart) {
+  auto& cp = test::ControlPlane::shared();
+  test::TempDir dir;
+  const auto r = test::run_cli({"scheduler", "--kubeconfig", cp.nobody_kubeconfig()}, dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("refused the credentials"), std::string::npos) << r.err;
+  EXPECT_EQ(test::lines_of(r.err).size(), 1U) << r.err;
+  const auto bad = test::run_cli({"scheduler", "--kubeconfig", dir.file("missing.yaml")}, dir);
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  const auto policy = test::run_cli({"scheduler", "--policy", "nope"}, dir);
+  EXPECT_EQ(policy.exit_code, 2) << policy.err;
+}
+
+}  // namespace
+}  // namespace gpuorch
