@@ -18,6 +18,8 @@ struct ManifestFlags {
   std::string sharing = "none";
   std::string out;
   bool json = false;
+  bool no_scheduler = false;
+  bool no_podgroup_crd = false;
 };
 
 int run(ManifestFlags f) {
@@ -26,6 +28,8 @@ int run(ManifestFlags f) {
   } else if (f.sharing == "mps") {
     f.options.sharing = k8s::SharingKind::kMps;
   }
+  f.options.scheduler = !f.no_scheduler;
+  f.options.podgroup_crd = !f.no_podgroup_crd;
   const auto manifests = k8s::make_manifests(f.options);
   const auto text = [&](const k8s::Manifest& m) {
     return f.json ? m.object.dump(2) + "\n" : k8s::to_yaml(m.object);
@@ -66,8 +70,9 @@ void add_manifests(CLI::App& app, Action& action) {
   CLI::App* cmd = app.add_subcommand(
       "manifests",
       "Print the Kubernetes YAML that deploys gpuorch: device plugin DaemonSet(s) and sharing "
-      "ConfigMap, exporter DaemonSet + Service, node labeller and least-privilege RBAC. See "
-      "docs/manifests.md.");
+      "ConfigMap, exporter DaemonSet + Service, node labeller, the scheduler Deployment (2 "
+      "replicas, leader election) with the PodGroup CRD, and least-privilege RBAC. Every "
+      "component is included by default. See docs/manifests.md.");
   cmd->add_option("--image", f->options.image, "gpuorch container image")->capture_default_str();
   cmd->add_option("--kubectl-image", f->options.kubectl_image,
                   "Image with kubectl for the node labeller")
@@ -85,6 +90,12 @@ void add_manifests(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_option("--replicas", f->options.replicas, "Replicas per GPU when sharing (>= 2)")
       ->capture_default_str();
+  cmd->add_flag("--no-scheduler", f->no_scheduler,
+                "Leave out the gpuorch scheduler (included by default): its Deployment, "
+                "ServiceAccount, RBAC and the PodGroup CRD");
+  cmd->add_flag("--no-podgroup-crd", f->no_podgroup_crd,
+                "Leave out 00-podgroup-crd.yaml, the PodGroup CRD podgroups.scheduling.x-k8s.io "
+                "(included with the scheduler by default), when scheduler-plugins installed it");
   cmd->add_option("-o,--output", f->out, "Write one file per object into DIR (default: stdout)");
   cmd->add_flag("--json", f->json, "JSON instead of YAML");
   cmd->callback([f, &action] { action = [f] { return run(*f); }; });

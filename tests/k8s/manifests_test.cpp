@@ -1,9 +1,12 @@
 // `gpuorch manifests`: every object valid against the Kubernetes OpenAPI schemas (the npm package
-// kubernetes-models, offline), and the security settings the issue asks for.
+// kubernetes-models, offline), the security settings the issue asks for, and the scheduler's
+// objects (exact RBAC, Deployment, PodGroup CRD). tests/k8s/manifests_apply_test.cpp sends them
+// all to a real API server.
 #include "gpuorch/k8s/manifests.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -58,9 +61,15 @@ TEST(Manifests, RbacIsGetAndPatchNodesOnly) {
   ASSERT_EQ((*role)["rules"].size(), 1u);
   EXPECT_EQ((*role)["rules"][0]["resources"], Json::array({"nodes"}));
   EXPECT_EQ((*role)["rules"][0]["verbs"], Json::array({"get", "patch"}));
-  int roles = 0;
-  for (const auto& m : ms) roles += m.object["kind"] == "ClusterRole" ? 1 : 0;
-  EXPECT_EQ(roles, 1) << "the plugin and the exporter need no API access";
+  std::vector<std::string> roles;
+  for (const auto& m : ms) {
+    if (m.object["kind"] == "ClusterRole" || m.object["kind"] == "Role") {
+      roles.push_back(m.object["metadata"]["name"].get<std::string>());
+    }
+  }
+  EXPECT_EQ(roles, (std::vector<std::string>{"gpuorch-node-labeller", "gpuorch-scheduler",
+                                             "gpuorch-scheduler-leader-election"}))
+      << "the plugin and the exporter need no API access";
   const Json* plugin = find(ms, "DaemonSet", "gpuorch-device-plugin-nvidia");
   EXPECT_EQ((*plugin)["spec"]["template"]["spec"]["automountServiceAccountToken"], false);
   const Json* svc = find(ms, "Service", "gpuorch-exporter");
@@ -69,6 +78,180 @@ TEST(Manifests, RbacIsGetAndPatchNodesOnly) {
   EXPECT_EQ((*svc)["metadata"]["annotations"]["prometheus.io/port"], "9400");
   // Quoted in YAML, so a string stays a string.
   EXPECT_NE(to_yaml(*svc).find("prometheus.io/scrape: \"true\""), std::string::npos);
+}
+
+// Every string anywhere in the object (keys included), for the wildcard check.
+void strings_in(const Json& j, std::vector<std::string>& out) {
+  if (j.is_string()) out.push_back(j.get<std::string>());
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) {
+      out.push_back(k);
+      strings_in(v, out);
+    }
+  }
+  if (j.is_array()) {
+    for (const auto& v : j) strings_in(v, out);
+  }
+}
+
+TEST(Manifests, SchedulerRbacIsExactlyWhatItCalls) {
+  ManifestOptions o;
+  o.ns = "gpu-system";
+  const auto ms = make_manifests(o);
+  const Json* role = find(ms, "ClusterRole", "gpuorch-scheduler");
+  ASSERT_NE(role, nullptr);
+  const Json expected = Json::parse(R"([
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "patch"]},
+    {"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]},
+    {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch", "update"]},
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+    {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
+    {"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups", "podgroups/status"],
+     "verbs": ["get", "list", "watch", "update", "patch"]}
+  ])");
+  EXPECT_EQ((*role)["rules"], expected) << (*role)["rules"].dump(2);
+  EXPECT_FALSE((*role)["metadata"].contains("namespace"));
+
+  const Json* lease = find(ms, "Role", "gpuorch-scheduler-leader-election");
+  ASSERT_NE(lease, nullptr);
+  EXPECT_EQ((*lease)["metadata"]["namespace"], "gpu-system");
+  EXPECT_EQ((*lease)["rules"], Json::parse(R"([{"apiGroups": ["coordination.k8s.io"],
+      "resources": ["leases"], "verbs": ["get", "create", "update"]}])"));
+
+  // Each binding gives its role to the scheduler's account in --namespace, and to no one else.
+  const Json subjects = Json::parse(
+      R"([{"kind": "ServiceAccount", "name": "gpuorch-scheduler", "namespace": "gpu-system"}])");
+  const Json* crb = find(ms, "ClusterRoleBinding", "gpuorch-scheduler");
+  ASSERT_NE(crb, nullptr);
+  EXPECT_EQ((*crb)["subjects"], subjects);
+  EXPECT_EQ((*crb)["roleRef"]["kind"], "ClusterRole");
+  EXPECT_EQ((*crb)["roleRef"]["name"], "gpuorch-scheduler");
+  const Json* rb = find(ms, "RoleBinding", "gpuorch-scheduler-leader-election");
+  ASSERT_NE(rb, nullptr);
+  EXPECT_EQ((*rb)["metadata"]["namespace"], "gpu-system");
+  EXPECT_EQ((*rb)["subjects"], subjects);
+  EXPECT_EQ((*rb)["roleRef"]["kind"], "Role");
+  EXPECT_EQ((*rb)["roleRef"]["name"], "gpuorch-scheduler-leader-election");
+  ASSERT_NE(find(ms, "ServiceAccount", "gpuorch-scheduler"), nullptr);
+
+  // No wildcard in any role or binding gpuorch writes: not in verbs, resources, groups or names.
+  for (const auto& m : ms) {
+    const std::string kind = m.object["kind"];
+    if (kind.find("Role") == std::string::npos) continue;
+    std::vector<std::string> all;
+    strings_in(m.object, all);
+    for (const auto& str : all) {
+      EXPECT_EQ(str.find('*'), std::string::npos) << m.file << ": " << str;
+    }
+  }
+}
+
+TEST(Manifests, SchedulerDeployment) {
+  ManifestOptions o;
+  o.image = "registry.example/gpuorch:1.2";
+  const auto ms = make_manifests(o);
+  const Json* d = find(ms, "Deployment", "gpuorch-scheduler");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ((*d)["metadata"]["namespace"], "gpuorch");
+  EXPECT_EQ((*d)["spec"]["replicas"], 2);
+  const Json& pod = (*d)["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["serviceAccountName"], "gpuorch-scheduler");
+  EXPECT_NE(pod["automountServiceAccountToken"], false) << "the scheduler talks to the API";
+  ASSERT_EQ(pod["containers"].size(), 1u);
+  const Json& c = pod["containers"][0];
+  EXPECT_EQ(c["image"], "registry.example/gpuorch:1.2");
+  EXPECT_EQ(c["args"], Json::array({"scheduler", "--listen", "0.0.0.0:10261", "--policy", "efd",
+                                    "--leader-elect"}));
+  EXPECT_EQ(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+  EXPECT_EQ(c["livenessProbe"]["httpGet"]["port"], 10261);
+  EXPECT_EQ(c["readinessProbe"]["httpGet"]["path"], "/readyz");
+  EXPECT_EQ(c["readinessProbe"]["httpGet"]["port"], 10261);
+  EXPECT_EQ(c["ports"][0]["containerPort"], 10261);
+  EXPECT_TRUE(c["resources"]["requests"].contains("cpu"));
+  EXPECT_TRUE(c["resources"]["requests"].contains("memory"));
+  const Json& sc = c["securityContext"];
+  EXPECT_EQ(sc["runAsNonRoot"], true);
+  EXPECT_EQ(sc["readOnlyRootFilesystem"], true);
+  EXPECT_EQ(sc["allowPrivilegeEscalation"], false);
+  EXPECT_EQ(sc["capabilities"]["drop"], Json::array({"ALL"}));
+  EXPECT_FALSE(sc.contains("privileged"));
+  // The selector picks the template's pods (the API server refuses a Deployment otherwise).
+  for (const auto& [k, v] : (*d)["spec"]["selector"]["matchLabels"].items()) {
+    EXPECT_EQ((*d)["spec"]["template"]["metadata"]["labels"][k], v) << k;
+  }
+  // The pods are not scheduled by gpuorch itself: the default scheduler places the scheduler.
+  EXPECT_FALSE(pod.contains("schedulerName"));
+}
+
+TEST(Manifests, PodGroupCrdInItsOwnFile) {
+  ManifestOptions o;
+  auto ms = make_manifests(o);
+  const Json* crd = find(ms, "CustomResourceDefinition", "podgroups.scheduling.x-k8s.io");
+  ASSERT_NE(crd, nullptr);
+  std::string file;
+  for (const auto& m : ms) {
+    if (&m.object == crd) file = m.file;
+  }
+  EXPECT_EQ(file, "00-podgroup-crd.yaml");
+  EXPECT_EQ((*crd)["spec"]["group"], "scheduling.x-k8s.io");
+  EXPECT_EQ((*crd)["spec"]["scope"], "Namespaced");
+  EXPECT_EQ((*crd)["spec"]["names"]["kind"], "PodGroup");
+  EXPECT_EQ((*crd)["spec"]["names"]["plural"], "podgroups");
+  ASSERT_EQ((*crd)["spec"]["versions"].size(), 1u);
+  const Json& v = (*crd)["spec"]["versions"][0];
+  EXPECT_EQ(v["name"], "v1alpha1");
+  EXPECT_EQ(v["served"], true);
+  EXPECT_EQ(v["storage"], true);
+  EXPECT_TRUE(v["subresources"].contains("status"));
+  const Json& props = v["schema"]["openAPIV3Schema"]["properties"];
+  // scheduler-plugins' coscheduling field names.
+  const Json& spec = props["spec"]["properties"];
+  EXPECT_EQ(spec["minMember"]["type"], "integer");
+  EXPECT_EQ(spec["scheduleTimeoutSeconds"]["type"], "integer");
+  EXPECT_EQ(spec["minResources"]["type"], "object");
+  const Json& status = props["status"]["properties"];
+  for (const char* f : {"phase", "occupiedBy", "scheduled", "running", "succeeded", "failed",
+                        "scheduleStartTime", "conditions"}) {
+    EXPECT_TRUE(status.contains(f)) << f;
+  }
+  for (const char* phase :
+       {"Pending", "PreScheduling", "Scheduling", "Scheduled", "Running", "Finished", "Failed"}) {
+    EXPECT_NE(std::find(status["phase"]["enum"].begin(), status["phase"]["enum"].end(), phase),
+              status["phase"]["enum"].end())
+        << phase;
+  }
+
+  o.podgroup_crd = false;
+  ms = make_manifests(o);
+  EXPECT_EQ(find(ms, "CustomResourceDefinition", "podgroups.scheduling.x-k8s.io"), nullptr);
+  EXPECT_NE(find(ms, "Deployment", "gpuorch-scheduler"), nullptr);
+
+  o.podgroup_crd = true;
+  o.scheduler = false;
+  ms = make_manifests(o);
+  EXPECT_EQ(find(ms, "CustomResourceDefinition", "podgroups.scheduling.x-k8s.io"), nullptr);
+  for (const auto& m : ms) {
+    EXPECT_EQ(m.object["metadata"]["name"].get<std::string>().find("scheduler"), std::string::npos)
+        << m.file;
+  }
+}
+
+TEST(Manifests, SchedulerFlags) {
+  test::TempDir dir;
+  auto r = test::run_cli({"manifests", "-o", dir.file("all")}, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(dir.file("all/00-podgroup-crd.yaml")));
+  EXPECT_TRUE(std::filesystem::exists(dir.file("all/40-scheduler.yaml")));
+  r = test::run_cli({"manifests", "--no-podgroup-crd", "-o", dir.file("nocrd")}, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("nocrd/00-podgroup-crd.yaml")));
+  EXPECT_TRUE(std::filesystem::exists(dir.file("nocrd/40-scheduler.yaml")));
+  r = test::run_cli({"manifests", "--no-scheduler", "-o", dir.file("none")}, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("none/00-podgroup-crd.yaml")));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("none/40-scheduler.yaml")));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("none/04-clusterrole-scheduler.yaml")));
 }
 
 TEST(Manifests, BadOptions) {

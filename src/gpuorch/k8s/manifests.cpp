@@ -233,6 +233,202 @@ Json service_account(const std::string& name, const ManifestOptions& o) {
   return sa;
 }
 
+Json rule(std::initializer_list<const char*> groups, std::initializer_list<const char*> resources,
+          std::initializer_list<const char*> verbs) {
+  Json r;
+  r["apiGroups"] = Json::array();
+  for (const char* g : groups) r["apiGroups"].push_back(g);
+  r["resources"] = Json::array();
+  for (const char* x : resources) r["resources"].push_back(x);
+  r["verbs"] = Json::array();
+  for (const char* v : verbs) r["verbs"].push_back(v);
+  return r;
+}
+
+Json rbac(const char* kind, const std::string& name, const ManifestOptions& o, bool namespaced) {
+  Json j;
+  j["apiVersion"] = "rbac.authorization.k8s.io/v1";
+  j["kind"] = kind;
+  j["metadata"] = metadata(name, o, namespaced);
+  return j;
+}
+
+Json binding_of(const char* kind, const char* role_kind, const std::string& name,
+                const std::string& account, const ManifestOptions& o, bool namespaced) {
+  Json b = rbac(kind, name, o, namespaced);
+  b["roleRef"] = {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", role_kind}, {"name", name}};
+  b["subjects"] =
+      Json::array({{{"kind", "ServiceAccount"}, {"name", account}, {"namespace", o.ns}}});
+  return b;
+}
+
+// What `gpuorch scheduler` calls and nothing more (docs/manifests.md says which call needs which).
+Json scheduler_cluster_role(const ManifestOptions& o) {
+  Json role = rbac("ClusterRole", "gpuorch-scheduler", o, false);
+  role["rules"] = Json::array({
+      rule({""}, {"nodes"}, {"get", "list", "watch"}),
+      rule({""}, {"pods"}, {"get", "list", "watch", "patch"}),
+      rule({""}, {"pods/binding"}, {"create"}),
+      rule({""}, {"pods/status"}, {"patch", "update"}),
+      rule({""}, {"events"}, {"create", "patch"}),
+      rule({"events.k8s.io"}, {"events"}, {"create", "patch"}),
+      rule({"scheduling.x-k8s.io"}, {"podgroups", "podgroups/status"},
+           {"get", "list", "watch", "update", "patch"}),
+  });
+  return role;
+}
+
+// Leader election: one Lease in the scheduler's own namespace.
+Json scheduler_lease_role(const ManifestOptions& o) {
+  Json role = rbac("Role", "gpuorch-scheduler-leader-election", o, true);
+  role["rules"] =
+      Json::array({rule({"coordination.k8s.io"}, {"leases"}, {"get", "create", "update"})});
+  return role;
+}
+
+Json scheduler_deployment(const ManifestOptions& o) {
+  const std::string name = "gpuorch-scheduler";
+  Json c;
+  c["name"] = "scheduler";
+  c["image"] = o.image;
+  c["args"] = Json::array({"scheduler", "--listen", fmt::format("0.0.0.0:{}", kSchedulerPort),
+                           "--policy", "efd", "--leader-elect"});
+  c["ports"] = Json::array({{{"name", "http"}, {"containerPort", kSchedulerPort}}});
+  c["livenessProbe"] = {{"httpGet", {{"path", "/healthz"}, {"port", kSchedulerPort}}},
+                        {"initialDelaySeconds", 10},
+                        {"periodSeconds", 10},
+                        {"failureThreshold", 3}};
+  c["readinessProbe"] = {{"httpGet", {{"path", "/readyz"}, {"port", kSchedulerPort}}},
+                         {"periodSeconds", 5},
+                         {"failureThreshold", 3}};
+  Json sc = restricted_security();
+  // A numeric user, so the kubelet can check runAsNonRoot whatever the image's USER says.
+  sc["runAsNonRoot"] = true;
+  sc["runAsUser"] = 65532;
+  sc["runAsGroup"] = 65532;
+  c["securityContext"] = sc;
+  // The informer caches hold every node and every unfinished pod: memory grows with the cluster.
+  c["resources"] = {{"requests", {{"cpu", "100m"}, {"memory", "256Mi"}}},
+                    {"limits", {{"memory", "1Gi"}}}};
+  Json spec;
+  spec["serviceAccountName"] = name;
+  spec["automountServiceAccountToken"] = true;
+  spec["priorityClassName"] = "system-cluster-critical";
+  spec["nodeSelector"] = {{"kubernetes.io/os", "linux"}};
+  // The standby on another node than the leader, so one node's loss does not stop scheduling.
+  spec["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] =
+      Json::array({{{"weight", 100},
+                    {"podAffinityTerm",
+                     {{"labelSelector", {{"matchLabels", {{"app.kubernetes.io/name", name}}}}},
+                      {"topologyKey", "kubernetes.io/hostname"}}}}});
+  spec["containers"] = Json::array({c});
+  Json d;
+  d["apiVersion"] = "apps/v1";
+  d["kind"] = "Deployment";
+  d["metadata"] = metadata(name, o);
+  d["spec"]["replicas"] = 2;  // one leads, the other waits on the Lease
+  d["spec"]["selector"]["matchLabels"] = {{"app.kubernetes.io/name", name}};
+  Json tmpl;
+  tmpl["metadata"]["labels"] = {{"app.kubernetes.io/name", name},
+                                {"app.kubernetes.io/part-of", "gpuorch"}};
+  tmpl["metadata"]["annotations"] = {{"prometheus.io/scrape", "true"},
+                                     {"prometheus.io/port", std::to_string(kSchedulerPort)},
+                                     {"prometheus.io/path", "/metrics"}};
+  tmpl["spec"] = std::move(spec);
+  d["spec"]["template"] = std::move(tmpl);
+  return d;
+}
+
+Json int32_field(const char* description) {
+  return {{"type", "integer"}, {"format", "int32"}, {"minimum", 0}, {"description", description}};
+}
+
+// podgroups.scheduling.x-k8s.io v1alpha1 with the field names of scheduler-plugins' coscheduling
+// API, so PodGroups written for it (and its controller) keep working; `scheduled` and
+// `conditions` are additions its schema lacks. Only fields are typed; unknown ones are pruned.
+Json podgroup_crd(const ManifestOptions& o) {
+  Json spec_props;
+  spec_props["minMember"] =
+      int32_field("Pods that must be schedulable together before any of them is bound.");
+  spec_props["minResources"] = {
+      {"type", "object"},
+      {"description", "Resources the group needs in total before any pod is bound."},
+      {"additionalProperties",
+       {{"anyOf", Json::array({{{"type", "integer"}}, {{"type", "string"}}})},
+        {"pattern",
+         R"(^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+))?$)"},
+        {"x-kubernetes-int-or-string", true}}}};
+  spec_props["scheduleTimeoutSeconds"] =
+      int32_field("How long members may wait for the rest of the group before all are rejected.");
+  Json condition;
+  condition["type"] = "object";
+  condition["required"] = Json::array({"type", "status"});
+  condition["properties"] = {
+      {"type", {{"type", "string"}, {"maxLength", 316}}},
+      {"status", {{"type", "string"}, {"enum", Json::array({"True", "False", "Unknown"})}}},
+      {"reason", {{"type", "string"}, {"maxLength", 1024}}},
+      {"message", {{"type", "string"}, {"maxLength", 32768}}},
+      {"lastTransitionTime", {{"type", "string"}, {"format", "date-time"}}},
+      {"observedGeneration", {{"type", "integer"}, {"format", "int64"}, {"minimum", 0}}}};
+  Json status_props;
+  status_props["phase"] = {
+      {"type", "string"},
+      {"description", "Current phase of the group."},
+      // scheduler-plugins' phases, Unknown included so its controller's writes stay valid.
+      {"enum", Json::array({"Pending", "PreScheduling", "Scheduling", "Scheduled", "Running",
+                            "Finished", "Failed", "Unknown"})}};
+  status_props["occupiedBy"] = {
+      {"type", "string"},
+      {"description", "UID of the workload (Deployment, Job, ...) whose pods use the group."}};
+  status_props["scheduled"] = int32_field("Members bound to a node.");
+  status_props["running"] = int32_field("Members running.");
+  status_props["succeeded"] = int32_field("Members that reached phase Succeeded.");
+  status_props["failed"] = int32_field("Members that reached phase Failed.");
+  status_props["scheduleStartTime"] = {{"type", "string"},
+                                       {"format", "date-time"},
+                                       {"description", "When scheduling of the group began."}};
+  status_props["conditions"] = {{"type", "array"},
+                                {"items", condition},
+                                {"x-kubernetes-list-type", "map"},
+                                {"x-kubernetes-list-map-keys", Json::array({"type"})}};
+  Json schema;
+  schema["type"] = "object";
+  schema["description"] = "A group of pods scheduled all or nothing (gang scheduling).";
+  schema["properties"] = {{"apiVersion", {{"type", "string"}}},
+                          {"kind", {{"type", "string"}}},
+                          {"metadata", {{"type", "object"}}},
+                          {"spec", {{"type", "object"}, {"properties", spec_props}}},
+                          {"status", {{"type", "object"}, {"properties", status_props}}}};
+  auto column = [](const char* name, const char* type, const char* path) {
+    return Json{{"name", name}, {"type", type}, {"jsonPath", path}};
+  };
+  Json version;
+  version["name"] = "v1alpha1";
+  version["served"] = true;
+  version["storage"] = true;
+  version["subresources"] = {{"status", Json::object()}};
+  version["additionalPrinterColumns"] =
+      Json::array({column("Phase", "string", ".status.phase"),
+                   column("MinMember", "integer", ".spec.minMember"),
+                   column("Scheduled", "integer", ".status.scheduled"),
+                   column("Running", "integer", ".status.running"),
+                   column("Age", "date", ".metadata.creationTimestamp")});
+  version["schema"]["openAPIV3Schema"] = std::move(schema);
+  Json crd;
+  crd["apiVersion"] = "apiextensions.k8s.io/v1";
+  crd["kind"] = "CustomResourceDefinition";
+  crd["metadata"] = metadata("podgroups.scheduling.x-k8s.io", o, false);
+  crd["spec"]["group"] = "scheduling.x-k8s.io";
+  crd["spec"]["names"] = {{"kind", "PodGroup"},
+                          {"listKind", "PodGroupList"},
+                          {"plural", "podgroups"},
+                          {"singular", "podgroup"},
+                          {"shortNames", Json::array({"pg", "pgs"})}};
+  crd["spec"]["scope"] = "Namespaced";
+  crd["spec"]["versions"] = Json::array({version});
+  return crd;
+}
+
 bool reads_as_other_type(const std::string& s) {
   if (s.empty() || s.find_first_not_of("0123456789.-+eE_xXoOabcdefABCDEF") == std::string::npos) {
     return true;  // numbers in any YAML 1.1/1.2 spelling (hex included); quoting is harmless
@@ -306,27 +502,29 @@ std::vector<Manifest> make_manifests(const ManifestOptions& o) {
   ns["kind"] = "Namespace";
   ns["metadata"] = metadata(o.ns, o, false);
   out.push_back({"00-namespace.yaml", ns});
-  for (const char* sa : {"gpuorch-device-plugin", "gpuorch-exporter", "gpuorch-node-labeller"}) {
+  if (o.scheduler && o.podgroup_crd) out.push_back({"00-podgroup-crd.yaml", podgroup_crd(o)});
+  std::vector<std::string> accounts = {"gpuorch-device-plugin", "gpuorch-exporter",
+                                       "gpuorch-node-labeller"};
+  if (o.scheduler) accounts.emplace_back("gpuorch-scheduler");
+  for (const auto& sa : accounts) {
     out.push_back({fmt::format("01-serviceaccount-{}.yaml", sa), service_account(sa, o)});
   }
-  Json role;
-  role["apiVersion"] = "rbac.authorization.k8s.io/v1";
-  role["kind"] = "ClusterRole";
-  role["metadata"] = metadata("gpuorch-node-labeller", o, false);
-  role["rules"] = Json::array({{{"apiGroups", Json::array({""})},
-                                {"resources", Json::array({"nodes"})},
-                                {"verbs", Json::array({"get", "patch"})}}});
+  Json role = rbac("ClusterRole", "gpuorch-node-labeller", o, false);
+  role["rules"] = Json::array({rule({""}, {"nodes"}, {"get", "patch"})});
   out.push_back({"02-clusterrole-node-labeller.yaml", role});
-  Json binding;
-  binding["apiVersion"] = "rbac.authorization.k8s.io/v1";
-  binding["kind"] = "ClusterRoleBinding";
-  binding["metadata"] = metadata("gpuorch-node-labeller", o, false);
-  binding["roleRef"] = {{"apiGroup", "rbac.authorization.k8s.io"},
-                        {"kind", "ClusterRole"},
-                        {"name", "gpuorch-node-labeller"}};
-  binding["subjects"] = Json::array(
-      {{{"kind", "ServiceAccount"}, {"name", "gpuorch-node-labeller"}, {"namespace", o.ns}}});
-  out.push_back({"03-clusterrolebinding-node-labeller.yaml", binding});
+  out.push_back({"03-clusterrolebinding-node-labeller.yaml",
+                 binding_of("ClusterRoleBinding", "ClusterRole", "gpuorch-node-labeller",
+                            "gpuorch-node-labeller", o, false)});
+  if (o.scheduler) {
+    out.push_back({"04-clusterrole-scheduler.yaml", scheduler_cluster_role(o)});
+    out.push_back({"05-clusterrolebinding-scheduler.yaml",
+                   binding_of("ClusterRoleBinding", "ClusterRole", "gpuorch-scheduler",
+                              "gpuorch-scheduler", o, false)});
+    out.push_back({"06-role-scheduler-leader-election.yaml", scheduler_lease_role(o)});
+    out.push_back({"07-rolebinding-scheduler-leader-election.yaml",
+                   binding_of("RoleBinding", "Role", "gpuorch-scheduler-leader-election",
+                              "gpuorch-scheduler", o, true)});
+  }
   out.push_back({"10-node-labeller.yaml", labeller_daemonset(o)});
   std::vector<std::string> vendors;
   if (o.vendor == "both") {
@@ -342,6 +540,7 @@ std::vector<Manifest> make_manifests(const ManifestOptions& o) {
     out.push_back({"22-mps-control-daemon.yaml", mps_daemonset(o)});
   out.push_back({"30-exporter.yaml", exporter_daemonset(o)});
   out.push_back({"31-exporter-service.yaml", exporter_service(o)});
+  if (o.scheduler) out.push_back({"40-scheduler.yaml", scheduler_deployment(o)});
   return out;
 }
 

@@ -1,8 +1,10 @@
 #pragma once
 // `gpuorch manifests`: the Kubernetes objects that deploy gpuorch on a cluster (docs/manifests.md):
 // namespace, service accounts and least-privilege RBAC, the device plugin DaemonSet(s) with its
-// sharing ConfigMap, the exporter DaemonSet + Service with Prometheus scrape annotations, and the
-// node labeller DaemonSet that applies `gpuorch topo --labels`.
+// sharing ConfigMap, the exporter DaemonSet + Service with Prometheus scrape annotations, the
+// node labeller DaemonSet that applies `gpuorch topo --labels`, and the scheduler: its Deployment
+// (two replicas, leader election), least-privilege RBAC and the PodGroup CRD
+// (podgroups.scheduling.x-k8s.io, scheduler-plugins' coscheduling API).
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -20,7 +22,15 @@ struct ManifestOptions {
   SharingKind sharing = SharingKind::kNone;
   int replicas = 4;
   int exporter_port = 9400;
+  // `gpuorch scheduler`: ServiceAccount, ClusterRole(Binding), leader-election Role(Binding) and
+  // Deployment; with it the PodGroup CRD unless podgroup_crd is false (scheduler-plugins may have
+  // installed it already).
+  bool scheduler = true;
+  bool podgroup_crd = true;
 };
+
+// The scheduler's port for /metrics, /healthz and /readyz in the Deployment.
+inline constexpr int kSchedulerPort = 10261;
 
 struct Manifest {
   std::string file;  // "10-device-plugin-nvidia.yaml": order of application
