@@ -3,6 +3,7 @@
 // callback slows to about once a second on an idle connection).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <exception>
 
 #include "gpuorch/k8s/api_client.hpp"
