@@ -30,6 +30,7 @@ struct SchedulerFlags {
   std::string listen = "127.0.0.1:10261";
   int binders = 4;
   int retry_seconds = 60;
+  std::string topology_levels;
 };
 
 void log_line(const std::string& line) {
@@ -69,6 +70,14 @@ int run(const SchedulerFlags& f) {
   options.binders = f.binders;
   options.retry_unschedulable = std::chrono::seconds(f.retry_seconds);
   options.log = log_line;
+  for (std::size_t start = 0; start < f.topology_levels.size();) {
+    std::size_t end = f.topology_levels.find(',', start);
+    if (end == std::string::npos) end = f.topology_levels.size();
+    const std::string key = f.topology_levels.substr(start, end - start);
+    if (key.empty()) base::fail_input("--topology-levels: an empty label key");
+    options.mirror.topology_levels.push_back(key);
+    start = end + 1;
+  }
   if (!f.workload.empty()) options.mirror.history = io::load_openb_pods(f.workload).pods;
   telemetry::ExporterOptions listen = telemetry::parse_listen(f.listen, {});
 
@@ -144,6 +153,9 @@ void add_scheduler(CLI::App& app, Action& action) {
   cmd->add_option("--workload", flags->workload,
                   "Workload history (openb pod CSV) that efd and fgd estimate the target workload "
                   "from (default: the pods on the cluster when the first pod is scheduled)");
+  cmd->add_option("--topology-levels", flags->topology_levels,
+                  "Node label keys, outermost first, that gangs are kept under, e.g. "
+                  "topology.kubernetes.io/zone,example.com/rack,kubernetes.io/hostname");
   cmd->add_option("--listen", flags->listen, "ADDRESS:PORT for /metrics, /healthz and /readyz")
       ->capture_default_str();
   cmd->add_option("--binders", flags->binders, "Concurrent bind calls to the API server")

@@ -1,7 +1,10 @@
 #include "gpuorch/k8s/cluster_mirror.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
+#include "gpuorch/sched/gang.hpp"
 #include "gpuorch/sched/tie_break.hpp"
 
 namespace gpuorch::k8s {
@@ -51,7 +54,8 @@ bool ClusterMirror::ensure_built(const std::vector<workload::PodSpec>& seen) {
   const sched::PolicyContext context{cluster_.get(), measure_.get(), rng_.get(), &history_};
   policy_ = sched::make_policy(options_.policy, context);
   scheduler_ = std::make_unique<sched::Scheduler>(*cluster_, *policy_);
-  scheduler_->set_tie_break_rank(sched::name_ranking(options_.seed, cluster_->specs()));
+  rank_ = sched::name_ranking(options_.seed, cluster_->specs());
+  scheduler_->set_tie_break_rank(rank_);
   resolver_ = std::make_unique<sched::RequestResolver>(*cluster_);
   // Every bound pod again, in a fixed order (by uid) so a rebuild is deterministic.
   std::vector<std::string> uids;
@@ -139,6 +143,56 @@ ClusterMirror::Result ClusterMirror::schedule(const PodObject& pod) {
     placed_.emplace(pod.uid, Bound{std::move(bound), out.node, p});
   }
   return out;
+}
+
+ClusterMirror::GangResult ClusterMirror::schedule_gang(const std::vector<PodObject>& members) {
+  GangResult out;
+  std::vector<workload::PodSpec> specs;
+  specs.reserve(members.size());
+  for (const auto& m : members) specs.push_back(m.spec);
+  for (const auto& m : members) policy_->observe(resolver_->resolve(m.spec));
+  const sched::GangDecision d =
+      sched::place_gang(*cluster_, *scheduler_, *resolver_, specs, options_.topology_levels, rank_);
+  if (!d.placed) {
+    const PodObject& failed = members[d.failed_member];
+    out.failed_pod = failed.key();
+    Result r;
+    r.decision = d.failure;
+    sched::RequestResolver resolver(*cluster_);
+    out.message = unschedulable_message(r, resolver.resolve(failed.spec), cluster_->node_count());
+    return out;
+  }
+  out.placed = true;
+  out.domain = d.domain;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    const cluster::Placement& p = d.placements[i];
+    const std::string node = cluster_->spec(p.node).name;
+    out.nodes.push_back(node);
+    out.gpus.push_back(p.gpus);
+    PodObject bound = members[i];
+    bound.node_name = node;
+    bound.gpus = p.gpus;
+    placed_.emplace(members[i].uid, Bound{std::move(bound), node, p});
+  }
+  return out;
+}
+
+std::string unschedulable_message(const ClusterMirror::Result& r, const sched::PodRequest& request,
+                                  std::size_t nodes) {
+  std::string reasons = r.decision.diagnosis.explain(request);
+  if (const auto colon = reasons.find(": "); colon != std::string::npos) {
+    reasons = reasons.substr(colon + 2);
+  } else {
+    reasons = "no node checked";
+  }
+  std::string msg = fmt::format("0/{} nodes are available: {}.", nodes, reasons);
+  if (!r.unknown_model.empty()) {
+    msg = fmt::format("GPU model '{}' is on no node. {}", r.unknown_model, msg);
+  }
+  msg += r.decision.outcome == sched::Outcome::kInfeasible
+             ? " Infeasible: the pod fits no node even when it is empty."
+             : " Waiting: the pod fits once resources on a node are freed.";
+  return msg;
 }
 
 }  // namespace gpuorch::k8s

@@ -26,6 +26,9 @@ struct MirrorOptions {
   // The workload history efd and fgd estimate the target workload from; empty: the pods seen
   // on the cluster so far (every (re)build takes them anew).
   std::vector<workload::PodSpec> history;
+  // Node label keys, outermost first (block, rack, hostname): a gang goes under the lowest level
+  // that holds it whole (sched/gang.hpp).
+  std::vector<std::string> topology_levels;
 };
 
 class ClusterMirror {
@@ -54,6 +57,17 @@ class ClusterMirror {
   // Decides for a pending pod and, when placed, counts it as bound (assumed) under its uid.
   Result schedule(const PodObject& pod);
 
+  struct GangResult {
+    bool placed = false;
+    std::vector<std::string> nodes;  // per member, when placed
+    std::vector<std::vector<int>> gpus;
+    std::string domain;      // the topology domain it went to ("rack=r1"), if any
+    std::string failed_pod;  // not placed: the member that found no node
+    std::string message;     // not placed: why, in the words Result gives a pod
+  };
+  // All members or none (sched::place_gang); placed members are counted as bound (assumed).
+  GangResult schedule_gang(const std::vector<PodObject>& members);
+
   [[nodiscard]] const cluster::Cluster& cluster() const { return *cluster_; }
 
  private:
@@ -78,6 +92,13 @@ class ClusterMirror {
   std::unique_ptr<sched::Policy> policy_;
   std::unique_ptr<sched::Scheduler> scheduler_;
   std::unique_ptr<sched::RequestResolver> resolver_;
+  std::vector<std::uint32_t> rank_;
 };
+
+// kube-scheduler's wording with the core's per-reason counts and verdict:
+// "0/1213 nodes are available: 900 lack a GPU with >= 810 free milli, 313 have the wrong GPU
+// model. Waiting: ..." (with the unknown GPU model named first when there is one).
+std::string unschedulable_message(const ClusterMirror::Result& r, const sched::PodRequest& request,
+                                  std::size_t nodes);
 
 }  // namespace gpuorch::k8s

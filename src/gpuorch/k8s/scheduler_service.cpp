@@ -30,25 +30,6 @@ auto queue_key(const PodObject& p) {
   return std::make_tuple(-p.priority, p.created, p.key(), p.uid);
 }
 
-// kube-scheduler's wording, with the core's per-reason counts and the core's verdict.
-std::string unschedulable_message(const ClusterMirror::Result& r, const sched::PodRequest& request,
-                                  std::size_t nodes) {
-  std::string reasons = r.decision.diagnosis.explain(request);
-  if (const auto colon = reasons.find(": "); colon != std::string::npos) {
-    reasons = reasons.substr(colon + 2);
-  } else {
-    reasons = "no node checked";
-  }
-  std::string msg = fmt::format("0/{} nodes are available: {}.", nodes, reasons);
-  if (!r.unknown_model.empty()) {
-    msg = fmt::format("GPU model '{}' is on no node. {}", r.unknown_model, msg);
-  }
-  msg += r.decision.outcome == sched::Outcome::kInfeasible
-             ? " Infeasible: the pod fits no node even when it is empty."
-             : " Waiting: the pod fits once resources on a node are freed.";
-  return msg;
-}
-
 }  // namespace
 
 SchedulerService::SchedulerService(ApiClient& api, SchedulerServiceOptions options)
@@ -87,9 +68,20 @@ void SchedulerService::run(const std::atomic<bool>& stop) {
   // Finished pods hold nothing; kube-scheduler watches the same set.
   Informer pods(api_, "/api/v1/pods", handlers(Event::Kind::kPod),
                 "status.phase!=Succeeded,status.phase!=Failed");
+  // PodGroups only where their API is served (the CRD is installed); gangs wait otherwise.
+  try {
+    api_.get("/apis/scheduling.x-k8s.io/v1alpha1");
+    podgroups_served_ = true;
+  } catch (const ApiError& e) {
+    if (e.status() != 404) throw;
+    log("no scheduling.x-k8s.io/v1alpha1 API (PodGroup CRD not installed): gangs will wait");
+  }
+  Informer groups(api_, "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
+                  handlers(Event::Kind::kPodGroup));
   std::vector<std::jthread> threads;
   threads.emplace_back([&] { nodes.run(stop); });
   threads.emplace_back([&] { pods.run(stop); });
+  if (podgroups_served_) threads.emplace_back([&] { groups.run(stop); });
   for (int i = 0; i < std::max(1, options_.binders); ++i) {
     threads.emplace_back([&] { bind_loop(stop); });
   }
@@ -126,8 +118,11 @@ void SchedulerService::handle(Event& e) {
     case Event::Kind::kPod:
       handle_pod(e.object, e.type == Event::Type::kDelete);
       break;
+    case Event::Kind::kPodGroup:
+      handle_podgroup(e.object, e.type == Event::Type::kDelete);
+      break;
     case Event::Kind::kSynced:
-      if (++synced_informers_ >= 2 && !synced_) {
+      if (++synced_informers_ >= (podgroups_served_ ? 3 : 2) && !synced_) {
         synced_ = true;
         log(fmt::format("synced: {} nodes, {} pods", nodes_.size(), pods_.size()));
       }
@@ -173,6 +168,35 @@ void SchedulerService::handle_node(const json& obj, bool deleted) {
   }
   nodes_dirty_ = true;
   cluster_changed_ = true;
+}
+
+void SchedulerService::handle_podgroup(const json& obj, bool deleted) {
+  if (!obj.is_object()) return;
+  const json& meta = obj.value("metadata", json::object());
+  const std::string key = fmt::format("{}/{}", meta.value("namespace", ""), meta.value("name", ""));
+  cluster_changed_ = true;  // a new or changed group may let its gang go
+  if (deleted) {
+    podgroups_.erase(key);
+    return;
+  }
+  PodGroupInfo& g = podgroups_[key];
+  g.object = obj;
+  g.error.clear();
+  const json spec = obj.value("spec", json::object());
+  const json min = spec.is_object() ? spec.value("minMember", json(1)) : json(nullptr);
+  if (!min.is_number_integer() || min.get<std::int64_t>() < 1 || min.get<std::int64_t>() > 100000) {
+    g.error = fmt::format("spec.minMember {} is not a whole number in [1, 100000]", min.dump());
+  } else {
+    g.min_member = static_cast<int>(min.get<std::int64_t>());
+  }
+  const json timeout = spec.is_object() ? spec.value("scheduleTimeoutSeconds", json(0)) : json(0);
+  if (!timeout.is_number_integer() || timeout.get<std::int64_t>() < 0) {
+    g.error =
+        fmt::format("spec.scheduleTimeoutSeconds {} is not a whole number >= 0", timeout.dump());
+  } else {
+    g.timeout_seconds =
+        static_cast<int>(std::min<std::int64_t>(timeout.get<std::int64_t>(), 1 << 30));
+  }
 }
 
 void SchedulerService::handle_pod(const json& obj, bool deleted) {
@@ -229,6 +253,24 @@ bool SchedulerService::schedule_next() {
     report_unschedulable(pod, fmt::format("Infeasible: {}", pod.error));
     return true;
   }
+  if (!pod.gang.empty()) {
+    schedule_gang(pod.gang);
+    return true;
+  }
+  if (!ensure_built(pod)) return true;
+  const ClusterMirror::Result r = mirror_.schedule(pod);
+  if (r.decision.outcome != sched::Outcome::kPlaced) {
+    sched::RequestResolver resolver(mirror_.cluster());
+    const std::string msg =
+        unschedulable_message(r, resolver.resolve(pod.spec), mirror_.cluster().node_count());
+    report_unschedulable(pod, msg);
+    return true;
+  }
+  queue_bind(pod, r.node, r.decision.placement.gpus);
+  return true;
+}
+
+bool SchedulerService::ensure_built(const PodObject& pod) {
   if (nodes_dirty_) {
     mirror_.set_nodes(nodes_);
     nodes_dirty_ = false;
@@ -246,26 +288,134 @@ bool SchedulerService::schedule_next() {
     }
   } catch (const std::exception& e) {
     report_unschedulable(pod, fmt::format("the scheduler cannot build its policy: {}", e.what()));
-    return true;
+    return false;
   }
-  const ClusterMirror::Result r = mirror_.schedule(pod);
-  if (r.decision.outcome != sched::Outcome::kPlaced) {
-    sched::RequestResolver resolver(mirror_.cluster());
-    const std::string msg =
-        unschedulable_message(r, resolver.resolve(pod.spec), mirror_.cluster().node_count());
-    report_unschedulable(pod, msg);
-    return true;
-  }
-  reported_.erase(uid);
-  binding_.insert(uid);
-  BindJob job{pod, r.node, r.decision.placement.gpus, 0, Clock::now()};
+  return true;
+}
+
+void SchedulerService::queue_bind(const PodObject& pod, const std::string& node,
+                                  const std::vector<int>& gpus) {
+  reported_.erase(pod.uid);
+  binding_.insert(pod.uid);
+  BindJob job{pod, node, gpus, 0, Clock::now()};
   if (pod.spec.gpu_share()) job.gpu_milli = pod.spec.gpu_milli;
   {
     const std::lock_guard lock(bind_mutex_);
     bind_queue_.push_back(std::move(job));
   }
   bind_cv_.notify_one();
-  return true;
+}
+
+void SchedulerService::schedule_gang(const std::string& gang) {
+  std::vector<PodObject> pending;
+  int bound = 0;
+  for (const auto& [uid, p] : pods_) {
+    if (p.gang != gang || !ours(p)) continue;
+    if (!p.node_name.empty() || binding_.contains(uid) || mirror_.accounted(uid)) {
+      ++bound;
+    } else if (!p.deleting) {
+      pending.push_back(p);
+    }
+  }
+  // Members in a fixed order (name), so a gang is placed the same way every time.
+  std::sort(pending.begin(), pending.end(),
+            [](const PodObject& a, const PodObject& b) { return a.key() < b.key(); });
+  for (const auto& p : pending) active_.erase(queue_key(p));
+  if (pending.empty()) return;
+  auto report_all = [&](const std::string& message) {
+    for (const auto& p : pending) report_unschedulable(p, message);
+  };
+  const auto group = podgroups_.find(gang);
+  if (group == podgroups_.end()) {
+    report_all(
+        fmt::format("gang {}: PodGroup {} does not exist (scheduling.x-k8s.io/v1alpha1); "
+                    "waiting for it",
+                    gang, gang));
+    return;
+  }
+  PodGroupInfo& g = group->second;
+  if (!g.error.empty()) {
+    report_all(fmt::format("gang {}: PodGroup {} is malformed: {}", gang, gang, g.error));
+    return;
+  }
+  for (const auto& p : pending) {
+    if (!p.error.empty()) {
+      report_all(fmt::format("gang {}: member {} cannot be placed: {}", gang, p.key(), p.error));
+      return;
+    }
+  }
+  const auto since = gang_waiting_since_.try_emplace(gang, Clock::now()).first->second;
+  const int present = bound + static_cast<int>(pending.size());
+  if (present < g.min_member) {
+    report_all(
+        fmt::format("gang {}: {} of minMember {} pods exist ({} bound); waiting for the "
+                    "rest",
+                    gang, present, g.min_member, bound));
+    write_podgroup_status(gang, "Pending", bound);
+    return;
+  }
+  if (!ensure_built(pending.front())) return;
+  const ClusterMirror::GangResult r = mirror_.schedule_gang(pending);
+  if (!r.placed) {
+    std::string message = fmt::format(
+        "gang {} ({} pending, minMember {}) cannot be placed whole, so none of it is: "
+        "member {}: {}",
+        gang, pending.size(), g.min_member, r.failed_pod, r.message);
+    const auto waited = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - since);
+    if (g.timeout_seconds > 0 && waited.count() > g.timeout_seconds) {
+      message += fmt::format(
+          " Waited longer than scheduleTimeoutSeconds ({} s); nothing is "
+          "reserved meanwhile.",
+          g.timeout_seconds);
+    }
+    report_all(message);
+    write_podgroup_status(gang, "Pending", bound);
+    if (reported_[gang] != message) {
+      reported_[gang] = message;
+      post_event(g.object["metadata"].value("namespace", ""), g.object, "Warning",
+                 "FailedScheduling", message);
+    }
+    return;
+  }
+  gang_waiting_since_.erase(gang);
+  reported_.erase(gang);
+  for (std::size_t i = 0; i < pending.size(); ++i) {
+    unschedulable_.erase(pending[i].uid);
+    queue_bind(pending[i], r.nodes[i], r.gpus[i]);
+  }
+  write_podgroup_status(gang, "Scheduled", present);
+  log(fmt::format("gang {}: {} members placed{}", gang, pending.size(),
+                  r.domain.empty() ? "" : " under " + r.domain));
+  post_event(g.object["metadata"].value("namespace", ""), g.object, "Normal", "Scheduled",
+             fmt::format("all {} pending members placed{}", pending.size(),
+                         r.domain.empty() ? "" : " under " + r.domain));
+}
+
+void SchedulerService::write_podgroup_status(const std::string& gang, const std::string& phase,
+                                             int scheduled) {
+  const auto it = podgroups_.find(gang);
+  if (it == podgroups_.end()) return;
+  const std::string written = fmt::format("{}/{}", phase, scheduled);
+  if (it->second.written == written) return;
+  it->second.written = written;
+  const json& meta = it->second.object["metadata"];
+  const std::string path =
+      fmt::format("/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{}/podgroups/{}",
+                  meta.value("namespace", ""), meta.value("name", ""));
+  json status = {{"status", {{"phase", phase}, {"scheduled", scheduled}}}};
+  if (phase != "Scheduled") status["status"]["scheduleStartTime"] = now_rfc3339();
+  try {
+    api_.patch(path + "/status", status);
+  } catch (const ApiError& e) {
+    try {
+      // A CRD without the status subresource keeps status in the object itself.
+      if (e.status() == 404) api_.patch(path, status);
+    } catch (const std::exception& e2) {
+      log(fmt::format("PodGroup {}: cannot write status: {}", gang, e2.what()));
+    }
+  } catch (const std::exception& e) {
+    log(fmt::format("PodGroup {}: cannot write status: {}", gang, e.what()));
+  }
 }
 
 void SchedulerService::report_unschedulable(const PodObject& pod, const std::string& message) {
@@ -285,28 +435,44 @@ void SchedulerService::report_unschedulable(const PodObject& pod, const std::str
                                        {"message", message},
                                        {"lastTransitionTime", now_rfc3339()}}})}}}};
     api_.patch(pod_path(pod) + "/status", status, "application/strategic-merge-patch+json");
-    const std::string now = now_rfc3339();
-    const json event = {{"apiVersion", "v1"},
-                        {"kind", "Event"},
-                        {"metadata", {{"generateName", pod.name + "."}, {"namespace", pod.ns}}},
-                        {"involvedObject",
-                         {{"apiVersion", "v1"},
-                          {"kind", "Pod"},
-                          {"namespace", pod.ns},
-                          {"name", pod.name},
-                          {"uid", pod.uid}}},
-                        {"reason", "FailedScheduling"},
-                        {"message", message},
-                        {"type", "Warning"},
-                        {"source", {{"component", options_.scheduler_name}}},
-                        {"reportingComponent", options_.scheduler_name},
-                        {"reportingInstance", options_.scheduler_name},
-                        {"firstTimestamp", now},
-                        {"lastTimestamp", now},
-                        {"count", 1}};
-    api_.create(fmt::format("/api/v1/namespaces/{}/events", pod.ns), event);
+    post_event(pod.ns,
+               {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata", {{"namespace", pod.ns}, {"name", pod.name}, {"uid", pod.uid}}}},
+               "Warning", "FailedScheduling", message);
   } catch (const std::exception& e) {
     log(fmt::format("{}: cannot report unschedulable: {}", pod.key(), e.what()));
+  }
+}
+
+void SchedulerService::post_event(const std::string& ns, const json& involved,
+                                  const std::string& type, const std::string& reason,
+                                  const std::string& message) {
+  const json& meta = involved.value("metadata", json::object());
+  const std::string now = now_rfc3339();
+  const json event = {
+      {"apiVersion", "v1"},
+      {"kind", "Event"},
+      {"metadata", {{"generateName", meta.value("name", "x") + "."}, {"namespace", ns}}},
+      {"involvedObject",
+       {{"apiVersion", involved.value("apiVersion", "v1")},
+        {"kind", involved.value("kind", "")},
+        {"namespace", ns},
+        {"name", meta.value("name", "")},
+        {"uid", meta.value("uid", "")}}},
+      {"reason", reason},
+      {"message", message},
+      {"type", type},
+      {"source", {{"component", options_.scheduler_name}}},
+      {"reportingComponent", options_.scheduler_name},
+      {"reportingInstance", options_.scheduler_name},
+      {"firstTimestamp", now},
+      {"lastTimestamp", now},
+      {"count", 1}};
+  try {
+    api_.create(fmt::format("/api/v1/namespaces/{}/events", ns), event);
+  } catch (const std::exception& e) {
+    log(fmt::format("cannot post event for {}/{}: {}", ns, meta.value("name", ""), e.what()));
   }
 }
 

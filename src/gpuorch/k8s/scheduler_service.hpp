@@ -65,7 +65,7 @@ class SchedulerService {
 
  private:
   struct Event {
-    enum class Kind : std::uint8_t { kNode, kPod, kBindDone, kBindFailed, kSynced } kind;
+    enum class Kind : std::uint8_t { kNode, kPod, kPodGroup, kBindDone, kBindFailed, kSynced } kind;
     enum class Type : std::uint8_t { kUpsert, kDelete } type = Type::kUpsert;
     nlohmann::json object;
     std::string uid;
@@ -82,6 +82,14 @@ class SchedulerService {
   void handle(Event& e);
   void handle_pod(const nlohmann::json& obj, bool deleted);
   void handle_node(const nlohmann::json& obj, bool deleted);
+  void handle_podgroup(const nlohmann::json& obj, bool deleted);
+  // A gang's pending members decided together (the member just popped from the queue among them).
+  void schedule_gang(const std::string& gang);
+  bool ensure_built(const PodObject& pod);
+  void queue_bind(const PodObject& pod, const std::string& node, const std::vector<int>& gpus);
+  void write_podgroup_status(const std::string& gang, const std::string& phase, int scheduled);
+  void post_event(const std::string& ns, const nlohmann::json& involved, const std::string& type,
+                  const std::string& reason, const std::string& message);
   void retry_unschedulable();
   bool schedule_next();
   void report_unschedulable(const PodObject& pod, const std::string& message);
@@ -112,6 +120,17 @@ class SchedulerService {
   // The message each pod was last given, so an unchanged verdict is not written again.
   std::unordered_map<std::string, std::string> reported_;
   std::unordered_set<std::string> binding_;  // uid: a bind is in flight
+  // PodGroups (scheduling.x-k8s.io/v1alpha1) by "namespace/name".
+  struct PodGroupInfo {
+    nlohmann::json object;
+    int min_member = 1;
+    int timeout_seconds = 0;
+    std::string error;    // malformed: why
+    std::string written;  // the status last written ("phase/scheduled")
+  };
+  std::map<std::string, PodGroupInfo> podgroups_;
+  bool podgroups_served_ = false;
+  std::map<std::string, std::chrono::steady_clock::time_point> gang_waiting_since_;
   std::chrono::steady_clock::time_point last_retry_;
   bool cluster_changed_ = false;
   bool nodes_dirty_ = false;
