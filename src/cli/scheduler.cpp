@@ -4,16 +4,19 @@
 #include <httplib.h>
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <random>
 #include <thread>
 
 #include "cli/verbs.hpp"
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/io/openb.hpp"
 #include "gpuorch/k8s/kubeconfig.hpp"
+#include "gpuorch/k8s/leader_election.hpp"
 #include "gpuorch/k8s/scheduler_service.hpp"
 #include "gpuorch/sched/policy.hpp"
 #include "gpuorch/telemetry/exporter.hpp"
@@ -31,7 +34,17 @@ struct SchedulerFlags {
   int binders = 4;
   int retry_seconds = 60;
   std::string topology_levels;
+  bool leader_elect = false;
+  std::string lease_namespace;
+  std::string lease_name = "gpuorch-scheduler";
 };
+
+std::string replica_identity() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown");
+  std::random_device rd;
+  return fmt::format("{}_{:08x}", host, rd());
+}
 
 void log_line(const std::string& line) {
   const auto now = std::chrono::system_clock::now();
@@ -93,13 +106,17 @@ int run(const SchedulerFlags& f) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   k8s::SchedulerService service(api, options);
+  std::atomic<bool> standby{f.leader_elect};
   httplib::Server http;
   http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });
-  http.Get("/readyz", [&service](const httplib::Request&, httplib::Response& res) {
-    res.status = service.synced() ? 200 : 503;
-    res.set_content(service.synced() ? "ok\n" : "informers not synced\n", "text/plain");
+  // A standby replica is ready too: it is healthy and waits for the lease (a rollout of the
+  // Deployment would stall if only the leader were ready).
+  http.Get("/readyz", [&service, &standby](const httplib::Request&, httplib::Response& res) {
+    const bool ready = standby.load() || service.synced();
+    res.status = ready ? 200 : 503;
+    res.set_content(ready ? "ok\n" : "informers not synced\n", "text/plain");
   });
   http.Get("/metrics", [&service](const httplib::Request&, httplib::Response& res) {
     res.set_content(service.metrics(), "text/plain; version=0.0.4");
@@ -124,10 +141,37 @@ int run(const SchedulerFlags& f) {
       if (sigtimedwait(&stop_signals, nullptr, &wait) > 0) stop = true;
     }
   });
-  service.run(stop);
+  int rc = 0;
+  if (f.leader_elect) {
+    k8s::LeaseOptions lease;
+    lease.ns = f.lease_namespace.empty() ? api.config().default_namespace : f.lease_namespace;
+    lease.name = f.lease_name;
+    lease.identity = replica_identity();
+    k8s::LeaderElector elector(api, lease, log_line);
+    if (elector.acquire(stop)) {
+      standby = false;
+      std::atomic<bool> lost{false};
+      std::jthread renew([&] {
+        if (!elector.hold(stop)) {
+          lost = true;
+          stop = true;
+        }
+      });
+      service.run(stop);
+      renew.join();
+      if (lost) {
+        rc = 1;  // as kube-scheduler: a replica that lost the lease exits and is restarted
+      } else {
+        elector.release();
+      }
+    }
+  } else {
+    service.run(stop);
+  }
+  stop = true;
   http.stop();
-  log_line("stopped");
-  return 0;
+  log_line(rc == 0 ? "stopped" : "stopped: lost the leader lease");
+  return rc;
 }
 
 }  // namespace
@@ -156,6 +200,14 @@ void add_scheduler(CLI::App& app, Action& action) {
   cmd->add_option("--topology-levels", flags->topology_levels,
                   "Node label keys, outermost first, that gangs are kept under, e.g. "
                   "topology.kubernetes.io/zone,example.com/rack,kubernetes.io/hostname");
+  cmd->add_flag("--leader-elect", flags->leader_elect,
+                "Run as one of several replicas: only the holder of a coordination.k8s.io Lease "
+                "schedules");
+  cmd->add_option("--leader-elect-namespace", flags->lease_namespace,
+                  "Namespace of the Lease (default: the kubeconfig context's or the service "
+                  "account's namespace)");
+  cmd->add_option("--leader-elect-lease-name", flags->lease_name, "Name of the Lease")
+      ->capture_default_str();
   cmd->add_option("--listen", flags->listen, "ADDRESS:PORT for /metrics, /healthz and /readyz")
       ->capture_default_str();
   cmd->add_option("--binders", flags->binders, "Concurrent bind calls to the API server")

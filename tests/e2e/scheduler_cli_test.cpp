@@ -96,7 +96,8 @@ std::size_t events_for(k8s::ApiClient& api, const std::string& pod) {
 
 class SchedulerProcess {
  public:
-  SchedulerProcess(const std::string& kubeconfig, const std::string& log) : log_(log) {
+  SchedulerProcess(const std::string& kubeconfig, const std::string& log, bool leader_elect = false)
+      : log_(log) {
     pid_ = ::fork();
     if (pid_ == 0) {
       const int fd = ::open(log.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
@@ -106,6 +107,7 @@ class SchedulerProcess {
       }
       ::execl(GPUORCH_BINARY, GPUORCH_BINARY, "scheduler", "--kubeconfig", kubeconfig.c_str(),
               "--policy", "efd", "--listen", "127.0.0.1:0", "--retry-unschedulable", "30",
+              leader_elect ? "--leader-elect" : static_cast<char*>(nullptr),
               static_cast<char*>(nullptr));
       ::_exit(127);
     }
@@ -213,6 +215,39 @@ TEST(SchedulerControlPlane, PlacesExplainsRetriesAndSurvivesARestart) {
     ++binds;
   }
   EXPECT_EQ(binds, 4U) << log;
+}
+
+// Two replicas, one Lease: only the leader binds; when it stops (releasing the lease) the standby
+// takes over and binds the next pod.
+TEST(SchedulerControlPlane, LeaderElectionOneActiveReplica) {
+  auto& cp = test::ControlPlane::shared();
+  k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
+  add_node(api, "gpu-a", 4, "A100");
+  test::TempDir dir;
+  SchedulerProcess first(cp.kubeconfig(), dir.file("first.log"), true);
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (first.log().find("leading:") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_NE(first.log().find("leading:"), std::string::npos) << first.log();
+  SchedulerProcess second(cp.kubeconfig(), dir.file("second.log"), true);
+  api.create(kPods, make_pod("one", {{"cpu", "1"}, {"nvidia.com/gpu", "1"}}));
+  wait_pod(api, "one", bound);
+  std::this_thread::sleep_for(1s);
+  EXPECT_NE(second.log().find("standing by"), std::string::npos) << second.log();
+  EXPECT_EQ(second.log().find("leading:"), std::string::npos) << second.log();
+  EXPECT_NE(first.log().find("bound default/one"), std::string::npos) << first.log();
+  const json lease =
+      api.get("/apis/coordination.k8s.io/v1/namespaces/default/leases/gpuorch-scheduler");
+  EXPECT_FALSE(lease["spec"].value("holderIdentity", "").empty());
+  EXPECT_EQ(first.stop(), 0) << first.log();
+  EXPECT_NE(first.log().find("released lease"), std::string::npos) << first.log();
+  api.create(kPods, make_pod("two", {{"cpu", "1"}, {"nvidia.com/gpu", "1"}}));
+  wait_pod(api, "two", bound, 30s);
+  EXPECT_NE(second.log().find("leading:"), std::string::npos) << second.log();
+  EXPECT_NE(second.log().find("bound default/two"), std::string::npos) << second.log();
+  EXPECT_EQ(second.log().find("bound default/one"), std::string::npos) << "bound once only";
 }
 
 TEST(SchedulerControlPlane, RefusedCredentialsExitTwoAtStart) {

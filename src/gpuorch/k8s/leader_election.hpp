@@ -1,0 +1,59 @@
+#pragma once
+// Leader election through a coordination.k8s.io/v1 Lease, as kube-scheduler and client-go's
+// leaderelection do it: the holder renews the lease every retry period; another replica takes it
+// only after it has seen the same record unchanged for the lease duration (measured on its own
+// clock, so clock skew between hosts does not matter); a holder that cannot renew within the
+// renew deadline stops acting as leader. Optimistic concurrency (resourceVersion) makes a
+// take-over by two replicas at once impossible: one PUT wins, the other gets 409.
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "gpuorch/k8s/api_client.hpp"
+
+namespace gpuorch::k8s {
+
+struct LeaseOptions {
+  std::string ns = "default";
+  std::string name = "gpuorch-scheduler";
+  std::string identity;  // unique per replica: hostname_random
+  std::chrono::seconds lease_duration{15};
+  std::chrono::seconds renew_deadline{10};
+  std::chrono::seconds retry_period{2};
+};
+
+class LeaderElector {
+ public:
+  LeaderElector(ApiClient& api, LeaseOptions options,
+                std::function<void(const std::string&)> log = {});
+
+  // Blocks until this replica holds the lease (true) or `stop` (false).
+  bool acquire(const std::atomic<bool>& stop);
+  // Renews every retry period until `stop` (true) or until a renewal has not succeeded for the
+  // renew deadline (false: leadership is lost and the caller must stop acting as leader).
+  bool hold(const std::atomic<bool>& stop);
+  // Gives the lease up (a clean stop), so a standby takes over at once instead of after expiry.
+  void release();
+
+  // One round: true when this replica holds the lease afterwards.
+  bool try_acquire_or_renew();
+
+  [[nodiscard]] const LeaseOptions& options() const { return options_; }
+
+ private:
+  [[nodiscard]] std::string path() const;
+  void log(const std::string& line) const;
+
+  ApiClient& api_;
+  LeaseOptions options_;
+  std::function<void(const std::string&)> log_;
+  std::string observed_;  // holder + renewTime last seen
+  std::chrono::steady_clock::time_point observed_at_;
+};
+
+// "2026-12-01T20:30:00.123456Z": the MicroTime a Lease's times are written in.
+std::string micro_time_now();
+
+}  // namespace gpuorch::k8s
