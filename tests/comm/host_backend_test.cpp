@@ -3,11 +3,17 @@
 // element type and every reduction must come out exact; the TCP store must keep its promises.
 #include "gpuorch/comm/host_backend.hpp"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <array>
 #include <climits>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -234,6 +240,119 @@ TEST(TcpStore, WaitAndConnectAreBounded) {
   EXPECT_THROW(c.wait({"never"}, 200ms), StoreError);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
   EXPECT_THROW(TcpStoreClient("127.0.0.1", 1, 200ms), StoreError);  // nobody listens on 1
+}
+
+// A raw TCP connection to ip:port, for bytes no well-behaved client sends; -1 when refused.
+int raw_connect(const char* ip, int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  ::inet_pton(AF_INET, ip, &a.sin_addr);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+void raw_u64(std::string& out, std::uint64_t v) { out.append(reinterpret_cast<char*>(&v), 8); }
+void raw_str(std::string& out, const std::string& s) {
+  raw_u64(out, s.size());
+  out += s;
+}
+std::string raw_validate() {
+  std::string out(1, '\0');
+  const std::uint32_t magic = 0x3C85F7CE;
+  out.append(reinterpret_cast<const char*>(&magic), 4);
+  return out;
+}
+std::string raw_set(const std::string& k, const std::string& v) {
+  std::string out(1, '\1');
+  raw_str(out, k);
+  raw_str(out, v);
+  return out;
+}
+std::string raw_add(const std::string& k, std::int64_t delta) {
+  std::string out(1, '\4');
+  raw_str(out, k);
+  out.append(reinterpret_cast<char*>(&delta), 8);
+  return out;
+}
+
+// Sends `bytes` on a fresh connection; true when the server then closes it within 2 s.
+bool server_hangs_up(int port, const std::string& bytes) {
+  const int fd = raw_connect("127.0.0.1", port);
+  if (fd < 0) return false;
+  ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  bool closed = false;
+  const auto end = std::chrono::steady_clock::now() + 2s;
+  while (!closed && std::chrono::steady_clock::now() < end) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    char buf[64];
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    closed = n == 0 || (n < 0 && errno == ECONNRESET);
+  }
+  ::close(fd);
+  return closed;
+}
+
+TEST(TcpStore, BadRequestsCloseTheirConnectionAndTheServerGoesOn) {
+  TcpStoreServer server("127.0.0.1", 0);
+  const int port = server.port();
+  // ADD to a value that is not a number, and ADD past INT64_MAX (stoll threw in the server).
+  EXPECT_TRUE(server_hangs_up(port, raw_validate() + raw_set("k", "abc") + raw_add("k", 1)));
+  EXPECT_TRUE(server_hangs_up(port, raw_validate() + raw_add("n", INT64_MAX) + raw_add("n", 1)));
+  EXPECT_TRUE(server_hangs_up(port, raw_validate() + raw_add("m", INT64_MIN) + raw_add("m", -1)));
+  EXPECT_TRUE(server_hangs_up(port, raw_validate() + raw_set("p", "12abc") + raw_add("p", 1)));
+  // Lengths over the limits are refused at once, before their bytes are buffered.
+  std::string huge_key(1, '\1');
+  raw_u64(huge_key, kStoreMaxKeyBytes + 1);
+  EXPECT_TRUE(server_hangs_up(port, raw_validate() + huge_key));
+  std::string huge_value(1, '\1');
+  raw_str(huge_value, "v");
+  raw_u64(huge_value, std::uint64_t{1} << 62);
+  EXPECT_TRUE(server_hangs_up(port, raw_validate() + huge_value));
+  std::string many_keys(1, '\6');  // WAIT
+  raw_u64(many_keys, kStoreMaxKeysPerQuery + 1);
+  EXPECT_TRUE(server_hangs_up(port, raw_validate() + many_keys));
+  std::string big_wait(1, '\6');  // each key within the limit, the request not
+  raw_u64(big_wait, 1024);
+  for (int i = 0; i < 1024 && big_wait.size() <= kStoreMaxRequestBytes; ++i) {
+    raw_str(big_wait, std::string(kStoreMaxKeyBytes, 'k'));
+  }
+  EXPECT_TRUE(server_hangs_up(port, raw_validate() + big_wait));
+  std::string legacy(1, '\0');  // PyTorch 1.13's SET of a key of 2^40 bytes
+  raw_u64(legacy, std::uint64_t{1} << 40);
+  EXPECT_TRUE(server_hangs_up(port, legacy));
+  EXPECT_TRUE(server_hangs_up(port, raw_validate() + std::string(1, '\x63')));  // unknown query
+  std::string wrong_magic(1, '\0');
+  wrong_magic += "\x01\x02\x03\x04";
+  EXPECT_TRUE(server_hangs_up(port, raw_validate() + wrong_magic));
+  // Still serving, and what was stored before a bad request stays.
+  TcpStoreClient c("127.0.0.1", port, 2s);
+  EXPECT_EQ(c.get("k"), (std::vector<char>{'a', 'b', 'c'}));
+  EXPECT_EQ(c.add("n", -1), INT64_MAX - 1);
+  EXPECT_EQ(c.add("fresh", 3), 3);
+  c.set("v", std::vector<char>(1 << 20, 'x'));
+  EXPECT_EQ(c.get("v").size(), std::size_t{1} << 20);
+}
+
+TEST(TcpStore, ListensOnTheAddressItIsGivenOnly) {
+  TcpStoreServer server("127.0.0.1", 0);
+  EXPECT_EQ(server.address(), "127.0.0.1:" + std::to_string(server.port()));
+  // 127.0.0.2 is this host too: a server on every interface would take it.
+  const int other = raw_connect("127.0.0.2", server.port());
+  EXPECT_LT(other, 0);
+  if (other >= 0) ::close(other);
+  const int fd = raw_connect("127.0.0.1", server.port());
+  EXPECT_GE(fd, 0);
+  if (fd >= 0) ::close(fd);
+  TcpStoreServer any("", 0);
+  EXPECT_EQ(any.address(), "*:" + std::to_string(any.port()));
+  // 192.0.2.1 (TEST-NET-1) is no address of this host.
+  EXPECT_THROW(TcpStoreServer("192.0.2.1", 0), StoreAddressError);
 }
 
 TEST(TcpStore, PortInUseIsAnError) {

@@ -188,13 +188,16 @@ TEST(BenchHostCli, TwoProcessesJoinThroughTorchrunVariables) {
 }
 
 TEST(BenchHostCli, AbsentPeerTimesOut) {
+  const std::string port = std::to_string(test::free_loopback_port());
   const auto r = run("all_reduce --backend host --timeout 1",
-                     {"RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
-                      "MASTER_PORT=" + std::to_string(test::free_loopback_port())});
+                     {"RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + port});
   EXPECT_EQ(r.code, 1);
   EXPECT_LT(r.took, 15s);
-  EXPECT_EQ(test::lines_of(r.err).size(), 1u) << r.err;
-  EXPECT_EQ(r.err.rfind("gpuorch bench: rank 0: ", 0), 0u) << r.err;
+  // Rank 0 says where its store listens (MASTER_ADDR, not every interface), then the error.
+  const auto lines = test::lines_of(r.err);
+  ASSERT_EQ(lines.size(), 2u) << r.err;
+  EXPECT_EQ(lines[0], "gpuorch bench: rank 0: store listening on 127.0.0.1:" + port) << r.err;
+  EXPECT_EQ(lines[1].rfind("gpuorch bench: rank 0: ", 0), 0u) << r.err;
 }
 
 TEST(BenchHostCli, BadInputIsOneLineExitTwo) {

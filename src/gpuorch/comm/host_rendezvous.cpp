@@ -1,5 +1,6 @@
 #include "gpuorch/comm/host_rendezvous.hpp"
 
+#include <fmt/format.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/hash_store.h>
 #include <gloo/rendezvous/store.h>
@@ -37,6 +38,21 @@ bool is_loopback(const std::string& addr) {
   return addr == "localhost" || addr == "::1" || addr.rfind("127.", 0) == 0;
 }
 
+// Rank 0's store, on the address MASTER_ADDR names (loopback stays loopback), and only when it
+// is no address of this host (a Service or NAT address) on every interface; says which.
+std::unique_ptr<TcpStoreServer> serve_store(const Endpoint& e) {
+  std::unique_ptr<TcpStoreServer> server;
+  std::string note;
+  try {
+    server = std::make_unique<TcpStoreServer>(e.master_addr, e.master_port);
+  } catch (const StoreAddressError&) {
+    server = std::make_unique<TcpStoreServer>("", e.master_port);
+    note = fmt::format(" (MASTER_ADDR={} is no address of this host)", e.master_addr);
+  }
+  fmt::print(stderr, "gpuorch bench: rank 0: store listening on {}{}\n", server->address(), note);
+  return server;
+}
+
 }  // namespace
 
 std::string default_hostname(const std::string& master_addr) {
@@ -61,9 +77,7 @@ Mesh connect_mesh(const Endpoint& e) {
     gloo::rendezvous::HashStore store;
     context->connectFullMesh(store, device);
   } else {
-    if (e.rank == 0 && !e.agent_store) {
-      m.server = std::make_unique<TcpStoreServer>("", e.master_port);
-    }
+    if (e.rank == 0 && !e.agent_store) m.server = serve_store(e);
     TcpStoreClient client(e.master_addr, e.master_port, e.timeout);
     StoreAdapter store(client, e.store_prefix);
     context->connectFullMesh(store, device);

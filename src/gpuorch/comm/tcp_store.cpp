@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -54,7 +55,7 @@ void put_bytes(std::vector<char>& out, const char* data, std::size_t n) {
 void put_str(std::vector<char>& out, const std::string& s) { put_bytes(out, s.data(), s.size()); }
 
 // Reads one request from a connection's buffered bytes; `ok` turns false when more bytes are
-// needed.
+// needed, `bad` says why the request can never be served (a length over the limits).
 class Reader {
  public:
   explicit Reader(const std::vector<char>& in) : in_(in) {}
@@ -66,30 +67,51 @@ class Reader {
     at_ += sizeof v;
     return v;
   }
-  std::string str() {
+  std::string str(std::uint64_t limit, const char* what) {
     const auto n = value<std::uint64_t>();
-    if (!ok || !need(n)) return {};
+    if (!ok) return {};
+    if (n > limit) {
+      fail(fmt::format("{} of {} bytes (at most {})", what, n, limit));
+      return {};
+    }
+    if (!need(n)) return {};
     std::string s(in_.data() + at_, n);
     at_ += n;
     return s;
   }
   std::vector<std::string> strs() {
     const auto n = value<std::uint64_t>();
+    if (ok && n > kStoreMaxKeysPerQuery) {
+      fail(fmt::format("{} keys in one query (at most {})", n, kStoreMaxKeysPerQuery));
+    }
     std::vector<std::string> v;
-    for (std::uint64_t i = 0; ok && i < n; ++i) v.push_back(str());
+    for (std::uint64_t i = 0; ok && i < n; ++i) v.push_back(str(kStoreMaxKeyBytes, "a key"));
     return v;
+  }
+  void fail(std::string why) {
+    ok = false;
+    bad = std::move(why);
   }
   std::size_t used() const { return at_; }
   bool ok = true;
+  std::string bad;  // non-empty: close the connection
 
  private:
   bool need(std::uint64_t n) {
-    if (in_.size() - at_ < n) ok = false;
+    if (ok && in_.size() - at_ < n) ok = false;
     return ok;
   }
   const std::vector<char>& in_;
   std::size_t at_ = 0;
 };
+
+// A counter's value as ADD stores it (decimal, as c10d's std::to_string); nullopt when not one.
+std::optional<std::int64_t> parse_counter(const std::string& s) {
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || end != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
 
 void send_fd(int fd, const std::vector<char>& bytes) {
   std::size_t done = 0;
@@ -117,11 +139,14 @@ struct Waiter {
 // length starts with the magic's bytes, a key of 1 GB, would be taken for a VALIDATE).
 enum class Dialect { kUnknown, kValidated, kLegacy };
 
-// The store's state and one request at a time; lives in the server thread only.
+// The store's state and one request at a time; lives in the server thread only. A request it
+// cannot serve (unknown query, a length over the limits, ADD to a value that is not a counter or
+// past the int64 range, the store full) closes its connection: the wire format has no error
+// answer, and c10d's client takes a closed connection as the error.
 class Store {
  public:
-  // Handles every complete request in `in`; false when the connection must be closed.
-  bool handle(int fd, std::vector<char>& in, Dialect& dialect) {
+  // Handles every complete request in `in`; false (and `why`) when the connection must be closed.
+  bool handle(int fd, std::vector<char>& in, Dialect& dialect, std::string& why) {
     for (;;) {
       if (dialect == Dialect::kUnknown) {
         if (in.empty() || (in[0] == kValidate && in.size() < 1 + sizeof kValidateMagic)) {
@@ -139,24 +164,25 @@ class Store {
       switch (q) {
         case kValidate: {
           const auto magic = r.value<std::uint32_t>();
-          if (r.ok && magic != kValidateMagic) return false;
+          if (r.ok && magic != kValidateMagic) r.fail("VALIDATE with a wrong magic");
           break;
         }
         case kSet: {
-          auto key = r.str();
-          auto value = r.str();
-          if (r.ok) set(std::move(key), std::move(value));
+          auto key = r.str(kStoreMaxKeyBytes, "a key");
+          auto value = r.str(kStoreMaxValueBytes, "a value");
+          if (r.ok) set(std::move(key), std::move(value), r);
           break;
         }
         case kCompareSet: {
-          auto key = r.str();
-          const auto expected = r.str();
-          auto desired = r.str();
+          auto key = r.str(kStoreMaxKeyBytes, "a key");
+          const auto expected = r.str(kStoreMaxValueBytes, "a value");
+          auto desired = r.str(kStoreMaxValueBytes, "a value");
           if (!r.ok) break;
           const auto it = kv_.find(key);
           if ((it == kv_.end() && expected.empty()) ||
               (it != kv_.end() && it->second == expected)) {
-            set(key, std::move(desired));
+            set(key, std::move(desired), r);
+            if (!r.ok) break;
           }
           const auto now = kv_.find(key);
           const std::string& v = now == kv_.end() ? expected : now->second;
@@ -164,7 +190,7 @@ class Store {
           break;
         }
         case kGet: {
-          auto key = r.str();
+          auto key = r.str(kStoreMaxKeyBytes, "a key");
           if (!r.ok) break;
           if (kv_.count(key)) {
             put_str(reply, kv_[key]);
@@ -174,12 +200,23 @@ class Store {
           break;
         }
         case kAdd: {
-          auto key = r.str();
+          auto key = r.str(kStoreMaxKeyBytes, "a key");
           const auto delta = r.value<std::int64_t>();
           if (!r.ok) break;
           const auto it = kv_.find(key);
-          const std::int64_t now = (it == kv_.end() ? 0 : std::stoll(it->second)) + delta;
-          set(key, std::to_string(now));
+          std::int64_t now = 0;
+          const auto was =
+              it == kv_.end() ? std::optional<std::int64_t>(0) : parse_counter(it->second);
+          if (!was) {
+            r.fail("ADD to a value that is not an integer");
+            break;
+          }
+          if (__builtin_add_overflow(*was, delta, &now)) {
+            r.fail("ADD past the int64 range");
+            break;
+          }
+          set(key, std::to_string(now), r);
+          if (!r.ok) break;
           reply.resize(sizeof now);
           std::memcpy(reply.data(), &now, sizeof now);
           break;
@@ -204,17 +241,33 @@ class Store {
           break;
         }
         case kDeleteKey: {
-          auto key = r.str();
+          auto key = r.str(kStoreMaxKeyBytes, "a key");
           if (!r.ok) break;
-          const auto n = static_cast<std::int64_t>(kv_.erase(key));
+          const auto it = kv_.find(key);
+          std::int64_t n = 0;
+          if (it != kv_.end()) {
+            bytes_ -= it->first.size() + it->second.size();
+            kv_.erase(it);
+            n = 1;
+          }
           reply.resize(sizeof n);
           std::memcpy(reply.data(), &n, sizeof n);
           break;
         }
         default:
-          return false;  // a query this store does not serve
+          r.fail(fmt::format("query {} is not served", static_cast<int>(code)));
       }
-      if (!r.ok) return true;  // incomplete: wait for more bytes
+      if (!r.bad.empty()) {
+        why = std::move(r.bad);
+        return false;
+      }
+      if (!r.ok) {  // incomplete: wait for more bytes, up to one request's limit
+        if (in.size() > kStoreMaxRequestBytes) {
+          why = fmt::format("a request over {} bytes", kStoreMaxRequestBytes);
+          return false;
+        }
+        return true;
+      }
       in.erase(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(r.used()));
       if (!reply.empty()) send_fd(fd, reply);
     }
@@ -231,7 +284,16 @@ class Store {
     }
     return true;
   }
-  void set(std::string key, std::string value) {
+  // Stores key = value unless the store would grow past kStoreMaxBytes (then `r` fails).
+  void set(std::string key, std::string value, Reader& r) {
+    const auto found = kv_.find(key);
+    const std::size_t old = found == kv_.end() ? 0 : found->first.size() + found->second.size();
+    const std::size_t now = key.size() + value.size();
+    if (bytes_ - old + now > kStoreMaxBytes) {
+      r.fail(fmt::format("the store holds {} bytes (at most {})", bytes_, kStoreMaxBytes));
+      return;
+    }
+    bytes_ = bytes_ - old + now;
     kv_[std::move(key)] = std::move(value);
     for (auto it = waiters_.begin(); it != waiters_.end();) {
       if (!has(it->keys)) {
@@ -250,9 +312,11 @@ class Store {
   }
 
   std::map<std::string, std::string> kv_;
+  std::size_t bytes_ = 0;  // keys and values held
   std::vector<Waiter> waiters_;
 };
 
+// A listening socket on host:port: the addresses `host` names (an empty host: every interface).
 int listen_on(const std::string& host, int port) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -267,24 +331,48 @@ int listen_on(const std::string& host, int port) {
   }
   std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> guard(res, ::freeaddrinfo);
   // Without a host, prefer the IPv6 wildcard: with IPV6_V6ONLY off it also takes IPv4 clients.
+  // With one, its addresses in the resolver's order (the order its clients try them).
   std::vector<addrinfo*> order;
   for (addrinfo* a = res; a; a = a->ai_next) {
-    if (a->ai_family == AF_INET6) order.insert(order.begin(), a);
-    if (a->ai_family == AF_INET) order.push_back(a);
+    if (a->ai_family == AF_INET6 && host.empty()) order.insert(order.begin(), a);
+    if (a->ai_family == AF_INET || (a->ai_family == AF_INET6 && !host.empty())) {
+      order.push_back(a);
+    }
   }
   std::string why = "no address";
+  bool not_local = !order.empty();
   for (addrinfo* a : order) {
     const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
     if (fd < 0) continue;
     int one = 1, zero = 0;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (a->ai_family == AF_INET6) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+    if (a->ai_family == AF_INET6 && host.empty()) {
+      ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+    }
     if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 128) == 0) return fd;
+    not_local = not_local && errno == EADDRNOTAVAIL;
     why = std::strerror(errno);
     ::close(fd);
   }
-  throw StoreError(
-      fmt::format("store {}:{}: cannot listen: {}", host.empty() ? "*" : host, port, why));
+  const std::string what =
+      fmt::format("store {}:{}: cannot listen: {}", host.empty() ? "*" : host, port, why);
+  if (not_local) throw StoreAddressError(what);
+  throw StoreError(what);
+}
+
+// What `fd` listens on: "127.0.0.1:29500", "[::1]:29500", "*:29500" for every interface.
+std::string bound_address(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+  char host[NI_MAXHOST] = {};
+  char serv[NI_MAXSERV] = {};
+  ::getnameinfo(reinterpret_cast<sockaddr*>(&ss), len, host, sizeof host, serv, sizeof serv,
+                NI_NUMERICHOST | NI_NUMERICSERV);
+  const std::string h = host;
+  if (h == "::" || h == "0.0.0.0") return fmt::format("*:{}", serv);
+  if (h.find(':') != std::string::npos) return fmt::format("[{}]:{}", h, serv);
+  return fmt::format("{}:{}", h, serv);
 }
 
 int bound_port(int fd) {
@@ -300,6 +388,7 @@ int bound_port(int fd) {
 TcpStoreServer::TcpStoreServer(const std::string& host, int port) {
   listen_fd_ = listen_on(host, port);
   port_ = bound_port(listen_fd_);
+  address_ = bound_address(listen_fd_);
   if (::pipe2(wake_, O_CLOEXEC) != 0) {
     ::close(listen_fd_);
     throw StoreError(fmt::format("store: pipe: {}", std::strerror(errno)));
@@ -323,6 +412,8 @@ void TcpStoreServer::serve() {
   };
   std::map<int, Conn> conns;
   Store store;
+  constexpr int kLogged = 10;  // connections closed for a bad request, logged; then silence
+  int dropped_logged = 0;
   for (;;) {
     std::vector<pollfd> fds{{wake_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
     for (const auto& [fd, c] : conns) fds.push_back({fd, POLLIN, 0});
@@ -333,7 +424,11 @@ void TcpStoreServer::serve() {
     if (fds[0].revents) break;
     if (fds[1].revents & POLLIN) {
       const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd >= 0) {
+      if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));  // not a busy loop
+      } else if (fd >= 0 && conns.size() >= kStoreMaxConnections) {
+        ::close(fd);  // full: the client sees the connection closed
+      } else if (fd >= 0) {
         set_nodelay(fd);
         conns[fd] = Conn{};
       }
@@ -346,8 +441,19 @@ void TcpStoreServer::serve() {
       bool keep = n > 0 || (n < 0 && errno == EINTR);
       if (n > 0) {
         auto& c = conns[fd];
-        c.in.insert(c.in.end(), buf, buf + n);
-        keep = store.handle(fd, c.in, c.dialect);
+        std::string why;
+        try {
+          c.in.insert(c.in.end(), buf, buf + n);
+          keep = store.handle(fd, c.in, c.dialect, why);
+        } catch (const std::exception& ex) {  // out of memory: this connection only
+          keep = false;
+          why = ex.what();
+        }
+        if (!keep && dropped_logged < kLogged) {
+          ++dropped_logged;
+          fmt::print(stderr, "gpuorch: store {}: closed a connection: {}{}\n", address_, why,
+                     dropped_logged == kLogged ? " (further ones are not logged)" : "");
+        }
       }
       if (!keep) {
         store.drop(fd);

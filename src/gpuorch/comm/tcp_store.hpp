@@ -21,7 +21,28 @@ class StoreError : public std::runtime_error {
   explicit StoreError(const std::string& message) : std::runtime_error(message) {}
 };
 
-// Serves the store on host:port (port 0: any free port) from a thread until destroyed.
+// The host to listen on names no address of this machine (EADDRNOTAVAIL).
+class StoreAddressError : public StoreError {
+ public:
+  explicit StoreAddressError(const std::string& message) : StoreError(message) {}
+};
+
+// What the server takes from its clients. A request over a limit, an unknown query, ADD to a
+// value that is not a decimal int64 or past the int64 range, or a SET that would grow the store
+// past kStoreMaxBytes closes that connection (the wire format has no error answer); the server
+// and every other connection go on. Connections beyond kStoreMaxConnections are closed at once.
+inline constexpr std::uint64_t kStoreMaxKeyBytes = 64 * 1024;
+inline constexpr std::uint64_t kStoreMaxValueBytes = 16 * 1024 * 1024;
+inline constexpr std::uint64_t kStoreMaxKeysPerQuery = 64 * 1024;  // CHECK, WAIT
+// One request, buffered until complete: COMPARE_SET's key and two values, or a CHECK/WAIT.
+inline constexpr std::size_t kStoreMaxRequestBytes =
+    2 * kStoreMaxValueBytes + kStoreMaxKeyBytes + 64;
+inline constexpr std::size_t kStoreMaxBytes = std::size_t{1} << 30;  // keys and values held
+inline constexpr std::size_t kStoreMaxConnections = 1024;
+
+// Serves the store on host:port (port 0: any free port) from a thread until destroyed: on the
+// addresses `host` names (the first that binds), on every interface when `host` is empty.
+// Throws StoreAddressError when `host` is not an address of this machine, else StoreError.
 class TcpStoreServer {
  public:
   TcpStoreServer(const std::string& host, int port);
@@ -29,12 +50,15 @@ class TcpStoreServer {
   TcpStoreServer(const TcpStoreServer&) = delete;
   TcpStoreServer& operator=(const TcpStoreServer&) = delete;
   int port() const { return port_; }
+  // What it listens on: "127.0.0.1:29500", "[::1]:29500", or "*:29500" for every interface.
+  const std::string& address() const { return address_; }
 
  private:
   void serve();
   int listen_fd_ = -1;
   int wake_[2] = {-1, -1};  // a pipe that ends serve()
   int port_ = 0;
+  std::string address_;
   std::thread thread_;
 };
 
