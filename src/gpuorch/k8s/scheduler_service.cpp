@@ -95,14 +95,27 @@ void SchedulerService::run(const std::atomic<bool>& stop) {
       });
       batch.swap(events_);
     }
-    for (Event& e : batch) handle(e);
+    // An object the server sends that is not what its API says (or a bug here) costs that one
+    // event or decision, never the scheduler.
+    for (Event& e : batch) {
+      try {
+        handle(e);
+      } catch (const std::exception& ex) {
+        log(fmt::format("ignored an event that could not be used: {}", ex.what()));
+      }
+    }
     batch.clear();
     if (!synced_) continue;
     if (cluster_changed_ || Clock::now() - last_retry_ > options_.retry_unschedulable) {
       retry_unschedulable();
     }
     // A few decisions, then back to the events, so binds and deletions are seen promptly.
-    for (int i = 0; i < 32 && schedule_next(); ++i) {
+    for (int i = 0; i < 32; ++i) {
+      try {
+        if (!schedule_next()) break;
+      } catch (const std::exception& ex) {
+        log(fmt::format("a scheduling decision failed: {}", ex.what()));
+      }
     }
     counters_.queue_length = active_.size() + unschedulable_.size();
   }
@@ -171,7 +184,7 @@ void SchedulerService::handle_node(const json& obj, bool deleted) {
 }
 
 void SchedulerService::handle_podgroup(const json& obj, bool deleted) {
-  if (!obj.is_object()) return;
+  if (!obj.is_object() || !obj.contains("metadata") || !obj["metadata"].is_object()) return;
   const json& meta = obj.value("metadata", json::object());
   const std::string key = fmt::format("{}/{}", meta.value("namespace", ""), meta.value("name", ""));
   cluster_changed_ = true;  // a new or changed group may let its gang go
