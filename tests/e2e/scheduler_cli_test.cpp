@@ -18,6 +18,8 @@
 #include "gpuorch/k8s/api_client.hpp"
 #include "gpuorch/k8s/kubeconfig.hpp"
 #include "support/control_plane.hpp"
+#include "support/kube_objects.hpp"
+#include "support/scheduler_process.hpp"
 #include "support/test_support.hpp"
 
 namespace gpuorch {
@@ -62,30 +64,15 @@ json get_pod(k8s::ApiClient& api, const std::string& name) {
   return api.get(fmt::format("{}/{}", kPods, name));
 }
 
-std::string unschedulable_message(const json& pod) {
-  for (const auto& c : pod.value("/status/conditions"_json_pointer, json::array())) {
-    if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") {
-      return c.value("message", "");
-    }
-  }
-  return "";
-}
+using test::unschedulable_message;
 
 // Polls until pred holds for the pod (bound, or reported); returns the last object seen.
 json wait_pod(k8s::ApiClient& api, const std::string& name,
-              const std::function<bool(const json&)>& pred, std::chrono::seconds timeout = 30s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  json p;
-  while (std::chrono::steady_clock::now() < deadline) {
-    p = get_pod(api, name);
-    if (pred(p)) return p;
-    std::this_thread::sleep_for(100ms);
-  }
-  ADD_FAILURE() << "pod " << name << " never reached the expected state: " << p.dump();
-  return p;
+              const std::function<bool(const json&)>& pred, std::chrono::seconds timeout = 60s) {
+  return test::wait_for(api, fmt::format("{}/{}", kPods, name), pred, timeout);
 }
 
-bool bound(const json& p) { return !p["spec"].value("nodeName", "").empty(); }
+bool bound(const json& p) { return !test::node_of(p).empty(); }
 bool reported(const json& p) { return !unschedulable_message(p).empty(); }
 
 std::size_t events_for(k8s::ApiClient& api, const std::string& pod) {
@@ -94,47 +81,26 @@ std::size_t events_for(k8s::ApiClient& api, const std::string& pod) {
   return list["items"].size();
 }
 
-class SchedulerProcess {
+// The scheduler as these tests run it: efd, any free port, a short retry period.
+class SchedulerProcess : public test::SchedulerProcess {
  public:
   SchedulerProcess(const std::string& kubeconfig, const std::string& log, bool leader_elect = false)
-      : log_(log) {
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      const int fd = ::open(log.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
-      if (fd >= 0) {
-        ::dup2(fd, 1);
-        ::dup2(fd, 2);
-      }
-      ::execl(GPUORCH_BINARY, GPUORCH_BINARY, "scheduler", "--kubeconfig", kubeconfig.c_str(),
-              "--policy", "efd", "--listen", "127.0.0.1:0", "--retry-unschedulable", "30",
-              leader_elect ? "--leader-elect" : static_cast<char*>(nullptr),
-              static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-  }
-  ~SchedulerProcess() { stop(); }
-  SchedulerProcess(const SchedulerProcess&) = delete;
-  SchedulerProcess& operator=(const SchedulerProcess&) = delete;
-  int stop() {
-    if (pid_ <= 0) return status_;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return status_;
-  }
-  [[nodiscard]] std::string log() const { return test::read_text(log_); }
+      : test::SchedulerProcess(args(kubeconfig, leader_elect), log) {}
 
  private:
-  std::string log_;
-  pid_t pid_ = -1;
-  int status_ = -1;
+  static std::vector<std::string> args(const std::string& kubeconfig, bool leader_elect) {
+    std::vector<std::string> a{
+        "--kubeconfig",          kubeconfig, "--policy", "efd", "--listen", "127.0.0.1:0",
+        "--retry-unschedulable", "30"};
+    if (leader_elect) a.emplace_back("--leader-elect");
+    return a;
+  }
 };
 
 TEST(SchedulerControlPlane, PlacesExplainsRetriesAndSurvivesARestart) {
   auto& cp = test::ControlPlane::shared();
   k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
+  test::clear_cluster(api);
   add_node(api, "gpu-a", 4, "A100", {{"rack", "r1"}});
   add_node(api, "gpu-b", 4, "A100", {{"rack", "r2"}},
            json::array({{{"key", "dedicated"}, {"value", "x"}, {"effect", "NoSchedule"}}}));
@@ -222,6 +188,7 @@ TEST(SchedulerControlPlane, PlacesExplainsRetriesAndSurvivesARestart) {
 TEST(SchedulerControlPlane, LeaderElectionOneActiveReplica) {
   auto& cp = test::ControlPlane::shared();
   k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
+  test::clear_cluster(api);
   add_node(api, "gpu-a", 4, "A100");
   test::TempDir dir;
   SchedulerProcess first(cp.kubeconfig(), dir.file("first.log"), true);

@@ -19,6 +19,8 @@
 #include "gpuorch/k8s/kubeconfig.hpp"
 #include "gpuorch/k8s/manifests.hpp"
 #include "support/control_plane.hpp"
+#include "support/kube_objects.hpp"
+#include "support/scheduler_process.hpp"
 #include "support/test_support.hpp"
 
 namespace gpuorch {
@@ -33,8 +35,12 @@ const std::string kGroups = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/defau
 void install_podgroup_crd(k8s::ApiClient& api) {
   for (const auto& m : k8s::make_manifests({})) {
     if (m.object.value("kind", "") != "CustomResourceDefinition") continue;
-    api.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-               json::parse(m.object.dump()));
+    try {
+      api.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                 json::parse(m.object.dump()));
+    } catch (const k8s::ApiError& e) {
+      if (e.status() != 409) throw;  // installed by an earlier test of this process
+    }
   }
   // The new API is served once the CRD is established.
   const auto deadline = std::chrono::steady_clock::now() + 30s;
@@ -79,48 +85,22 @@ json pod(const std::string& name, int gpus, const std::string& group = "") {
   return p;
 }
 
-std::string message_of(const json& p) {
-  for (const auto& c : p.value("/status/conditions"_json_pointer, json::array())) {
-    if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") {
-      return c.value("message", "");
-    }
-  }
-  return "";
-}
+using test::node_of;
+using test::wait_for;
 
-json wait_for(k8s::ApiClient& api, const std::string& path,
-              const std::function<bool(const json&)>& pred, std::chrono::seconds timeout = 30s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  json o;
-  while (std::chrono::steady_clock::now() < deadline) {
-    o = api.get(path);
-    if (pred(o)) return o;
-    std::this_thread::sleep_for(100ms);
-  }
-  ADD_FAILURE() << path << " never reached the expected state: " << o.dump();
-  return o;
-}
-
-std::string node_of(const json& p) { return p["spec"].value("nodeName", ""); }
+std::string message_of(const json& p) { return test::unschedulable_message(p); }
 
 TEST(SchedulerGang, AllOrNothingThenTogetherUnderOneRack) {
   auto& cp = test::ControlPlane::shared();
   k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
+  test::clear_cluster(api);
   install_podgroup_crd(api);
   for (int i = 1; i <= 4; ++i) add_node(api, fmt::format("r1-n{}", i), "r1");
   for (int i = 1; i <= 4; ++i) add_node(api, fmt::format("r2-n{}", i), "r2");
   test::TempDir dir;
-  const std::string log = dir.file("scheduler.log");
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    const int fd = ::open(log.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
-    if (fd >= 0) ::dup2(fd, 2);
-    ::execl(GPUORCH_BINARY, GPUORCH_BINARY, "scheduler", "--kubeconfig", cp.kubeconfig().c_str(),
-            "--policy", "best-fit", "--topology-levels", "block,rack", "--listen", "127.0.0.1:0",
-            static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+  test::SchedulerProcess scheduler({"--kubeconfig", cp.kubeconfig(), "--policy", "best-fit",
+                                    "--topology-levels", "block,rack", "--listen", "127.0.0.1:0"},
+                                   dir.file("scheduler.log"));
   // Blockers fill r1-n4 and all of r2: only r1-n1..n3 have room.
   for (const char* n : {"r1-n4", "r2-n1", "r2-n2", "r2-n3", "r2-n4"}) {
     json b = pod(fmt::format("block-{}", n), 8);
@@ -134,7 +114,7 @@ TEST(SchedulerGang, AllOrNothingThenTogetherUnderOneRack) {
     api.create(kPods, b);
     const json bound = wait_for(api, fmt::format("{}/block-{}", kPods, n),
                                 [](const json& p) { return !node_of(p).empty(); });
-    ASSERT_EQ(node_of(bound), n) << test::read_text(log);
+    ASSERT_EQ(node_of(bound), n) << scheduler.log();
   }
   api.create(kGroups, {{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
                        {"kind", "PodGroup"},
@@ -166,14 +146,13 @@ TEST(SchedulerGang, AllOrNothingThenTogetherUnderOneRack) {
                             [](const json& o) { return !node_of(o).empty(); });
     nodes.insert(node_of(p));
   }
-  EXPECT_EQ(nodes, (std::set<std::string>{"r1-n1", "r1-n2", "r1-n3", "r1-n4"}))
-      << test::read_text(log);
+  EXPECT_EQ(nodes, (std::set<std::string>{"r1-n1", "r1-n2", "r1-n3", "r1-n4"})) << scheduler.log();
   wait_for(api, kGroups + "/train", [](const json& g) {
     return g.value("/status/phase"_json_pointer, std::string()) == "Scheduled";
   });
-  EXPECT_NE(test::read_text(log).find("gang default/train: 4 members placed under rack=r1"),
+  EXPECT_NE(scheduler.log().find("gang default/train: 4 members placed under rack=r1"),
             std::string::npos)
-      << test::read_text(log);
+      << scheduler.log();
 
   // Short of minMember, and a malformed group: explained, never placed.
   api.create(kGroups, {{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
@@ -188,10 +167,7 @@ TEST(SchedulerGang, AllOrNothingThenTogetherUnderOneRack) {
   const json o =
       wait_for(api, kPods + "/orphan-0", [](const json& x) { return !message_of(x).empty(); });
   EXPECT_NE(message_of(o).find("PodGroup default/missing does not exist"), std::string::npos);
-  ::kill(pid, SIGTERM);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << test::read_text(log);
+  EXPECT_EQ(scheduler.stop(), 0) << scheduler.log();
 }
 
 }  // namespace
