@@ -47,6 +47,33 @@ TEST(ParseInventory, ZeroCountTemplatesAndZeroGpusAreAllowed) {
   EXPECT_TRUE(nodes[0].labels.empty());
 }
 
+TEST(ParseInventory, GpuLinksFromAMatrixOrNvlinkIslands) {
+  const auto nodes = parse_inventory(
+      "nodes:\n"
+      "  - name: pcie\n"
+      "    cpu_milli: 1\n"
+      "    memory_mib: 1\n"
+      "    gpu:\n"
+      "      model: T4\n"
+      "      count: 3\n"
+      "      links:\n"
+      "        - [0, 50, 10]\n"
+      "        - [50, 0, 10]\n"
+      "        - [10, 10, 0]\n"
+      "  - name: dgx\n"
+      "    cpu_milli: 1\n"
+      "    memory_mib: 1\n"
+      "    gpu: {model: V100, count: 4, nvlink_islands: [[0, 2], [1]]}\n"
+      "  - {name: plain, cpu_milli: 1, memory_mib: 1, gpu: {model: T4, count: 2}}\n",
+      "inv.yaml");
+  ASSERT_EQ(nodes.size(), 3U);
+  EXPECT_THAT(nodes[0].gpu_links, ElementsAre(0, 50, 10, 50, 0, 10, 10, 10, 0));
+  // 100 inside an island, 10 between islands and for GPUs in none.
+  EXPECT_THAT(nodes[1].gpu_links,
+              ElementsAre(0, 10, 100, 10, 10, 0, 10, 10, 100, 10, 0, 10, 10, 10, 10, 0));
+  EXPECT_TRUE(nodes[2].gpu_links.empty());  // unknown
+}
+
 struct BadYaml {
   std::string name;
   std::string text;
@@ -88,6 +115,60 @@ TEST(ParseInventory, EveryBadInputIsOneLocatedLine) {
        "'labels' must be a mapping"},
       {"label_value_not_string", "nodes:\n" + kTemplate + "    labels:\n      zone: [a]\n", 6,
        "label values must be strings"},
+      {"links_and_islands",
+       "nodes:\n" + kTemplate +
+           "    gpu:\n      model: T4\n      count: 2\n      links: [[0, 1], [1, 0]]\n"
+           "      nvlink_islands: [[0, 1]]\n",
+       9, "give 'links' or 'nvlink_islands', not both"},
+      {"links_one_gpu",
+       "nodes:\n" + kTemplate + "    gpu:\n      model: T4\n      count: 1\n      links: [[0]]\n",
+       8, "'links' needs a 'count' of at least 2 GPUs"},
+      {"links_rows",
+       "nodes:\n" + kTemplate +
+           "    gpu:\n      model: T4\n      count: 3\n      links: [[0, 1, 1], [1, 0, 1]]\n",
+       8, "'links' must be a list of 3 rows, one per GPU"},
+      {"links_row_length",
+       "nodes:\n" + kTemplate +
+           "    gpu:\n      model: T4\n      count: 2\n      links:\n        - [0, 1]\n        - "
+           "[1]\n",
+       10, "row 1 of 'links' must be a list of 2 integers"},
+      {"links_not_integer",
+       "nodes:\n" + kTemplate +
+           "    gpu:\n      model: T4\n      count: 2\n      links:\n        - [0, fast]\n        "
+           "- [1, 0]\n",
+       9, "'links' row 0 column 1 must be an integer"},
+      {"links_too_large",
+       "nodes:\n" + kTemplate +
+           "    gpu:\n      model: T4\n      count: 2\n      links:\n        - [0, 256]\n        - "
+           "[256, 0]\n",
+       9, "'links' row 0 column 1 is 256, outside 0..255"},
+      {"links_diagonal",
+       "nodes:\n" + kTemplate +
+           "    gpu:\n      model: T4\n      count: 2\n      links:\n        - [0, 5]\n        - "
+           "[5, 7]\n",
+       10, "'links' row 1 column 1: the diagonal must be 0"},
+      {"links_asymmetric",
+       "nodes:\n" + kTemplate +
+           "    gpu:\n      model: T4\n      count: 2\n      links:\n        - [0, 5]\n        - "
+           "[6, 0]\n",
+       10, "'links' is not symmetric: row 1 column 0 is 6, row 0 column 1 is 5"},
+      {"islands_not_list",
+       "nodes:\n" + kTemplate +
+           "    gpu:\n      model: T4\n      count: 2\n      nvlink_islands: 3\n",
+       8, "'nvlink_islands' must be a non-empty list of lists of GPU indices"},
+      {"island_empty",
+       "nodes:\n" + kTemplate +
+           "    gpu:\n      model: T4\n      count: 2\n      nvlink_islands:\n        - []\n",
+       9, "an NVLink island must be a non-empty list of GPU indices"},
+      {"island_gpu_out_of_range",
+       "nodes:\n" + kTemplate +
+           "    gpu:\n      model: T4\n      count: 2\n      nvlink_islands:\n        - [0, 2]\n",
+       9, "a GPU index in 'nvlink_islands' is 2, outside 0..1"},
+      {"island_gpu_twice",
+       "nodes:\n" + kTemplate +
+           "    gpu:\n      model: T4\n      count: 4\n      nvlink_islands:\n        - [0, 1]\n   "
+           "     - [2, 1]\n",
+       10, "GPU 1 is in 'nvlink_islands' twice"},
       {"gpu_not_map", "nodes:\n" + kTemplate + "    gpu: 8\n", 5, "'gpu' must be a mapping"},
       {"template_not_map", "nodes:\n  - just-a-name\n", 2, "a node template must be a mapping"},
       {"duplicate_template", "nodes:\n" + kTemplate + kTemplate, 5, "duplicate template name 'a'"},

@@ -55,6 +55,7 @@ TEST_P(FixtureHost, NodeSpecRoundTripsThroughInventory) {
   EXPECT_EQ(nodes[0].gpu_count, spec.gpu_count);
   EXPECT_EQ(nodes[0].gpu_model, spec.gpu_model);
   EXPECT_EQ(nodes[0].gpu_memory_mib, spec.gpu_memory_mib);
+  EXPECT_EQ(nodes[0].gpu_links, spec.gpu_links);
   auto a = nodes[0].labels, b = spec.labels;
   std::sort(a.begin(), a.end());
   std::sort(b.begin(), b.end());

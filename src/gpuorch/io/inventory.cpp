@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cstdint>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -64,6 +65,97 @@ std::string text(const Context& ctx, const YAML::Node& map, const char* key, boo
   return v.as<std::string>();
 }
 
+// An integer in [lo, hi]; `what` names it in the error.
+std::int64_t integer_in(const Context& ctx, const YAML::Node& v, const std::string& what,
+                        std::int64_t lo, std::int64_t hi) {
+  std::int64_t out = 0;
+  if (!v.IsScalar() || !YAML::convert<std::int64_t>::decode(v, out)) {
+    base::fail_input(ctx.path, line_of(v), fmt::format("{} must be an integer", what));
+  }
+  if (out < lo || out > hi) {
+    base::fail_input(ctx.path, line_of(v),
+                     fmt::format("{} is {}, outside {}..{}", what, out, lo, hi));
+  }
+  return out;
+}
+
+// The GPU link matrix (cluster::NodeSpec::gpu_links) from `links` (the matrix itself) or
+// `nvlink_islands` (lists of GPUs joined by NVLink: 100 inside an island, 10 between); empty
+// when the template has neither.
+std::vector<std::uint8_t> gpu_links(const Context& ctx, const YAML::Node& gpu, int count) {
+  const YAML::Node links = gpu["links"];
+  const YAML::Node islands = gpu["nvlink_islands"];
+  if (!links && !islands) return {};
+  if (links && islands) {
+    base::fail_input(ctx.path, line_of(islands), "give 'links' or 'nvlink_islands', not both");
+  }
+  const char* key = links ? "links" : "nvlink_islands";
+  if (count < 2) {
+    base::fail_input(ctx.path, line_of(links ? links : islands),
+                     fmt::format("'{}' needs a 'count' of at least 2 GPUs", key));
+  }
+  const auto n = static_cast<std::size_t>(count);
+  std::vector<std::uint8_t> m(n * n, 0);
+  if (links) {
+    if (!links.IsSequence() || links.size() != n) {
+      base::fail_input(ctx.path, line_of(links),
+                       fmt::format("'links' must be a list of {} rows, one per GPU", n));
+    }
+    for (std::size_t a = 0; a < n; ++a) {
+      const YAML::Node row = links[a];
+      if (!row.IsSequence() || row.size() != n) {
+        base::fail_input(ctx.path, line_of(row),
+                         fmt::format("row {} of 'links' must be a list of {} integers", a, n));
+      }
+      for (std::size_t b = 0; b < n; ++b) {
+        const std::int64_t v =
+            integer_in(ctx, row[b], fmt::format("'links' row {} column {}", a, b), 0, 255);
+        if (a == b && v != 0) {
+          base::fail_input(ctx.path, line_of(row[b]),
+                           fmt::format("'links' row {} column {}: the diagonal must be 0", a, b));
+        }
+        if (b < a && v != m[b * n + a]) {
+          base::fail_input(ctx.path, line_of(row[b]),
+                           fmt::format("'links' is not symmetric: row {} column {} is {}, row {} "
+                                       "column {} is {}",
+                                       a, b, v, b, a, m[b * n + a]));
+        }
+        m[a * n + b] = static_cast<std::uint8_t>(v);
+      }
+    }
+    return m;
+  }
+  if (!islands.IsSequence() || islands.size() == 0) {
+    base::fail_input(ctx.path, line_of(islands),
+                     "'nvlink_islands' must be a non-empty list of lists of GPU indices");
+  }
+  std::vector<int> island_of(n, -1);
+  int i = 0;
+  for (const auto& island : islands) {
+    if (!island.IsSequence() || island.size() == 0) {
+      base::fail_input(ctx.path, line_of(island),
+                       "an NVLink island must be a non-empty list of GPU indices");
+    }
+    for (const auto& g : island) {
+      const auto idx = static_cast<std::size_t>(integer_in(
+          ctx, g, "a GPU index in 'nvlink_islands'", 0, static_cast<std::int64_t>(n) - 1));
+      if (island_of[idx] >= 0) {
+        base::fail_input(ctx.path, line_of(g),
+                         fmt::format("GPU {} is in 'nvlink_islands' twice", idx));
+      }
+      island_of[idx] = i;
+    }
+    ++i;
+  }
+  for (std::size_t a = 0; a < n; ++a) {
+    for (std::size_t b = 0; b < n; ++b) {
+      if (a == b) continue;
+      m[a * n + b] = island_of[a] >= 0 && island_of[a] == island_of[b] ? 100 : 10;
+    }
+  }
+  return m;
+}
+
 }  // namespace
 
 std::vector<cluster::NodeSpec> parse_inventory(const std::string& source, const std::string& path) {
@@ -96,7 +188,7 @@ std::vector<cluster::NodeSpec> parse_inventory(const std::string& source, const 
     spec.cpu_milli = nonnegative(ctx, t, "cpu_milli", true);
     spec.memory_mib = nonnegative(ctx, t, "memory_mib", true);
     if (const YAML::Node gpu = t["gpu"]) {
-      check_keys(ctx, gpu, {"model", "count", "memory_mib"}, "'gpu'");
+      check_keys(ctx, gpu, {"model", "count", "memory_mib", "links", "nvlink_islands"}, "'gpu'");
       spec.gpu_model = text(ctx, gpu, "model", true);
       const std::int64_t gpus = nonnegative(ctx, gpu, "count", true);
       if (gpus > 64) base::fail_input(path, line_of(gpu), "'count' above 64 GPUs per node");
@@ -106,6 +198,7 @@ std::vector<cluster::NodeSpec> parse_inventory(const std::string& source, const 
         base::fail_input(path, line_of(gpu), "'model' is empty");
       }
       if (spec.gpu_count > 0) spec.labels.emplace_back("gpu-model", spec.gpu_model);
+      spec.gpu_links = gpu_links(ctx, gpu, spec.gpu_count);
     }
     if (const YAML::Node labels = t["labels"]) {
       if (!labels.IsMap()) base::fail_input(path, line_of(labels), "'labels' must be a mapping");

@@ -3,6 +3,7 @@
 #include <cassert>
 
 #include "gpuorch/base/units.hpp"
+#include "gpuorch/sched/gpu_picker.hpp"
 
 namespace gpuorch::sched {
 
@@ -49,6 +50,8 @@ std::vector<int> Policy::choose_gpus(const cluster::Cluster& cluster, cluster::N
     }
     return {best_fit_gpu(left, pod.gpu_milli)};
   }
+  const auto& links = cluster.spec(node).gpu_links;
+  if (topology_aware_gpus() && !links.empty()) return pick_gpus(left, pod.gpu_count, links);
   return lowest_free_gpus(left, pod.gpu_count);
 }
 

@@ -68,10 +68,17 @@ class Policy {
   // (a re-learnt target workload); the scheduler then drops the scores it cached.
   [[nodiscard]] virtual std::uint64_t score_epoch() const { return 0; }
 
+  // True when whole-GPU pods should get the node's best-connected free GPUs (sched/gpu_picker.hpp)
+  // on nodes whose NodeSpec has a GPU link matrix. False for the FGD study's six policies, which
+  // keep the study's own GPU choice (lowest-index free GPUs) so the reproduction stands; true for
+  // efd and efd-online.
+  [[nodiscard]] virtual bool topology_aware_gpus() const { return false; }
+
   // The GPUs of the chosen node the pod gets; empty for a CPU-only pod. The default is the
   // study's "best" GPU selection: a shared-GPU pod goes to the GPU score_node names, else to the
   // fitting GPU with the least free milli (lowest index on ties); whole-GPU pods go to the
-  // lowest-index free GPUs.
+  // lowest-index free GPUs, or, for a topology-aware policy on a node with a link matrix, to the
+  // GPU picker's best-connected free GPUs (pick_gpus).
   virtual std::vector<int> choose_gpus(const cluster::Cluster& cluster, cluster::NodeIndex node,
                                        const PodRequest& pod);
 };

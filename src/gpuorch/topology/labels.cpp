@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <vector>
 
 namespace gpuorch::topology {
 namespace {
@@ -189,6 +190,40 @@ Labels node_labels(const Host& h) {
   return out;
 }
 
+std::uint8_t gpu_link_strength(const Host& h, std::size_t a, std::size_t b) {
+  int s = 0;
+  if (const Link* l = h.link(a, b)) {
+    switch (l->path) {
+      case Path::kNvLink:
+        s = std::min(250, 100 + 5 * std::max(1, l->nvlinks));
+        break;
+      case Path::kXgmi:
+        s = l->xgmi_weight > 0 ? std::min(250, 100 + 600 / l->xgmi_weight) : 100;
+        break;
+      case Path::kPix:
+        s = 50;
+        break;
+      case Path::kPxb:
+        s = 40;
+        break;
+      case Path::kPhb:
+        s = 30;
+        break;
+      case Path::kNode:
+        s = 20;
+        break;
+      case Path::kSys:
+      case Path::kSelf:
+        s = 10;
+        break;
+    }
+  }
+  const int na = a < h.gpus.size() ? h.gpus[a].numa_node : -1;
+  const int nb = b < h.gpus.size() ? h.gpus[b].numa_node : -1;
+  if (na >= 0 && na == nb) s += 5;
+  return static_cast<std::uint8_t>(s);
+}
+
 cluster::NodeSpec node_spec(const Host& h) {
   cluster::NodeSpec spec;
   spec.name = h.hostname;
@@ -202,6 +237,19 @@ cluster::NodeSpec node_spec(const Host& h) {
     spec.labels.emplace_back("gpu-model", spec.gpu_model);
   }
   for (auto& kv : node_labels(h)) spec.labels.push_back(std::move(kv));
+  const std::size_t n = h.gpus.size();
+  bool known = false;
+  for (std::size_t a = 0; a < n && !known; ++a) {
+    for (std::size_t b = a + 1; b < n && !known; ++b) known = h.link(a, b) != nullptr;
+  }
+  if (n >= 2 && known) {
+    spec.gpu_links.assign(n * n, 0);
+    for (std::size_t a = 0; a < n; ++a) {
+      for (std::size_t b = 0; b < n; ++b) {
+        if (a != b) spec.gpu_links[a * n + b] = gpu_link_strength(h, a, b);
+      }
+    }
+  }
   return spec;
 }
 
@@ -223,6 +271,15 @@ std::string inventory_yaml(const cluster::NodeSpec& spec) {
     out += fmt::format("    gpu:\n      model: {}\n      count: {}\n", quoted(spec.gpu_model),
                        spec.gpu_count);
     if (spec.gpu_memory_mib > 0) out += fmt::format("      memory_mib: {}\n", spec.gpu_memory_mib);
+    const auto n = static_cast<std::size_t>(spec.gpu_count);
+    if (spec.gpu_links.size() == n * n) {
+      out += "      links:  # GPU link strengths (docs/inputs.md)\n";
+      for (std::size_t a = 0; a < n; ++a) {
+        std::vector<int> row;
+        for (std::size_t b = 0; b < n; ++b) row.push_back(spec.gpu_links[a * n + b]);
+        out += fmt::format("        - [{}]\n", fmt::join(row, ", "));
+      }
+    }
   }
   bool header = false;
   for (const auto& [k, v] : spec.labels) {

@@ -2,6 +2,8 @@
 // Kubernetes node labels for a Host (gpu-feature-discovery's names for NVIDIA, the AMD node
 // labeller's for AMD, gpuorch.io/* for topology) and the cluster::NodeSpec the scheduler core
 // consumes, so a live host, a YAML inventory and a trace all become the same cluster::Node.
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +19,12 @@ using Labels = std::vector<std::pair<std::string, std::string>>;
 Labels node_labels(const Host& host);
 // "H100-80GB-HBM3", "T4", "Instinct-MI250": the model name the scheduler and inventories use.
 std::string short_model(const std::string& marketing_name);
+// How well GPUs a and b (indices into host.gpus) are connected, on the scale of
+// cluster::NodeSpec::gpu_links: SYS 10, NODE 20, PHB 30, PXB 40, PIX 50, NV# 100 + 5 x # (at
+// most 250), XGMI 100 + 600 / KFD weight (100 when the weight is unknown), 0 when no link is
+// known; + 5 when both GPUs are on one NUMA node.
+std::uint8_t gpu_link_strength(const Host& host, std::size_t a, std::size_t b);
+// With the GPU link matrix when the host has two or more GPUs and any link between them known.
 cluster::NodeSpec node_spec(const Host& host);
 // The NodeSpec as a gpuorch YAML inventory (docs/inventory.md) that io::load_inventory reads.
 std::string inventory_yaml(const cluster::NodeSpec& spec);

@@ -74,6 +74,8 @@ class EfdPolicy final : public Policy {
   [[nodiscard]] bool scores_per_node() const override { return true; }
   [[nodiscard]] bool scores_by_state() const override { return true; }
   [[nodiscard]] std::uint64_t score_epoch() const override { return epoch_; }
+  // Not one of the study's policies: whole-GPU pods get the node's best-connected free GPUs.
+  [[nodiscard]] bool topology_aware_gpus() const override { return true; }
 
   void observe(const PodRequest& pod) override {
     if (!online_) return;

@@ -1,0 +1,217 @@
+#include "gpuorch/sched/gpu_picker.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+
+#include "gpuorch/base/units.hpp"
+#include "gpuorch/sched/policy.hpp"
+
+namespace gpuorch::sched {
+namespace {
+
+// C(n, k), or any value above kExactPickLimit once it gets there.
+long long choose(std::size_t n, std::size_t k) {
+  if (k > n) return 0;
+  long long c = 1;
+  for (std::size_t i = 1; i <= k; ++i) {
+    c = c * static_cast<long long>(n - k + i) / static_cast<long long>(i);
+    if (c > kExactPickLimit) return c;
+  }
+  return c;
+}
+
+// How good a set is: the weakest pair (higher wins), the sum of its pairs (higher wins), then
+// its members' strengths to the candidates left over (lower wins).
+struct Key {
+  long long weakest = std::numeric_limits<long long>::max();  // no pair yet
+  long long sum = 0;
+  long long leak = 0;
+};
+
+bool better(const Key& a, const Key& b) {
+  if (a.weakest != b.weakest) return a.weakest > b.weakest;
+  if (a.sum != b.sum) return a.sum > b.sum;
+  return a.leak < b.leak;
+}
+
+bool same(const Key& a, const Key& b) {
+  return a.weakest == b.weakest && a.sum == b.sum && a.leak == b.leak;
+}
+
+class Search {
+ public:
+  Search(std::size_t n, std::span<const int> links, std::vector<int> candidates,
+         std::vector<int> fixed, std::size_t count)
+      : n_(n),
+        links_(links),
+        candidates_(std::move(candidates)),
+        fixed_(std::move(fixed)),
+        count_(count),
+        in_set_(n, 0) {}
+
+  std::vector<int> run() {
+    const std::size_t wanted = count_ - fixed_.size();
+    set_ = fixed_;
+    for (const int f : fixed_) in_set_[static_cast<std::size_t>(f)] = 1;
+    if (choose(candidates_.size(), wanted) <= kExactPickLimit) {
+      exhaustive(0, wanted);
+    } else {
+      greedy();
+    }
+    return best_;
+  }
+
+ private:
+  [[nodiscard]] long long at(int a, int b) const {
+    return links_[static_cast<std::size_t>(a) * n_ + static_cast<std::size_t>(b)];
+  }
+
+  [[nodiscard]] Key key() const {
+    Key k;
+    for (std::size_t i = 0; i < set_.size(); ++i) {
+      for (std::size_t j = i + 1; j < set_.size(); ++j) {
+        const long long v = at(set_[i], set_[j]);
+        k.weakest = std::min(k.weakest, v);
+        k.sum += v;
+      }
+    }
+    for (const int m : set_) {
+      for (const int c : candidates_) {
+        if (!in_set_[static_cast<std::size_t>(c)]) k.leak += at(m, c);
+      }
+    }
+    return k;
+  }
+
+  void consider() {
+    const Key k = key();
+    std::vector<int> sorted = set_;
+    std::sort(sorted.begin(), sorted.end());
+    if (best_.empty() || better(k, best_key_) || (same(k, best_key_) && sorted < best_)) {
+      best_key_ = k;
+      best_ = std::move(sorted);
+    }
+  }
+
+  void add(int c) {
+    set_.push_back(c);
+    in_set_[static_cast<std::size_t>(c)] = 1;
+  }
+  void remove_last() {
+    in_set_[static_cast<std::size_t>(set_.back())] = 0;
+    set_.pop_back();
+  }
+
+  // Every combination of `left` more candidates from position `from` on, in lexicographic order.
+  void exhaustive(std::size_t from, std::size_t left) {
+    if (left == 0) {
+      consider();
+      return;
+    }
+    for (std::size_t i = from; i + left <= candidates_.size(); ++i) {
+      add(candidates_[i]);
+      exhaustive(i + 1, left - 1);
+      remove_last();
+    }
+  }
+
+  // From each candidate as a seed (with the fixed members), add the candidate whose weakest link
+  // to the set is strongest, then the best connected to it, then the least connected to the
+  // candidates still out, then the lowest; the best completed set by the full key wins.
+  void greedy() {
+    for (const int seed : candidates_) {
+      add(seed);
+      while (set_.size() < count_) {
+        int pick = -1;
+        Key pick_key;
+        for (const int c : candidates_) {
+          if (in_set_[static_cast<std::size_t>(c)]) continue;
+          Key k;
+          for (const int m : set_) {
+            k.weakest = std::min(k.weakest, at(c, m));
+            k.sum += at(c, m);
+          }
+          for (const int d : candidates_) {
+            if (d != c && !in_set_[static_cast<std::size_t>(d)]) k.leak += at(c, d);
+          }
+          if (pick < 0 || better(k, pick_key)) {
+            pick = c;
+            pick_key = k;
+          }
+        }
+        add(pick);
+      }
+      consider();
+      while (set_.size() > fixed_.size()) remove_last();
+    }
+  }
+
+  std::size_t n_;
+  std::span<const int> links_;
+  std::vector<int> candidates_;  // ascending, none of them fixed
+  std::vector<int> fixed_;       // ascending
+  std::size_t count_;
+  std::vector<char> in_set_;
+  std::vector<int> set_;
+  std::vector<int> best_;
+  Key best_key_;
+};
+
+std::vector<int> sorted_unique(std::span<const int> v, std::size_t n, const char* what) {
+  std::vector<int> out(v.begin(), v.end());
+  for (const int i : out) {
+    if (i < 0 || static_cast<std::size_t>(i) >= n) {
+      throw std::invalid_argument(
+          fmt::format("GPU picker: {} index {} outside a {}-device matrix", what, i, n));
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+}  // namespace
+
+std::vector<int> pick_connected(std::size_t n, std::span<const int> links,
+                                std::span<const int> candidates, std::span<const int> fixed,
+                                int count) {
+  if (links.size() != n * n) {
+    throw std::invalid_argument(
+        fmt::format("GPU picker: a link matrix of {} entries for {} devices (needs {})",
+                    links.size(), n, n * n));
+  }
+  std::vector<int> must = sorted_unique(fixed, n, "fixed");
+  std::vector<int> pool = sorted_unique(candidates, n, "candidate");
+  std::erase_if(pool, [&](int c) { return std::binary_search(must.begin(), must.end(), c); });
+  const std::size_t wanted = static_cast<std::size_t>(std::max(0, count));
+  if (wanted <= must.size()) return must;
+  if (must.size() + pool.size() <= wanted) {
+    std::vector<int> all = must;
+    all.insert(all.end(), pool.begin(), pool.end());
+    std::sort(all.begin(), all.end());
+    return all;
+  }
+  return Search(n, links, std::move(pool), std::move(must), wanted).run();
+}
+
+std::vector<int> pick_gpus(std::span<const std::int32_t> gpu_left, int count,
+                           std::span<const std::uint8_t> links) {
+  if (links.empty()) return lowest_free_gpus(gpu_left, count);
+  const std::size_t n = gpu_left.size();
+  if (links.size() != n * n) {
+    throw std::invalid_argument(fmt::format(
+        "GPU picker: a link matrix of {} entries for a node of {} GPUs", links.size(), n));
+  }
+  std::vector<int> free;
+  for (std::size_t g = 0; g < n; ++g) {
+    if (gpu_left[g] == base::kMilliPerGpu) free.push_back(static_cast<int>(g));
+  }
+  if (static_cast<int>(free.size()) <= count) return free;
+  const std::vector<int> strength(links.begin(), links.end());
+  return pick_connected(n, strength, free, {}, count);
+}
+
+}  // namespace gpuorch::sched
