@@ -6,23 +6,12 @@
 #include <map>
 #include <stdexcept>
 
+#include "gpuorch/sched/gpu_picker.hpp"
+
 namespace gpuorch::k8s {
 namespace {
 
 using topology::Path;
-
-// Above this many candidate sets the search is greedy instead of exhaustive.
-constexpr long long kExhaustiveLimit = 20000;
-
-long long choose(long long n, long long k) {
-  if (k < 0 || k > n) return 0;
-  long long c = 1;
-  for (long long i = 1; i <= k; ++i) {
-    c = c * (n - k + i) / i;
-    if (c > kExhaustiveLimit) return c;
-  }
-  return c;
-}
 
 struct Candidate {
   std::string id;
@@ -75,76 +64,6 @@ std::vector<std::string> distributed(const topology::Host& host, const Resource&
   }
   return chosen;
 }
-
-struct SetSearch {
-  const topology::Host& host;
-  const Resource& r;
-  const std::vector<Candidate>& avail;
-  std::vector<std::vector<int>> score;  // pair scores between avail entries
-  std::vector<int> fixed;               // indices into avail, must_include
-  std::vector<int> best;
-  long long best_score = -1, best_leak = 0;
-
-  long long set_score(const std::vector<int>& set) const {
-    long long s = 0;
-    for (std::size_t i = 0; i < set.size(); ++i) {
-      for (std::size_t j = i + 1; j < set.size(); ++j) {
-        s += score[static_cast<std::size_t>(set[i])][static_cast<std::size_t>(set[j])];
-      }
-    }
-    return s;
-  }
-  // How strongly the set is tied to the devices it leaves behind; lower keeps cliques whole.
-  long long leak(const std::vector<int>& set) const {
-    long long s = 0;
-    for (int i : set) {
-      for (std::size_t j = 0; j < avail.size(); ++j) {
-        if (std::find(set.begin(), set.end(), static_cast<int>(j)) == set.end()) {
-          s += score[static_cast<std::size_t>(i)][j];
-        }
-      }
-    }
-    return s;
-  }
-  void consider(const std::vector<int>& set) {
-    const long long s = set_score(set);
-    const long long l = leak(set);
-    if (s > best_score || (s == best_score && l < best_leak)) {
-      best_score = s;
-      best_leak = l;
-      best = set;
-    }
-  }
-  void exhaustive(std::vector<int>& set, std::size_t from, std::size_t size) {
-    if (set.size() == size) {
-      consider(set);
-      return;
-    }
-    for (std::size_t i = from; i < avail.size(); ++i) {
-      if (std::find(set.begin(), set.end(), static_cast<int>(i)) != set.end()) continue;
-      set.push_back(static_cast<int>(i));
-      exhaustive(set, i + 1, size);
-      set.pop_back();
-    }
-  }
-  void greedy(std::vector<int>& set, std::size_t size) {
-    while (set.size() < size) {
-      int pick = -1;
-      long long pick_gain = -1;
-      for (std::size_t i = 0; i < avail.size(); ++i) {
-        if (std::find(set.begin(), set.end(), static_cast<int>(i)) != set.end()) continue;
-        long long gain = 0;
-        for (int j : set) gain += score[i][static_cast<std::size_t>(j)];
-        if (gain > pick_gain) {
-          pick_gain = gain;
-          pick = static_cast<int>(i);
-        }
-      }
-      set.push_back(pick);
-    }
-    consider(set);
-  }
-};
 
 }  // namespace
 
@@ -203,29 +122,31 @@ std::vector<std::string> preferred_allocation(const topology::Host& host, const 
   for (const auto& m : must) chosen.push_back(m.id);
   if (r.sharing != SharingKind::kNone) return distributed(host, r, avail, chosen, size);
 
-  SetSearch search{host, r, avail, {}, {}, {}, -1, 0};
-  search.score.assign(avail.size(), std::vector<int>(avail.size(), 0));
-  for (std::size_t i = 0; i < avail.size(); ++i) {
-    for (std::size_t j = 0; j < avail.size(); ++j) {
-      if (i != j) search.score[i][j] = pair_score(host, r, *avail[i].dev, *avail[j].dev);
+  // The scheduler core's picker over the offered devices and the required ones that are not
+  // offered (allocated already): all of them in one pair-score matrix, must_include fixed.
+  std::vector<Candidate> devices = avail;
+  for (const auto& m : must) {
+    if (std::none_of(devices.begin(), devices.end(),
+                     [&](const Candidate& c) { return c.id == m.id; })) {
+      devices.push_back(m);
     }
   }
-  std::vector<int> set;
+  const std::size_t n = devices.size();
+  std::vector<int> links(n * n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      if (i != j) links[i * n + j] = pair_score(host, r, *devices[i].dev, *devices[j].dev);
+    }
+  }
+  std::vector<int> offered(avail.size()), fixed;
+  for (std::size_t i = 0; i < avail.size(); ++i) offered[i] = static_cast<int>(i);
   for (const auto& m : must) {
-    const auto it =
-        std::find_if(avail.begin(), avail.end(), [&](const Candidate& c) { return c.id == m.id; });
-    // must_include devices are allocated already and need not be in `available`.
-    if (it != avail.end()) set.push_back(static_cast<int>(it - avail.begin()));
+    const auto it = std::find_if(devices.begin(), devices.end(),
+                                 [&](const Candidate& c) { return c.id == m.id; });
+    fixed.push_back(static_cast<int>(it - devices.begin()));
   }
-  const std::size_t wanted = static_cast<std::size_t>(size) - (must.size() - set.size());
-  if (choose(static_cast<long long>(avail.size() - set.size()),
-             static_cast<long long>(wanted - set.size())) <= kExhaustiveLimit) {
-    search.exhaustive(set, 0, wanted);
-  } else {
-    search.greedy(set, wanted);
-  }
-  for (int i : search.best) {
-    const std::string& id = avail[static_cast<std::size_t>(i)].id;
+  for (const int i : sched::pick_connected(n, links, offered, fixed, size)) {
+    const std::string& id = devices[static_cast<std::size_t>(i)].id;
     if (std::find(chosen.begin(), chosen.end(), id) == chosen.end()) chosen.push_back(id);
   }
   return chosen;

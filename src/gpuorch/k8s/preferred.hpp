@@ -2,9 +2,10 @@
 // GetPreferredAllocation: which `size` devices, from those the kubelet offers (already filtered
 // to the Topology Manager's NUMA choice) and including `must_include`, a container should get.
 // The rule (docs/device-plugin.md): whole GPUs and MIG devices go to the set whose pairs are
-// best connected (NVLink/xGMI first, then the PCIe path, then the same NUMA node); among equal
-// sets, the one least connected to the devices left over, so good cliques stay whole for later
-// requests. Replicas of shared GPUs are spread over the least used GPUs.
+// best connected (NVLink/xGMI first, then the PCIe path, then the same NUMA node): the highest
+// weakest pair, then the highest sum; among equal sets, the one least connected to the devices
+// left over, so good cliques stay whole for later requests. The search is the scheduler core's
+// GPU picker (sched::pick_connected). Replicas of shared GPUs are spread over the least used GPUs.
 #include <string>
 #include <vector>
 
