@@ -26,10 +26,6 @@ std::string now_rfc3339() {
   return buf;
 }
 
-auto queue_key(const PodObject& p) {
-  return std::make_tuple(-p.priority, p.created, p.key(), p.uid);
-}
-
 }  // namespace
 
 SchedulerService::SchedulerService(ApiClient& api, SchedulerServiceOptions options)
@@ -217,7 +213,7 @@ void SchedulerService::handle_pod(const json& obj, bool deleted) {
   if (p.uid.empty()) return;
   const std::string uid = p.uid;
   auto forget_queued = [&] {
-    if (const auto it = pods_.find(uid); it != pods_.end()) active_.erase(queue_key(it->second));
+    active_.erase(uid);
     unschedulable_.erase(uid);
   };
   if (deleted || p.terminal()) {
@@ -235,17 +231,19 @@ void SchedulerService::handle_pod(const json& obj, bool deleted) {
     if (!mirror_.accounted(uid)) mirror_.account(p);
     return;
   }
-  const bool queued = pods_.contains(uid) && active_.contains(queue_key(pods_[uid]));
+  const bool queued = active_.contains(uid);
   pods_[uid] = p;
   if (!ours(p) || p.deleting || binding_.contains(uid) || mirror_.accounted(uid)) return;
   // An update of a pod already reported (our own status write among them) waits for a change.
   if (queued || unschedulable_.contains(uid)) return;
-  active_.insert(queue_key(p));
+  active_.push(uid, p.priority, p.created + " " + p.key());
 }
 
 void SchedulerService::retry_unschedulable() {
   for (const auto& [uid, message] : unschedulable_) {
-    if (const auto it = pods_.find(uid); it != pods_.end()) active_.insert(queue_key(it->second));
+    if (const auto it = pods_.find(uid); it != pods_.end()) {
+      active_.push(uid, it->second.priority, it->second.created + " " + it->second.key());
+    }
   }
   // Their last message stays known (kept in retried_) so an unchanged verdict is not re-written.
   for (auto& [uid, message] : unschedulable_) reported_[uid] = std::move(message);
@@ -255,9 +253,9 @@ void SchedulerService::retry_unschedulable() {
 }
 
 bool SchedulerService::schedule_next() {
-  if (active_.empty()) return false;
-  const std::string uid = std::get<3>(*active_.begin());
-  active_.erase(active_.begin());
+  const std::optional<std::string> next = active_.pop();
+  if (!next) return false;
+  const std::string uid = *next;
   const auto it = pods_.find(uid);
   if (it == pods_.end() || !it->second.node_name.empty()) return true;
   const PodObject& pod = it->second;
@@ -333,7 +331,7 @@ void SchedulerService::schedule_gang(const std::string& gang) {
   // Members in a fixed order (name), so a gang is placed the same way every time.
   std::sort(pending.begin(), pending.end(),
             [](const PodObject& a, const PodObject& b) { return a.key() < b.key(); });
-  for (const auto& p : pending) active_.erase(queue_key(p));
+  for (const auto& p : pending) active_.erase(p.uid);
   if (pending.empty()) return;
   auto report_all = [&](const std::string& message) {
     for (const auto& p : pending) report_unschedulable(p, message);

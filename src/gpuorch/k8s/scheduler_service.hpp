@@ -23,6 +23,7 @@
 #include "gpuorch/k8s/api_client.hpp"
 #include "gpuorch/k8s/cluster_mirror.hpp"
 #include "gpuorch/k8s/pod_object.hpp"
+#include "gpuorch/sched/pending_queue.hpp"
 
 namespace gpuorch::k8s {
 
@@ -113,9 +114,8 @@ class SchedulerService {
   std::map<std::string, cluster::NodeSpec> nodes_;
   std::map<std::string, std::string> bad_nodes_;     // name -> why it is left out (logged once)
   std::unordered_map<std::string, PodObject> pods_;  // every pod, by uid
-  // Waiting to be decided: (-priority, created, key) orders the queue as kube-scheduler's
-  // PrioritySort does, FIFO within a priority.
-  std::set<std::tuple<int, std::string, std::string, std::string>> active_;
+  // Waiting to be decided, by uid, in the core's order (priority, then creation time).
+  sched::PendingQueue active_;
   std::unordered_map<std::string, std::string> unschedulable_;  // uid -> its message
   // The message each pod was last given, so an unchanged verdict is not written again.
   std::unordered_map<std::string, std::string> reported_;
