@@ -12,6 +12,7 @@
 #include "cli/verbs.hpp"
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/discover/discover.hpp"
+#include "gpuorch/telemetry/http_server.hpp"
 
 namespace gpuorch::cli {
 namespace {
@@ -51,9 +52,9 @@ int run(ExporterFlags f) {
 
   telemetry::Exporter exporter(d.host, std::move(sampler), options);
   const int port = exporter.start();
-  const bool v6 = options.address.find(':') != std::string::npos;
-  fmt::print("gpuorch exporter: listening on http://{}{}{}:{}/metrics ({} GPU(s), every {} s)\n",
-             v6 ? "[" : "", options.address, v6 ? "]" : "", port, d.host.gpus.size(), f.interval);
+  fmt::print("gpuorch exporter: listening on http://{}/metrics, {} ({} GPU(s), every {} s)\n",
+             telemetry::host_port(options.address, port), telemetry::listen_scope(options.address),
+             d.host.gpus.size(), f.interval);
   std::fflush(stdout);
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::duration<double>(f.duration);

@@ -120,5 +120,18 @@ TEST(ExporterCli, BadListenIsExitTwo) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
 }
 
+TEST(ExporterCli, SaysWhoCanReachIt) {
+  // --listen :PORT is every interface: the log line says so, as it says loopback.
+  const auto any =
+      run("exporter --listen :0 --duration 0.2 --no-nvml --sysfs-root " + root("t4x2"));
+  EXPECT_EQ(any.code, 0) << any.err;
+  EXPECT_NE(any.out.find("listening on http://0.0.0.0:"), std::string::npos) << any.out;
+  EXPECT_NE(any.out.find("/metrics, every IPv4 interface ("), std::string::npos) << any.out;
+  const auto lo =
+      run("exporter --listen 127.0.0.1:0 --duration 0.2 --no-nvml --sysfs-root " + root("t4x2"));
+  EXPECT_EQ(lo.code, 0) << lo.err;
+  EXPECT_NE(lo.out.find("/metrics, loopback only ("), std::string::npos) << lo.out;
+}
+
 }  // namespace
 }  // namespace gpuorch

@@ -1,12 +1,19 @@
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <regex>
+#include <thread>
 
 #include "../topology/fixture_hosts.hpp"
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/telemetry/dmon.hpp"
 #include "gpuorch/telemetry/exporter.hpp"
+#include "gpuorch/telemetry/http_server.hpp"
 #include "gpuorch/telemetry/prometheus.hpp"
 
 namespace gpuorch::telemetry {
@@ -132,6 +139,90 @@ TEST(Exporter, ServesMetricsAndHealth) {
   EXPECT_GE(std::stoi(rounds[1]), 2);
   e.stop();
   e.stop();
+}
+
+// A TCP connection to 127.0.0.1:port that this test drives by hand; -1 when refused.
+int open_loopback(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Seconds one GET /metrics takes on a fresh connection; a negative number when it failed.
+double time_scrape(int port) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_connection_timeout(std::chrono::seconds(10));
+  c.set_read_timeout(std::chrono::seconds(10));
+  const auto start = std::chrono::steady_clock::now();
+  const auto res = c.Get("/metrics");
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  return res && res->status == 200 ? took.count() : -1.0;
+}
+
+// Slowloris: 200 connections that each send a request line and then one header line every 2 s,
+// and 200 that never send a byte, held open while /metrics is scraped. Each used to hold one of
+// httplib's 32 workers: scrapes waited 29-40 s. A scrape must be answered within 1 s (it takes
+// milliseconds; the bound is a generous margin, not a benchmark).
+TEST(Exporter, ScrapesAreAnsweredDuringSlowloris) {
+  topology::Host host;
+  auto s = sampler_for("mi250", &host);
+  ExporterOptions o;
+  o.port = 0;
+  Exporter e(host, std::move(s), o);
+  const int port = e.start();
+  ASSERT_GT(port, 0);
+  std::vector<int> slow, silent;
+  for (int i = 0; i < 200; ++i) {
+    const int fd = open_loopback(port);
+    ASSERT_GE(fd, 0);
+    const std::string start = "GET /metrics HTTP/1.1\r\nHost: x\r\n";
+    ASSERT_EQ(::send(fd, start.data(), start.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(start.size()));
+    slow.push_back(fd);
+  }
+  for (int i = 0; i < 200; ++i) {
+    const int fd = open_loopback(port);
+    ASSERT_GE(fd, 0);
+    silent.push_back(fd);
+  }
+  std::atomic<bool> done{false};
+  std::thread trickle([&] {
+    for (int round = 0; !done; ++round) {
+      for (int k = 0; k < 20 && !done; ++k)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      const std::string line = "X-Slow-" + std::to_string(round) + ": 1\r\n";
+      for (const int fd : slow) ::send(fd, line.data(), line.size(), MSG_NOSIGNAL);
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // every connection accepted
+  const double first = time_scrape(port);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2200));  // past the first trickle
+  const double later = time_scrape(port);
+  done = true;
+  trickle.join();
+  for (const int fd : slow) ::close(fd);
+  for (const int fd : silent) ::close(fd);
+  e.stop();
+  EXPECT_GE(first, 0.0) << "the scrape failed";
+  EXPECT_LT(first, 1.0);
+  EXPECT_GE(later, 0.0) << "the scrape failed";
+  EXPECT_LT(later, 1.0);
+}
+
+TEST(HttpServer, ListenScopeSaysWhoCanReachIt) {
+  EXPECT_EQ(host_port("0.0.0.0", 9401), "0.0.0.0:9401");
+  EXPECT_EQ(host_port("::1", 9401), "[::1]:9401");
+  EXPECT_EQ(listen_scope("0.0.0.0"), "every IPv4 interface");
+  EXPECT_EQ(listen_scope("::"), "every interface");
+  EXPECT_EQ(listen_scope("127.0.0.1"), "loopback only");
+  EXPECT_EQ(listen_scope("10.1.2.3"), "this address only");
 }
 
 TEST(Exporter, ListenParsing) {

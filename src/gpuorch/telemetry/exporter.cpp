@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/telemetry/http_server.hpp"
 #include "gpuorch/telemetry/prometheus.hpp"
 
 namespace gpuorch::telemetry {
@@ -36,12 +37,6 @@ Exporter::~Exporter() { stop(); }
 
 int Exporter::start() {
   server_ = std::make_unique<httplib::Server>();
-  // Small responses on kept-alive connections: without TCP_NODELAY, Nagle and delayed ACKs add
-  // ~40 ms to every scrape.
-  server_->set_tcp_nodelay(true);
-  // Each kept-alive connection holds a worker; httplib's default pool (8 on small hosts) would
-  // make a ninth scraper wait for a keep-alive timeout. httplib takes ownership of the pool.
-  server_->new_task_queue = [] { return new httplib::ThreadPool(32); };
   server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics(), "text/plain; version=0.0.4; charset=utf-8");
   });
@@ -57,12 +52,8 @@ int Exporter::start() {
   server_->Get("/", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("gpuorch exporter: /metrics (Prometheus), /healthz\n", "text/plain");
   });
-  int port = options_.port;
-  if (port == 0) {
-    port = server_->bind_to_any_port(options_.address.c_str());
-  } else if (!server_->bind_to_port(options_.address.c_str(), port)) {
-    port = -1;
-  }
+  // Each open connection holds a worker: slow or silent ones must not keep a scrape waiting.
+  const int port = harden_and_bind(*server_, options_.address, options_.port);
   if (port < 0) {
     base::fail_input(fmt::format("--listen {}:{}: cannot bind (in use, or not an address here)",
                                  options_.address, options_.port));
