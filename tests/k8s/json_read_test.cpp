@@ -39,6 +39,38 @@ TEST(JsonRead, BadFilesAreOneLine) {
   EXPECT_EQ(err("{\"schema\": \"gpuorch.topology/v1\", \"hostname\": \"h\", \"gpus\": "
                 "[{\"vendor\": \"intel\"}]}"),
             f + ": gpus[0]: unknown vendor \"intel\" (nvidia or amd)");
+  // Numbers out of range, and what the rest relies on (NUMA nodes that exist, unique GPUs).
+  const std::string head = "{\"schema\": \"gpuorch.topology/v1\", \"hostname\": \"h\", ";
+  const std::string gpu =
+      "{\"vendor\": \"nvidia\", \"pci\": null, \"model\": \"m\", "
+      "\"uuid\": null";
+  const std::string two_gpus = "\"gpus\": [" + gpu + "}, " + gpu + "}]";
+  EXPECT_EQ(err(head + two_gpus +
+                ", \"links\": [{\"a\": \"GPU0\", \"b\": \"GPU1\", "
+                "\"path\": \"NV99999999999\", \"pcie_path\": \"PIX\"}]}"),
+            f + ": links[0]: path \"NV99999999999\": an NVLink count is 1 to 64");
+  EXPECT_EQ(err(head + "\n\"memory_mib\": 1e400, " + two_gpus + "}"),
+            f + ":2: number 1e400 is out of range");
+  EXPECT_EQ(err(head + "\"memory_mib\": 18446744073709551615, " + two_gpus + "}"),
+            f + ": top level: \"memory_mib\" is out of range");
+  EXPECT_EQ(err(head + "\"gpus\": [" + gpu + ", \"numa_node\": 4294967296}]}"),
+            f + ": gpus[0]: \"numa_node\" 4294967296 is out of range");
+  const std::string numa = "\"numa_nodes\": [{\"id\": 0}, {\"id\": 1}], ";
+  EXPECT_EQ(err(head + numa + "\"gpus\": [" + gpu + ", \"numa_node\": 1000000}]}"),
+            f + ": gpus[0]: \"numa_node\": 1000000 is not in \"numa_nodes\" (ids 0, 1), nor -1");
+  EXPECT_EQ(err(head + "\"gpus\": [" + gpu + ", \"numa_node\": 0}]}"),
+            f + ": gpus[0]: \"numa_node\": 0 is not in \"numa_nodes\" (ids none), nor -1");
+  EXPECT_EQ(err(head + numa +
+                "\"gpus\": [], \"nics\": [{\"name\": \"mlx5_0\", \"pci\": null, "
+                "\"numa_node\": 7}]}"),
+            f + ": nics[0]: \"numa_node\": 7 is not in \"numa_nodes\" (ids 0, 1), nor -1");
+  EXPECT_EQ(err(head + "\"numa_nodes\": [{\"id\": 0}, {\"id\": 0}], \"gpus\": []}"),
+            f + ": numa_nodes[1]: NUMA node 0 is listed twice");
+  EXPECT_EQ(err(head + "\"gpus\": [" + gpu + ", \"index\": 1}, " + gpu + ", \"index\": 1}]}"),
+            f + ": gpus[1]: GPU index 1 is used twice");
+  test::write_text(f, head + numa + "\"gpus\": [" + gpu + ", \"numa_node\": 1}, " + gpu +
+                          ", \"numa_node\": null}]}");
+  EXPECT_EQ(load_host_json(f).gpus.at(1).numa_node, -1);
   EXPECT_EQ(test::input_error([&] { load_host_json(dir.file("missing.json")); }),
             dir.file("missing.json") + ": cannot read the topology file");
 }

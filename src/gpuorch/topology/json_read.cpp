@@ -1,9 +1,13 @@
 #include "gpuorch/topology/json_read.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <charconv>
+#include <climits>
 #include <cstdlib>
+#include <set>
 
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/base/read_file.hpp"
@@ -36,7 +40,16 @@ struct Reader {
     if (!obj.contains(key) || obj.at(key).is_null()) return absent;
     const Json& v = obj.at(key);
     if (!v.is_number_integer()) fail(where, fmt::format("\"{}\" is not an integer", key));
+    if (v.is_number_unsigned() && v.get<unsigned long long>() > LLONG_MAX) {
+      fail(where, fmt::format("\"{}\" is out of range", key));
+    }
     return v.get<long long>();
+  }
+  // An integer that fits an int (ids, counts, indices); null or absent reads as `absent`.
+  int int32(const Json& obj, const std::string& where, const char* key, int absent) const {
+    const long long v = integer(obj, where, key, absent);
+    if (v < INT_MIN || v > INT_MAX) fail(where, fmt::format("\"{}\" {} is out of range", key, v));
+    return static_cast<int>(v);
   }
   bool boolean(const Json& obj, const std::string& where, const char* key) const {
     if (!obj.contains(key)) return false;
@@ -58,8 +71,6 @@ struct Reader {
     return v;
   }
 };
-
-int to_int(long long v) { return static_cast<int>(v); }
 
 std::string opt_str(const Json& obj, const char* key) {
   return obj.contains(key) && obj.at(key).is_string() ? obj.at(key).get<std::string>()
@@ -90,6 +101,8 @@ std::uint64_t hex(const std::string& text) {
   }
 }
 
+constexpr int kMaxNvLinks = 64;  // links between two GPUs (18 on H100/H200)
+
 Path parse_path(const Reader& r, const std::string& where, const std::string& text, int& nvlinks) {
   static const std::pair<const char*, Path> kNames[] = {
       {"X", Path::kSelf},  {"XGMI", Path::kXgmi}, {"PIX", Path::kPix}, {"PXB", Path::kPxb},
@@ -100,7 +113,11 @@ Path parse_path(const Reader& r, const std::string& where, const std::string& te
   }
   if (text.size() > 2 && text.starts_with("NV") &&
       std::all_of(text.begin() + 2, text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    nvlinks = std::stoi(text.substr(2));
+    const auto [end, ec] = std::from_chars(text.data() + 2, text.data() + text.size(), nvlinks);
+    if (ec != std::errc{} || end != text.data() + text.size() || nvlinks < 1 ||
+        nvlinks > kMaxNvLinks) {
+      r.fail(where, fmt::format("path \"{}\": an NVLink count is 1 to {}", text, kMaxNvLinks));
+    }
     return Path::kNvLink;
   }
   r.fail(where, fmt::format("unknown path \"{}\"", text));
@@ -109,7 +126,7 @@ Path parse_path(const Reader& r, const std::string& where, const std::string& te
 Gpu read_gpu(const Reader& r, const Json& j, std::size_t i) {
   const std::string where = fmt::format("gpus[{}]", i);
   Gpu g;
-  g.index = to_int(r.integer(j, where, "index", static_cast<long long>(i)));
+  g.index = r.int32(j, where, "index", static_cast<int>(i));
   const std::string vendor = r.str(j, where, "vendor");
   if (vendor == "nvidia") {
     g.vendor = Vendor::kNvidia;
@@ -130,22 +147,22 @@ Gpu read_gpu(const Reader& r, const Json& j, std::size_t i) {
     }
   }
   g.gfx_target = opt_str(j, "gfx_target");
-  g.compute_units = to_int(r.integer(j, where, "compute_units", 0));
+  g.compute_units = r.int32(j, where, "compute_units", 0);
   g.xgmi_hive = hex(opt_str(j, "xgmi_hive"));
   if (j.contains("pcie") && j["pcie"].is_object()) {
     const Json& p = j["pcie"];
-    g.pcie.gen = to_int(r.integer(p, where + ".pcie", "gen", 0));
-    g.pcie.width = to_int(r.integer(p, where + ".pcie", "width", 0));
-    g.pcie.max_gen = to_int(r.integer(p, where + ".pcie", "max_gen", 0));
-    g.pcie.max_width = to_int(r.integer(p, where + ".pcie", "max_width", 0));
+    g.pcie.gen = r.int32(p, where + ".pcie", "gen", 0);
+    g.pcie.width = r.int32(p, where + ".pcie", "width", 0);
+    g.pcie.max_gen = r.int32(p, where + ".pcie", "max_gen", 0);
+    g.pcie.max_width = r.int32(p, where + ".pcie", "max_width", 0);
   }
   g.memory_mib = r.integer(j, where, "memory_mib", 0);
-  g.numa_node = to_int(r.integer(j, where, "numa_node", -1));
+  g.numa_node = r.int32(j, where, "numa_node", -1);
   g.local_cpus = r.cpus(j, where, "local_cpus");
-  g.minor = to_int(r.integer(j, where, "minor", -1));
-  g.render_minor = to_int(r.integer(j, where, "render_minor", -1));
-  g.nvlink_links = to_int(r.integer(j, where, "nvlinks", 0));
-  g.nvswitch_links = to_int(r.integer(j, where, "nvswitch_links", 0));
+  g.minor = r.int32(j, where, "minor", -1);
+  g.render_minor = r.int32(j, where, "render_minor", -1);
+  g.nvlink_links = r.int32(j, where, "nvlinks", 0);
+  g.nvswitch_links = r.int32(j, where, "nvswitch_links", 0);
   if (j.contains("family") && j["family"].is_string()) g.family = j["family"].get<std::string>();
   if (j.contains("source") && j["source"].is_string()) g.source = j["source"].get<std::string>();
   if (j.contains("mig")) {
@@ -158,8 +175,8 @@ Gpu read_gpu(const Reader& r, const Json& j, std::size_t i) {
     for (std::size_t k = 0; k < inst.size(); ++k) {
       const std::string iw = fmt::format("{}.instances[{}]", mw, k);
       MigInstance mi;
-      mi.gpu_instance = to_int(r.integer(inst[k], iw, "gpu_instance", -1));
-      mi.compute_instance = to_int(r.integer(inst[k], iw, "compute_instance", -1));
+      mi.gpu_instance = r.int32(inst[k], iw, "gpu_instance", -1);
+      mi.compute_instance = r.int32(inst[k], iw, "compute_instance", -1);
       mi.profile = r.str(inst[k], iw, "profile");
       mi.uuid = r.str(inst[k], iw, "uuid");
       mi.memory_mib = r.integer(inst[k], iw, "memory_mib", 0);
@@ -167,6 +184,37 @@ Gpu read_gpu(const Reader& r, const Json& j, std::size_t i) {
     }
   }
   return g;
+}
+
+// What the rest relies on: NUMA node ids unique and >= 0, every GPU's and NIC's NUMA node one of
+// them (or -1: unknown), GPU indices unique and >= 0.
+void validate(const Reader& r, const Host& h) {
+  std::set<int> nodes;
+  for (std::size_t i = 0; i < h.numa_nodes.size(); ++i) {
+    const int id = h.numa_nodes[i].id;
+    const std::string where = fmt::format("numa_nodes[{}]", i);
+    if (id < 0) r.fail(where, fmt::format("NUMA node id {} is negative", id));
+    if (!nodes.insert(id).second) r.fail(where, fmt::format("NUMA node {} is listed twice", id));
+  }
+  const auto known = [&](int node, const std::string& where) {
+    if (node == -1 || nodes.count(node)) return;
+    r.fail(where, fmt::format("\"numa_node\": {} is not in \"numa_nodes\" (ids {}), nor -1", node,
+                              nodes.empty() ? std::string("none")
+                                            : fmt::format("{}", fmt::join(nodes, ", "))));
+  };
+  std::set<int> indices;
+  for (std::size_t i = 0; i < h.gpus.size(); ++i) {
+    const std::string where = fmt::format("gpus[{}]", i);
+    const int index = h.gpus[i].index;
+    if (index < 0) r.fail(where, fmt::format("GPU index {} is negative", index));
+    if (!indices.insert(index).second) {
+      r.fail(where, fmt::format("GPU index {} is used twice", index));
+    }
+    known(h.gpus[i].numa_node, where);
+  }
+  for (std::size_t i = 0; i < h.nics.size(); ++i) {
+    known(h.nics[i].numa_node, fmt::format("nics[{}]", i));
+  }
 }
 
 }  // namespace
@@ -180,6 +228,17 @@ Host host_from_json_text(const std::string& text, const std::string& file) {
     const auto line = 1 + static_cast<std::size_t>(std::count(
                               text.begin(), text.begin() + static_cast<long>(upto), '\n'));
     base::fail_input(file, line, "not valid JSON");
+  } catch (const Json::exception& e) {
+    // A number past the double range (1e400): nlohmann names the token but not where it is.
+    const std::string what = e.what();
+    const auto open = what.find('\''), close = what.rfind('\'');
+    const std::string token =
+        open != std::string::npos && close > open ? what.substr(open + 1, close - open - 1) : "";
+    const auto at = token.empty() ? std::string::npos : text.find(token);
+    if (at == std::string::npos) base::fail_input(fmt::format("{}: a number out of range", file));
+    const auto line = 1 + static_cast<std::size_t>(
+                              std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
+    base::fail_input(file, line, fmt::format("number {} is out of range", token));
   }
   const Reader r{file};
   if (!j.is_object()) r.fail("top level", "not a JSON object");
@@ -202,9 +261,9 @@ Host host_from_json_text(const std::string& text, const std::string& file) {
   h.memory_mib = r.integer(j, "top level", "memory_mib", 0);
   if (j.contains("cpus") && j["cpus"].is_object()) {
     const Json& c = j["cpus"];
-    h.logical_cpus = to_int(r.integer(c, "cpus", "logical", 0));
-    h.cores = to_int(r.integer(c, "cpus", "cores", 0));
-    h.packages = to_int(r.integer(c, "cpus", "packages", 0));
+    h.logical_cpus = r.int32(c, "cpus", "logical", 0);
+    h.cores = r.int32(c, "cpus", "cores", 0);
+    h.packages = r.int32(c, "cpus", "packages", 0);
     h.online_cpus = r.cpus(c, "cpus", "online");
   }
   if (j.contains("numa_nodes")) {
@@ -212,7 +271,7 @@ Host host_from_json_text(const std::string& text, const std::string& file) {
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       NumaNode n;
       const std::string where = fmt::format("numa_nodes[{}]", i);
-      n.id = to_int(r.integer(nodes[i], where, "id", 0));
+      n.id = r.int32(nodes[i], where, "id", 0);
       n.cpus = r.cpus(nodes[i], where, "cpus");
       n.memory_mib = r.integer(nodes[i], where, "memory_mib", 0);
       if (nodes[i].contains("distances") && nodes[i]["distances"].is_array()) {
@@ -233,7 +292,7 @@ Host host_from_json_text(const std::string& text, const std::string& file) {
       n.name = r.str(nics[i], where, "name");
       n.pci = read_pci(r, nics[i], where);
       n.firmware = opt_str(nics[i], "firmware");
-      n.numa_node = to_int(r.integer(nics[i], where, "numa_node", -1));
+      n.numa_node = r.int32(nics[i], where, "numa_node", -1);
       n.local_cpus = r.cpus(nics[i], where, "local_cpus");
       if (nics[i].contains("node_guid") && nics[i]["node_guid"].is_string()) {
         n.node_guid = nics[i]["node_guid"].get<std::string>();
@@ -241,7 +300,7 @@ Host host_from_json_text(const std::string& text, const std::string& file) {
       if (nics[i].contains("ports") && nics[i]["ports"].is_array()) {
         for (const auto& p : nics[i]["ports"]) {
           NicPort port;
-          port.port = to_int(r.integer(p, where + ".ports", "port", 0));
+          port.port = r.int32(p, where + ".ports", "port", 0);
           if (p.contains("state") && p["state"].is_string()) port.state = p["state"];
           if (p.contains("phys_state") && p["phys_state"].is_string()) {
             port.phys_state = p["phys_state"];
@@ -274,15 +333,16 @@ Host host_from_json_text(const std::string& text, const std::string& file) {
       int nv = 0, ignored = 0;
       l.path = parse_path(r, where, r.str(links[i], where, "path"), nv);
       l.pcie = parse_path(r, where, r.str(links[i], where, "pcie_path"), ignored);
-      l.nvlinks = to_int(r.integer(links[i], where, "nvlinks", nv));
+      l.nvlinks = r.int32(links[i], where, "nvlinks", nv);
       if (links[i].contains("xgmi")) {
-        l.xgmi_weight = to_int(r.integer(links[i]["xgmi"], where + ".xgmi", "weight", 0));
+        l.xgmi_weight = r.int32(links[i]["xgmi"], where + ".xgmi", "weight", 0);
         l.xgmi_bandwidth_mbps =
             r.integer(links[i]["xgmi"], where + ".xgmi", "max_bandwidth_mbps", 0);
       }
       h.links.push_back(l);
     }
   }
+  validate(r, h);
   if (j.contains("notes") && j["notes"].is_array()) {
     for (const auto& n : j["notes"]) {
       if (n.is_string()) h.notes.push_back(n.get<std::string>());
