@@ -217,6 +217,38 @@ TEST(SchedulerControlPlane, LeaderElectionOneActiveReplica) {
   EXPECT_EQ(second.log().find("bound default/one"), std::string::npos) << "bound once only";
 }
 
+// A credential revoked while the scheduler runs: a clear error in its log (never a crash), and it
+// goes on once the credential is valid again.
+TEST(SchedulerControlPlane, CredentialRevokedWhileRunning) {
+  auto& cp = test::ControlPlane::shared();
+  k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
+  test::clear_cluster(api);
+  add_node(api, "gpu-a", 4, "A100");
+  test::TempDir dir;
+  SchedulerProcess scheduler(cp.token_kubeconfig(), dir.file("scheduler.log"));
+  api.create(kPods, make_pod("before", {{"cpu", "1"}, {"nvidia.com/gpu", "1"}}));
+  wait_pod(api, "before", bound);
+  const std::string tokens = cp.dir() + "/tokens.csv";
+  const std::string saved = test::read_text(tokens);
+  std::string revoked;
+  for (const auto& line : test::lines_of(saved)) {
+    if (line.rfind(cp.admin_token() + ",", 0) != 0) revoked += line + "\n";
+  }
+  test::write_text(tokens, revoked);
+  cp.restart_apiserver();
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (scheduler.log().find("401") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_NE(scheduler.log().find("401"), std::string::npos) << scheduler.log();
+  test::write_text(tokens, saved);
+  cp.restart_apiserver();
+  api.create(kPods, make_pod("after", {{"cpu", "1"}, {"nvidia.com/gpu", "1"}}));
+  wait_pod(api, "after", bound, 90s);
+  EXPECT_EQ(scheduler.stop(), 0) << scheduler.log();
+}
+
 TEST(SchedulerControlPlane, RefusedCredentialsExitTwoAtStart) {
   auto& cp = test::ControlPlane::shared();
   test::TempDir dir;
