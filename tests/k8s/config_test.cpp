@@ -121,6 +121,32 @@ TEST(PluginConfig, ErrorsNameFileAndLine) {
                 "replicas: 2, devices: [gpu0]}\n"),
             "c.yaml:4: device 'gpu0' is neither a GPU index, a 'gpu:mig' index nor a GPU-/MIG- "
             "UUID");
+  // A key that is not a name (yaml-cpp said "bad conversion"), renames that are no resource name.
+  EXPECT_EQ(err("[a]: 1\n"), "c.yaml:1: a key in the config must be a name");
+  EXPECT_EQ(err("sharing:\n  timeSlicing:\n    {[x]: 1}\n"),
+            "c.yaml:3: a key in sharing.timeSlicing must be a name");
+  const std::string rename_must =
+      " is not a Kubernetes resource name: 1 to 63 of a-z, 0-9, '-', '_', '.', starting and "
+      "ending with a letter or digit";
+  for (const auto& [rename, shown] : std::vector<std::pair<std::string, std::string>>{
+           {"\"a b\"", "a b"},
+           {"UPPER", "UPPER"},
+           {"\xc3\xa9", "\\xc3\\xa9"},
+           {"\"\xff\xfe\"", "\\xff\\xfe"},
+           {"-lead", "-lead"},
+           {std::string(64, 'a'), std::string(64, 'a')}}) {
+    EXPECT_EQ(err("sharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n"
+                  "      replicas: 2\n      rename: " +
+                  rename + "\n"),
+              "c.yaml:6: rename '" + shown + "'" + rename_must)
+        << rename;
+  }
+  EXPECT_EQ(parse_config("sharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n"
+                         "      replicas: 2\n      rename: gpu.small_1-x\n",
+                         "c.yaml")
+                .replicated.resources.at(0)
+                .rename,
+            "gpu.small_1-x");
   EXPECT_EQ(err("colour: blue\n"),
             "c.yaml:1: unknown key 'colour' in the config (known: flags, imex, resources, "
             "sharing, version)");

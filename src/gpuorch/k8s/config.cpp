@@ -31,7 +31,8 @@ struct Parser {
                  const std::set<std::string>& known) const {
     if (!map.IsMap()) fail(map, fmt::format("{} must be a mapping", where));
     for (const auto& kv : map) {
-      const auto key = kv.first.as<std::string>();
+      if (!kv.first.IsScalar()) fail(kv.first, fmt::format("a key in {} must be a name", where));
+      const std::string key = kv.first.Scalar();
       if (!known.contains(key)) {
         std::string list;
         for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
@@ -73,6 +74,22 @@ struct Parser {
     return out;
   }
 
+  // The part of an extended resource name after "nvidia.com/": a lower-case qualified name.
+  static bool is_resource_name(const std::string& s) {
+    const auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+    if (s.empty() || s.size() > 63 || !alnum(s.front()) || !alnum(s.back())) return false;
+    return std::all_of(s.begin(), s.end(),
+                       [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+  }
+  // `s` for a message on one line: bytes outside printable ASCII as \xNN.
+  static std::string printable(const std::string& s) {
+    std::string out;
+    for (const char c : s) {
+      const auto u = static_cast<unsigned char>(c);
+      out += u >= 0x20 && u < 0x7f ? std::string(1, c) : fmt::format("\\x{:02x}", u);
+    }
+    return out;
+  }
   static bool is_uint(const std::string& s) {
     return !s.empty() && s.size() < 10 && std::all_of(s.begin(), s.end(), ::isdigit);
   }
@@ -108,6 +125,12 @@ struct Parser {
         fail(n["rename"],
              fmt::format("rename '{}' must not contain '/': the domain of '{}' is kept", r.rename,
                          r.name));
+      }
+      if (!is_resource_name(r.rename)) {
+        fail(n["rename"],
+             fmt::format("rename '{}' is not a Kubernetes resource name: 1 to 63 of a-z, 0-9, "
+                         "'-', '_', '.', starting and ending with a letter or digit",
+                         printable(r.rename)));
       }
     }
     if (!n["replicas"]) fail(n, fmt::format("{}: 'replicas' is missing", where));
@@ -285,7 +308,22 @@ std::vector<std::string> parse_device_list_strategy(const std::string& comma_lis
   return out;
 }
 
+namespace {
+PluginConfig parse_config_tree(const std::string& text, const std::string& file);
+}  // namespace
+
 PluginConfig parse_config(const std::string& text, const std::string& file) {
+  try {
+    return parse_config_tree(text, file);
+  } catch (const YAML::Exception& e) {  // any yaml-cpp error the checks above did not foresee
+    base::fail_input(file, e.mark.line >= 0 ? static_cast<std::size_t>(e.mark.line) + 1 : 0,
+                     e.msg.empty() ? std::string("not a valid config") : e.msg);
+  }
+}
+
+namespace {
+
+PluginConfig parse_config_tree(const std::string& text, const std::string& file) {
   const Parser p{file};
   YAML::Node root;
   try {
@@ -337,6 +375,8 @@ PluginConfig parse_config(const std::string& text, const std::string& file) {
   }
   return c;
 }
+
+}  // namespace
 
 PluginConfig load_config(const std::string& path) {
   return parse_config(base::read_input_file(path, "config file"), path);
