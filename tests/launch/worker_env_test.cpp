@@ -2,6 +2,9 @@
 #include "gpuorch/launch/worker_env.hpp"
 
 #include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <thread>
 
 #include "../launch/launch_support.hpp"
 #include "../support/test_support.hpp"
@@ -149,6 +152,69 @@ TEST(Etcd, Base64RoundTrip) {
   }
   EXPECT_EQ(base64_encode("foo"), "Zm9v");
   EXPECT_EQ(base64_encode("fo"), "Zm8=");
+}
+
+// A gateway that answers nonsense: every error is an EtcdError naming etcd and the path, never
+// library text ("stoll", json type_error).
+TEST(Etcd, BadAnswersAreClearErrors) {
+  std::string answer;
+  httplib::Server fake;
+  fake.Post(".*", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(answer, "application/json");
+  });
+  const int port = fake.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread serve([&] { fake.listen_after_bind(); });
+  EtcdClient c("127.0.0.1:" + std::to_string(port), std::chrono::seconds(2));
+  const std::string at = "etcd at 127.0.0.1:" + std::to_string(port);
+  const auto error = [&](const std::string& body, const std::function<void()>& call) {
+    answer = body;
+    try {
+      call();
+    } catch (const EtcdError& e) {
+      return std::string(e.what());
+    } catch (const std::exception& e) {
+      return "not an EtcdError: " + std::string(e.what());
+    }
+    return std::string("nothing thrown");
+  };
+  const auto get = [&] { c.get("/k"); };
+  const auto prefix = [&] {
+    std::int64_t rev = 0;
+    c.get_prefix("/p/", &rev);
+  };
+  EXPECT_EQ(error("not json", get), at + "/v3/kv/range: the answer is not a JSON object: not json");
+  EXPECT_EQ(error("[1, 2]", get), at + "/v3/kv/range: the answer is not a JSON object: [1, 2]");
+  EXPECT_EQ(error(R"({"kvs": [{"key": "aw==", "mod_revision": "abc"}]})", get),
+            at + "/v3/kv/range: unexpected answer: \"mod_revision\" is not a 64-bit integer: "
+                 "\"abc\"");
+  EXPECT_EQ(error(R"({"kvs": [{"key": "aw==", "version": "99999999999999999999"}]})", get),
+            at + "/v3/kv/range: unexpected answer: \"version\" is not a 64-bit integer: "
+                 "\"99999999999999999999\"");
+  EXPECT_EQ(error(R"({"kvs": [{"key": 5}]})", get),
+            at + "/v3/kv/range: unexpected answer: \"key\" is not a string");
+  EXPECT_EQ(error(R"({"kvs": "x"})", get),
+            at + "/v3/kv/range: unexpected answer: {\"kvs\": \"x\"}");
+  EXPECT_EQ(error(R"({"header": {"revision": "1x"}})", prefix),
+            at + "/v3/kv/range: unexpected answer: \"revision\" is not a 64-bit integer: \"1x\"");
+  EXPECT_EQ(error(R"({"kvs": 3})", prefix),
+            at + "/v3/kv/range: unexpected answer: \"kvs\" is not an array");
+  EXPECT_EQ(error(R"({"succeeded": "yes"})", [&] { c.put_if("/k", "v", 0); }),
+            at + "/v3/kv/txn: unexpected answer: {\"succeeded\": \"yes\"}");
+  EXPECT_EQ(error(R"({"ID": {}})", [&] { c.grant_lease(5); }),
+            at + "/v3/lease/grant: unexpected answer: \"ID\" is not a 64-bit integer: {}");
+  EXPECT_EQ(error(R"({"ID": "0"})", [&] { c.grant_lease(5); }),
+            at + "/v3/lease/grant: granted no lease");
+  EXPECT_EQ(error(R"({"result": {"TTL": "ten"}})", [&] { c.keep_alive(7); }),
+            at + "/v3/lease/keepalive: unexpected answer: \"TTL\" is not a 64-bit integer: "
+                 "\"ten\"");
+  answer = R"({"kvs": [{"key": "aw==", "value": "dg==", "mod_revision": "12"}]})";
+  const auto kv = c.get("/k");
+  ASSERT_TRUE(kv);
+  EXPECT_EQ(kv->value, "v");
+  EXPECT_EQ(kv->mod_revision, 12);
+  fake.stop();
+  serve.join();
 }
 
 // The client against a real etcd: compare-and-swap, leases, prefix reads, watches.

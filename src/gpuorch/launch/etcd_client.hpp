@@ -60,6 +60,7 @@ class EtcdClient {
 
  private:
   std::string post(const std::string& path, const std::string& body);
+  std::string where(const std::string& path) const;  // "etcd at host:port/v3/kv/range"
 
   std::string host_;
   int port_ = 2379;
