@@ -368,7 +368,7 @@ TEST(ManifestsApply, SchedulerRbacAsTheApiServerDecides) {
       {attrs("get", "", "nodes", "", ""), true},
       {attrs("list", "", "pods", "", ""), true},
       {attrs("watch", "", "pods", "", ""), true},
-      {attrs("patch", "", "pods", "", "team-a"), true},
+      {attrs("patch", "", "pods", "", "team-a"), false},  // GPUs travel in the Binding
       {attrs("patch", "", "pods", "status", "team-a"), true},
       {attrs("update", "", "pods", "status", "team-a"), true},
       {attrs("create", "", "events", "", "team-a"), true},

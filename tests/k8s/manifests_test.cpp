@@ -102,7 +102,7 @@ TEST(Manifests, SchedulerRbacIsExactlyWhatItCalls) {
   ASSERT_NE(role, nullptr);
   const Json expected = Json::parse(R"([
     {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
-    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "patch"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]},
     {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch", "update"]},
     {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},

@@ -267,7 +267,7 @@ Json scheduler_cluster_role(const ManifestOptions& o) {
   Json role = rbac("ClusterRole", "gpuorch-scheduler", o, false);
   role["rules"] = Json::array({
       rule({""}, {"nodes"}, {"get", "list", "watch"}),
-      rule({""}, {"pods"}, {"get", "list", "watch", "patch"}),
+      rule({""}, {"pods"}, {"get", "list", "watch"}),
       rule({""}, {"pods/binding"}, {"create"}),
       rule({""}, {"pods/status"}, {"patch", "update"}),
       rule({""}, {"events"}, {"create", "patch"}),

@@ -505,17 +505,18 @@ void SchedulerService::bind_loop(const std::atomic<bool>& stop) {
 
 void SchedulerService::bind(const BindJob& job) {
   try {
-    // The GPU choice goes onto the pod first, so the device plugin (and anyone reading the pod)
-    // finds it once the pod is bound.
-    json annotations = {{kGpusAnnotation, fmt::format("{}", fmt::join(job.gpus, ","))}};
-    if (job.gpu_milli > 0) annotations[kGpuMilliAnnotation] = std::to_string(job.gpu_milli);
+    // The GPU choice travels in the Binding: the API server copies a Binding's annotations onto
+    // the pod in the same write that sets spec.nodeName, so nobody (the device plugin included)
+    // ever sees the pod bound without its GPUs, and a bind costs one call.
+    json binding = {{"apiVersion", "v1"},
+                    {"kind", "Binding"},
+                    {"metadata", {{"name", job.pod.name}, {"uid", job.pod.uid}}},
+                    {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", job.node}}}};
     if (!job.gpus.empty()) {
-      api_.patch(pod_path(job.pod), {{"metadata", {{"annotations", annotations}}}});
+      json annotations = {{kGpusAnnotation, fmt::format("{}", fmt::join(job.gpus, ","))}};
+      if (job.gpu_milli > 0) annotations[kGpuMilliAnnotation] = std::to_string(job.gpu_milli);
+      binding["metadata"]["annotations"] = std::move(annotations);
     }
-    const json binding = {{"apiVersion", "v1"},
-                          {"kind", "Binding"},
-                          {"metadata", {{"name", job.pod.name}, {"uid", job.pod.uid}}},
-                          {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", job.node}}}};
     api_.create(pod_path(job.pod) + "/binding", binding);
     const double seconds = std::chrono::duration<double>(Clock::now() - job.decided).count();
     std::size_t b = 0;
