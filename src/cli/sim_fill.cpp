@@ -98,14 +98,12 @@ bool is_yaml(const std::string& path) {
   return ext == ".yaml" || ext == ".yml";
 }
 
-// --tune and --seeds checked, and an output file that is not a folder; the seeds.
+// --tune and --seeds checked, and an output file that can be written; the seeds.
 std::vector<std::uint64_t> checked_seeds(const FillFlags& f, const std::string& out_flag,
                                          const std::string& out_path) {
   if (!(f.tune > 0 && f.tune <= 10)) base::fail_input("--tune must be in (0, 10]");
   auto seeds = parse_seeds(f.seeds);
-  if (!out_path.empty() && std::filesystem::is_directory(out_path)) {
-    base::fail_input(fmt::format("{} {}: is a directory", out_flag, out_path));
-  }
+  if (!out_path.empty()) base::check_output(out_flag, out_path);
   return seeds;
 }
 
@@ -142,10 +140,10 @@ sim::FillInput load_input(const FillFlags& f, report::FillMeta& meta) {
 int run(const FillFlags& f) {
   if (f.consolidate < 0 || f.consolidate > 64) base::fail_input("--consolidate must be in [0, 64]");
   const auto policies = parse_policies(f.policies);
+  // Every destination checked before the work: a run that fails writes nothing.
   const auto seeds = checked_seeds(f, "--csv", f.csv);
-  if (!f.placements.empty() && std::filesystem::is_directory(f.placements)) {
-    base::fail_input(fmt::format("--placements {}: is a directory", f.placements));
-  }
+  if (!f.placements.empty()) base::check_output("--placements", f.placements);
+  if (!f.report.empty()) base::check_output("--report", f.report, base::OutputKind::kFolder);
 
   report::FillMeta meta;
   meta.tune = f.tune;
@@ -164,11 +162,13 @@ int run(const FillFlags& f) {
       [&](std::size_t done, std::size_t total) { progress.update(done, total); });
   progress.finish();
 
-  if (!f.csv.empty()) base::write_file_atomically(f.csv, report::fill_csv(runs));
-  if (!f.placements.empty()) {
-    base::write_file_atomically(f.placements, report::fill_placements_csv(input, runs));
-  }
+  // Everything rendered first, then the report (gnuplot: the likeliest to fail), then the files.
+  const std::string csv = f.csv.empty() ? "" : report::fill_csv(runs);
+  const std::string placements =
+      f.placements.empty() ? "" : report::fill_placements_csv(input, runs);
   if (!f.report.empty()) report::write_fill_html(f.report, meta, runs);
+  if (!f.csv.empty()) base::write_file_atomically(f.csv, csv);
+  if (!f.placements.empty()) base::write_file_atomically(f.placements, placements);
   if (f.json) {
     fmt::print("{}\n", report::fill_json(meta, runs).dump());
   } else {

@@ -253,6 +253,43 @@ TEST(SimFillCli, BadInputExitsTwoWithOneLocatedLineAndNoOutputs) {
   }
 }
 
+// Every destination is checked before the simulation: one that cannot be written is exit 2 with
+// one line, and no other output is written (--report /proc/rep used to fail with exit 1 after the
+// run, leaving --csv written).
+TEST(SimFillCli, UnwritableOutputFailsFirstAndWritesNothing) {
+  const test::TempDir dir;
+  const std::string csv = dir.file("out.csv"), placements = dir.file("placements.csv");
+  const std::string report = dir.file("report");
+  test::write_text(dir.file("file"), "x");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+      {{"--csv", csv, "--placements", placements, "--report", "/proc/rep"},
+       "gpuorch: --report /proc/rep: cannot write there: "},
+      {{"--csv", csv, "--report", report, "--placements", "/proc/p.csv"},
+       "gpuorch: --placements /proc/p.csv: cannot write there: "},
+      {{"--placements", placements, "--csv", dir.file("no/such/dir/out.csv")},
+       "gpuorch: --csv " + dir.file("no/such/dir/out.csv") + ": " + dir.file("no/such/dir") +
+           " is not a folder"},
+      {{"--csv", csv, "--report", dir.file("file")},
+       "gpuorch: --report " + dir.file("file") + ": exists and is not a folder"},
+      {{"--csv", dir.path().string()},
+       "gpuorch: --csv " + dir.path().string() + ": is a directory"},
+  };
+  for (const auto& [flags, says] : cases) {
+    std::vector<std::string> args{"sim", "fill", "--policy", "fgd", "--seeds", "1"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const auto r = run_cli(args, dir);
+    EXPECT_EQ(r.exit_code, 2) << testing::PrintToString(flags) << "\n" << r.err;
+    ASSERT_EQ(test::lines_of(r.err).size(), 1U) << r.err;
+    EXPECT_THAT(r.err, StartsWith(says));
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"file"})
+        << testing::PrintToString(flags);
+  }
+  const auto arrivals = run_cli({"sim", "arrivals", "--seeds", "1", "-o", "/proc/a.csv"}, dir);
+  EXPECT_EQ(arrivals.exit_code, 2) << arrivals.err;
+  EXPECT_THAT(arrivals.err, StartsWith("gpuorch: --output /proc/a.csv: cannot write there: "));
+}
+
 TEST(SimFillCli, BadFlagsExitTwo) {
   const test::TempDir dir;
   const std::vector<std::vector<std::string>> cases{

@@ -1,6 +1,8 @@
 #include "gpuorch/base/atomic_file.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -8,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+
+#include "gpuorch/base/error.hpp"
 
 namespace gpuorch::base {
 
@@ -29,6 +33,35 @@ void write_file_atomically(const std::string& path, std::string_view content) {
   if (ec) {
     std::filesystem::remove(temp);
     throw std::runtime_error(fmt::format("{}: cannot rename into place: {}", path, ec.message()));
+  }
+}
+
+void check_output(const std::string& flag, const std::string& path, OutputKind kind) {
+  namespace fs = std::filesystem;
+  const auto fail = [&](const std::string& why) {
+    fail_input(fmt::format("{} {}: {}", flag, path, why));
+  };
+  if (path.empty()) fail("no path");
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (kind == OutputKind::kFile && fs::is_directory(status)) fail("is a directory");
+  if (kind == OutputKind::kFolder && fs::exists(status) && !fs::is_directory(status)) {
+    fail("exists and is not a folder");
+  }
+  const fs::path parent = fs::absolute(fs::path(path), ec).parent_path();
+  if (!fs::is_directory(parent, ec)) fail(fmt::format("{} is not a folder", parent.string()));
+  // The sibling the write itself will use: created and removed, so the check asks the kernel.
+  const std::string temp = fmt::format("{}.tmp.{}", path, ::getpid());
+  if (kind == OutputKind::kFile) {
+    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) fail(fmt::format("cannot write there: {}", std::strerror(errno)));
+    ::close(fd);
+    ::unlink(temp.c_str());
+  } else {
+    if (::mkdir(temp.c_str(), 0755) != 0) {
+      fail(fmt::format("cannot write there: {}", std::strerror(errno)));
+    }
+    ::rmdir(temp.c_str());
   }
 }
 
