@@ -4,6 +4,7 @@
 // each fixture host.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <mutex>
@@ -225,6 +226,27 @@ TEST(HarnessStart, KubeletNotThereYetIsRetriedWithBackoff) {
   FakeKubelet kubelet(dir.path().string());
   kubelet.start();
   ASSERT_TRUE(kubelet.wait_registrations(1, 10s)) << log.text();
+  EXPECT_EQ(plugin.stop(), 0);
+}
+
+// The plugin's socket hands out devices: owner only (0600), not the umask's 0777 under umask 0.
+TEST(HarnessStart, SocketIsOwnerOnlyWhateverTheUmask) {
+  struct UmaskGuard {
+    mode_t old = ::umask(0);
+    ~UmaskGuard() { ::umask(old); }
+  } guard;
+  test::TempDir dir;
+  const auto host = test::fixture_host("t4x2");
+  Log log;
+  FakeKubelet kubelet(dir.path().string());
+  kubelet.start();
+  RunningPlugin plugin(host, PluginConfig{}, dir.path().string(), log);
+  ASSERT_TRUE(kubelet.wait_registrations(1, 10s)) << log.text();
+  const auto socket = dir.path() / registration(kubelet, "nvidia.com/gpu").endpoint();
+  struct stat st {};
+  ASSERT_EQ(::stat(socket.c_str(), &st), 0) << socket;
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 07777, 0600u) << std::oct << (st.st_mode & 07777);
   EXPECT_EQ(plugin.stop(), 0);
 }
 

@@ -5,9 +5,12 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 
@@ -22,6 +25,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+
+std::mutex& umask_mutex() {  // the umask is the process's: one socket bound at a time
+  static std::mutex m;
+  return m;
+}
 
 // One resource's DevicePlugin service. A new one is made for every (re)start, so a stream of a
 // kubelet that went away never sees the next kubelet's state.
@@ -155,9 +163,22 @@ struct PluginManager::Impl {
     grpc::ServerBuilder b;
     b.AddListeningPort("unix:" + e.path, grpc::InsecureServerCredentials());
     b.RegisterService(e.service.get());
-    e.server = b.BuildAndStart();
+    {
+      // The socket is the plugin's API (Allocate hands out devices): only its owner (the
+      // kubelet runs as root) may connect. gRPC binds it with the process umask (0777 under
+      // umask 0): bind under umask 0177, so it is born 0600, then chmod it to say so.
+      const std::lock_guard lock(umask_mutex());
+      const mode_t old = ::umask(0177);
+      e.server = b.BuildAndStart();
+      ::umask(old);
+    }
     if (!e.server) {
       log(fmt::format("cannot serve {} on {}", e.resource->name, e.path));
+      return false;
+    }
+    if (::chmod(e.path.c_str(), 0600) != 0) {
+      log(fmt::format("cannot make {} mode 0600: {}", e.path, std::strerror(errno)));
+      stop_endpoint(e);
       return false;
     }
     e.registered = false;
