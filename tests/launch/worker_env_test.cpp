@@ -11,6 +11,7 @@
 #include "gpuorch/launch/error_file.hpp"
 #include "gpuorch/launch/etcd_client.hpp"
 #include "gpuorch/launch/node_env.hpp"
+#include "gpuorch/launch/rendezvous.hpp"
 #include "gpuorch/topology/json_read.hpp"
 
 namespace gpuorch::launch {
@@ -213,6 +214,45 @@ TEST(Etcd, BadAnswersAreClearErrors) {
   ASSERT_TRUE(kv);
   EXPECT_EQ(kv->value, "v");
   EXPECT_EQ(kv->mod_revision, 12);
+  fake.stop();
+  serve.join();
+}
+
+// A rendezvous state with a field of the wrong type (written by a broken peer) is a clear
+// EtcdError, not nlohmann's type_error.
+TEST(Etcd, PeerStateOfTheWrongShapeIsAClearError) {
+  httplib::Server fake;
+  fake.Post(".*", [&](const httplib::Request& req, httplib::Response& res) {
+    std::string body = "{}";
+    if (req.path == "/v3/lease/grant") body = R"({"ID": "7", "TTL": "10"})";
+    if (req.path == "/v3/lease/keepalive") body = R"({"result": {"ID": "7", "TTL": "10"}})";
+    if (req.path == "/v3/kv/range") {
+      body = R"({"kvs": [{"key": "cw==", "mod_revision": "3", "value": ")" +
+             base64_encode(R"({"round": "one", "participants": []})") + R"("}]})";
+    }
+    res.set_content(body, "application/json");
+  });
+  const int port = fake.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread serve([&] { fake.listen_after_bind(); });
+  RendezvousConfig c;
+  c.backend = "etcd";
+  c.endpoint = "127.0.0.1:" + std::to_string(port);
+  c.run_id = "job";
+  c.local_addr = "127.0.0.1";
+  c.join_timeout = std::chrono::seconds(5);
+  std::string what;
+  try {
+    auto r = make_etcd_rendezvous(c);
+    r->next_round([] { return false; });
+  } catch (const EtcdError& e) {
+    what = e.what();
+  } catch (const std::exception& e) {
+    what = std::string("not an EtcdError: ") + e.what();
+  }
+  EXPECT_EQ(
+      what,
+      R"(rendezvous state has a field of the wrong type: {"round": "one", "participants": []})");
   fake.stop();
   serve.join();
 }

@@ -83,14 +83,18 @@ State parse_state(const std::string& text) {
   const auto j = Json::parse(text, nullptr, false);
   State s;
   if (j.is_discarded() || !j.is_object()) throw EtcdError("rendezvous state is not JSON: " + text);
-  s.round = j.value("round", 0);
-  s.closed = j.value("status", std::string()) == "closed";
-  for (const auto& p : j.value("participants", Json::array())) {
-    s.participants.push_back({p.value("id", std::string()), p.value("addr", std::string()),
-                              p.value("port", 0), p.value("prev_rank", -1)});
+  try {  // written by a peer: a field of the wrong type is an error to report, not a crash
+    s.round = j.value("round", 0);
+    s.closed = j.value("status", std::string()) == "closed";
+    for (const auto& p : j.value("participants", Json::array())) {
+      s.participants.push_back({p.value("id", std::string()), p.value("addr", std::string()),
+                                p.value("port", 0), p.value("prev_rank", -1)});
+    }
+    s.last_call_ms = j.value("last_call_ms", std::int64_t{0});
+    s.expected = j.value("expected", std::vector<std::string>{});
+  } catch (const Json::exception&) {
+    throw EtcdError("rendezvous state has a field of the wrong type: " + text.substr(0, 200));
   }
-  s.last_call_ms = j.value("last_call_ms", std::int64_t{0});
-  s.expected = j.value("expected", std::vector<std::string>{});
   return s;
 }
 
