@@ -51,8 +51,27 @@ TEST(DevicePluginCli, BadInputIsOneLineExitTwo) {
                    "      replicas: 1\n");
   test::write_text(dir.file("unknown.yaml"), "flags:\n  migStrategi: mixed\n");
   test::write_text(dir.file("broken.json"), "{\n  \"schema\": \n");
+  // Library text with exit 1 before (yaml-cpp "bad conversion", stoi, json out_of_range).
+  test::write_text(dir.file("key.yaml"), "[a]: 1\n");
+  test::write_text(dir.file("upper.yaml"),
+                   "sharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n"
+                   "      replicas: 2\n      rename: UPPER\n");
+  std::string nv = test::read_text(test::topo_json_path("t4x2"));
+  const auto sys = nv.find("\"path\": \"SYS\"");
+  ASSERT_NE(sys, std::string::npos);
+  nv.replace(sys, std::string("\"path\": \"SYS\"").size(), "\"path\": \"NV99999999999\"");
+  test::write_text(dir.file("nv.json"), nv);
+  test::write_text(dir.file("huge.json"), "{\n  \"schema\": 1e400\n}\n");
   const std::string topo = test::topo_json_path("t4x2");
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"device-plugin", "--topology", topo, "--config-file", dir.file("key.yaml")},
+       "gpuorch: " + dir.file("key.yaml") + ":1: a key in the config must be a name\n"},
+      {{"device-plugin", "--topology", topo, "--config-file", dir.file("upper.yaml")},
+       "gpuorch: " + dir.file("upper.yaml") +
+           ":6: rename 'UPPER' is not a Kubernetes resource name: 1 to 63 of a-z, 0-9, '-', '_', "
+           "'.', starting and ending with a letter or digit\n"},
+      {{"device-plugin", "--topology", dir.file("huge.json")},
+       "gpuorch: " + dir.file("huge.json") + ":2: number 1e400 is out of range\n"},
       {{"device-plugin", "--topology", topo, "--config-file", dir.file("bad.yaml")},
        "gpuorch: " + dir.file("bad.yaml") + ":5: replicas is 1: sharing needs at least 2\n"},
       {{"device-plugin", "--topology", topo, "--config-file", dir.file("unknown.yaml")},
@@ -75,6 +94,12 @@ TEST(DevicePluginCli, BadInputIsOneLineExitTwo) {
     EXPECT_EQ(r.err, err);
     EXPECT_EQ(r.out, "");
   }
+  const auto r = run_cli({"device-plugin", "--topology", dir.file("nv.json")}, dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(test::lines_of(r.err).size(), 1u) << r.err;
+  EXPECT_EQ(r.err.rfind("gpuorch: " + dir.file("nv.json") + ": links[", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("]: path \"NV99999999999\": an NVLink count is 1 to 64"), std::string::npos)
+      << r.err;
 }
 
 TEST(DevicePluginCli, ProcessRegistersTurnsUnhealthyAndStopsOnSigterm) {
