@@ -20,6 +20,7 @@
 #include "gpuorch/k8s/scheduler_service.hpp"
 #include "gpuorch/sched/policy.hpp"
 #include "gpuorch/telemetry/exporter.hpp"
+#include "gpuorch/telemetry/http_server.hpp"
 
 namespace gpuorch::cli {
 namespace {
@@ -121,12 +122,8 @@ int run(const SchedulerFlags& f) {
   http.Get("/metrics", [&service](const httplib::Request&, httplib::Response& res) {
     res.set_content(service.metrics(), "text/plain; version=0.0.4");
   });
-  int port = listen.port;
-  if (port == 0) {
-    port = http.bind_to_any_port(listen.address);
-  } else if (!http.bind_to_port(listen.address, port)) {
-    port = -1;
-  }
+  // Bounded threads, read timeouts and a deep backlog: slow clients cannot starve the probes.
+  const int port = telemetry::harden_and_bind(http, listen.address, listen.port);
   if (port < 0) base::fail_input(fmt::format("--listen {}: cannot bind", f.listen));
   std::jthread http_thread([&http] { http.listen_after_bind(); });
   log_line(

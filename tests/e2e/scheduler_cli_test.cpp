@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -172,6 +173,21 @@ TEST(SchedulerControlPlane, PlacesExplainsRetriesAndSurvivesARestart) {
   p = get_pod(api, "not-ours");
   EXPECT_FALSE(bound(p));
   EXPECT_TRUE(unschedulable_message(p).empty());
+  // /metrics, /healthz and /readyz on the port the start line names.
+  const std::string log_text = scheduler.log();
+  const std::string marker = "metrics on http://127.0.0.1:";
+  const auto marker_at = log_text.find(marker);
+  ASSERT_NE(marker_at, std::string::npos) << log_text;
+  const int port = std::stoi(log_text.substr(marker_at + marker.size()));
+  httplib::Client http("127.0.0.1", port);
+  const auto metrics = http.Get("/metrics");
+  ASSERT_TRUE(metrics) << "no answer on port " << port;
+  EXPECT_NE(metrics->body.find("gpuorch_scheduler_binds_total 4"), std::string::npos)
+      << metrics->body;
+  EXPECT_NE(metrics->body.find("gpuorch_scheduler_bind_duration_seconds_count 4"),
+            std::string::npos);
+  EXPECT_EQ(http.Get("/healthz")->status, 200);
+  EXPECT_EQ(http.Get("/readyz")->status, 200);
   EXPECT_EQ(scheduler.stop(), 0) << scheduler.log();
   // Nothing bound twice: each bind is logged once.
   const std::string log = scheduler.log();
