@@ -156,3 +156,35 @@ TEST(Plan, PhysicalCoresFollowSiblingNumbering) {
 
 }  // namespace
 }  // namespace gpuorch::launch
+
+namespace gpuorch::launch {
+namespace {
+
+// Fewer ranks than GPUs: the ranks get the best-connected GPUs (the scheduler core's picker), not
+// the first ones. On a DGX H100 every pair is NV18, so two ranks keep GPUs 0 and 1; cut the
+// NVLinks between GPU 0 and every other GPU, and GPUs 1 and 2 win.
+TEST(Plan, FewerRanksThanGpusGetTheBestConnectedGpus) {
+  auto host = topology::load_host_json(launch_test::topo_json("dgx-h100"));
+  PlanRequest r;
+  r.nproc = 2;
+  auto plan = make_plan(host, r);
+  EXPECT_EQ(plan.ranks[0].gpu, 0);
+  EXPECT_EQ(plan.ranks[1].gpu, 1);
+  for (auto& l : host.links) {
+    if (l.a == 0 && l.b < static_cast<int>(host.gpus.size())) {
+      l.path = topology::Path::kSys;
+      l.nvlinks = 0;
+    }
+  }
+  plan = make_plan(host, r);
+  EXPECT_EQ(plan.ranks[0].gpu, 1);
+  EXPECT_EQ(plan.ranks[1].gpu, 2);
+  EXPECT_EQ(plan.ranks[0].device_index, 0);
+  EXPECT_EQ(plan.ranks[1].device_index, 1);
+  std::map<std::string, std::string> env;
+  for (const auto& [k, v] : plan.rank_env(1)) env[k] = v;
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "1,2");
+}
+
+}  // namespace
+}  // namespace gpuorch::launch

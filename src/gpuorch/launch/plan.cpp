@@ -3,9 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/base/units.hpp"
+#include "gpuorch/sched/gpu_picker.hpp"
+#include "gpuorch/topology/labels.hpp"
 
 namespace gpuorch::launch {
 namespace {
@@ -175,14 +179,29 @@ Plan make_plan(const topology::Host& host, const PlanRequest& request) {
   for (const auto& n : host.numa_nodes) {
     if (!node_cpus(host, n.id, {}).empty() && node_by_id(host, n.id)) cpu_nodes.push_back(n.id);
   }
+  // Fewer ranks than GPUs: the best-connected GPUs, by the scheduler core's one picker (the
+  // same choice a pod gets from the scheduler and the device plugin); all of them otherwise.
+  std::vector<int> gpu_of_rank;
+  if (use_gpus) {
+    const auto n = static_cast<std::size_t>(gpus);
+    std::vector<std::uint8_t> links(n * n, 0);
+    for (std::size_t a = 0; a < n; ++a) {
+      for (std::size_t c = 0; c < n; ++c) {
+        if (a != c) links[a * n + c] = topology::gpu_link_strength(host, a, c);
+      }
+    }
+    const std::vector<std::int32_t> all_free(n, static_cast<std::int32_t>(base::kMilliPerGpu));
+    gpu_of_rank = sched::pick_gpus(all_free, nproc, links);
+  }
   for (int r = 0; r < nproc; ++r) {
     RankBinding b;
     b.local_rank = r;
     if (use_gpus) {
-      b.gpu = host.gpus[static_cast<std::size_t>(r)].index;
+      const int g = gpu_of_rank[static_cast<std::size_t>(r)];
+      b.gpu = host.gpus[static_cast<std::size_t>(g)].index;
       b.device_index = request.own_gpu_only ? 0 : r;
-      b.numa_node = numa_of(host, host.gpus[static_cast<std::size_t>(r)]);
-      nearest_nic_of_gpu(host, r, b);
+      b.numa_node = numa_of(host, host.gpus[static_cast<std::size_t>(g)]);
+      nearest_nic_of_gpu(host, g, b);
     } else {
       b.gpu = -1;
       b.numa_node = cpu_nodes.empty() ? -1
@@ -199,7 +218,10 @@ Plan make_plan(const topology::Host& host, const PlanRequest& request) {
   for (const auto& b : plan.ranks) ranks_on_node[b.numa_node].push_back(b.local_rank);
   for (const auto& [node, members] : ranks_on_node) {
     const IdSet fallback =
-        use_gpus ? host.gpus[static_cast<std::size_t>(members.front())].local_cpus : IdSet{};
+        use_gpus ? host.gpus[static_cast<std::size_t>(
+                                 gpu_of_rank[static_cast<std::size_t>(members.front())])]
+                       .local_cpus
+                 : IdSet{};
     const IdSet cpus = node_cpus(host, node, fallback);
     const auto cores = physical_cores(host, cpus);
     const std::size_t k = members.size();
