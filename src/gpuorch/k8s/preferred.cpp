@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "gpuorch/sched/gpu_picker.hpp"
+#include "gpuorch/topology/labels.hpp"
 
 namespace gpuorch::k8s {
 namespace {
@@ -81,21 +82,8 @@ int pair_score(const topology::Host& host, const Resource& r, const PhysicalDevi
         // KFD weights grow with hops (15 inside an MI250 package, 30 across): fewer is better.
         s = l->xgmi_weight > 0 ? std::max(100, 6000 / l->xgmi_weight) : 100;
         break;
-      case Path::kPix:
-        s = 50;
-        break;
-      case Path::kPxb:
-        s = 40;
-        break;
-      case Path::kPhb:
-        s = 30;
-        break;
-      case Path::kNode:
-        s = 20;
-        break;
-      case Path::kSys:
-      case Path::kSelf:
-        s = 10;
+      default:
+        s = topology::pcie_path_strength(l->path);
         break;
     }
   }

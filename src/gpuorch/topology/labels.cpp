@@ -190,6 +190,26 @@ Labels node_labels(const Host& h) {
   return out;
 }
 
+int pcie_path_strength(Path path) {
+  switch (path) {
+    case Path::kPix:
+      return 50;
+    case Path::kPxb:
+      return 40;
+    case Path::kPhb:
+      return 30;
+    case Path::kNode:
+      return 20;
+    case Path::kSys:
+    case Path::kSelf:
+      return 10;
+    case Path::kNvLink:
+    case Path::kXgmi:
+      return 0;
+  }
+  return 0;
+}
+
 std::uint8_t gpu_link_strength(const Host& h, std::size_t a, std::size_t b) {
   int s = 0;
   if (const Link* l = h.link(a, b)) {
@@ -200,21 +220,8 @@ std::uint8_t gpu_link_strength(const Host& h, std::size_t a, std::size_t b) {
       case Path::kXgmi:
         s = l->xgmi_weight > 0 ? std::min(250, 100 + 600 / l->xgmi_weight) : 100;
         break;
-      case Path::kPix:
-        s = 50;
-        break;
-      case Path::kPxb:
-        s = 40;
-        break;
-      case Path::kPhb:
-        s = 30;
-        break;
-      case Path::kNode:
-        s = 20;
-        break;
-      case Path::kSys:
-      case Path::kSelf:
-        s = 10;
+      default:
+        s = pcie_path_strength(l->path);
         break;
     }
   }

@@ -24,6 +24,10 @@ std::string short_model(const std::string& marketing_name);
 // most 250), XGMI 100 + 600 / KFD weight (100 when the weight is unknown), 0 when no link is
 // known; + 5 when both GPUs are on one NUMA node.
 std::uint8_t gpu_link_strength(const Host& host, std::size_t a, std::size_t b);
+// The PCIe/CPU part of every link ranking (the scheduler's matrix, the device plugin's pair
+// score): PIX 50, PXB 40, PHB 30, NODE 20, SYS 10; 0 for NV# and XGMI, which each ranking scales
+// by its own units.
+int pcie_path_strength(Path path);
 // With the GPU link matrix when the host has two or more GPUs and any link between them known.
 cluster::NodeSpec node_spec(const Host& host);
 // The NodeSpec as a gpuorch YAML inventory (docs/inventory.md) that io::load_inventory reads.
