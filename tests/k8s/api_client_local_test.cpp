@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gpuorch/k8s/api_client.hpp"
+#include "k8s/api_error_of.hpp"
 #include "k8s/fake_api_server.hpp"
 #include "support/net.hpp"
 
@@ -34,20 +35,6 @@ std::string runtime_error_of(F&& f) {
   }
   ADD_FAILURE() << "nothing was thrown";
   return {};
-}
-
-template <typename F>
-ApiError api_error_of(F&& f) {
-  try {
-    f();
-  } catch (const ApiError& e) {
-    return e;
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected ApiError, got: " << e.what();
-    return {0, "", "", ""};
-  }
-  ADD_FAILURE() << "nothing was thrown";
-  return {0, "", "", ""};
 }
 
 const char* const kNotFound =

@@ -16,6 +16,7 @@
 
 #include "gpuorch/k8s/informer.hpp"
 #include "gpuorch/k8s/kubeconfig.hpp"
+#include "k8s/api_error_of.hpp"
 #include "k8s/fake_api_server.hpp"
 #include "support/control_plane.hpp"
 #include "support/test_support.hpp"
@@ -34,20 +35,6 @@ json configmap(const std::string& name, const json& data) {
           {"kind", "ConfigMap"},
           {"metadata", {{"name", name}, {"labels", {{"app", "gpuorch-test"}}}}},
           {"data", data}};
-}
-
-template <typename F>
-ApiError api_error_of(F&& f) {
-  try {
-    f();
-  } catch (const ApiError& e) {
-    return e;
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected ApiError, got: " << e.what();
-    return {0, "", "", ""};
-  }
-  ADD_FAILURE() << "nothing was thrown";
-  return {0, "", "", ""};
 }
 
 TEST(ApiClientControlPlane, ConfigMapLifeConflictsAndDryRun) {
