@@ -211,7 +211,7 @@ int run_arrivals(const FillFlags& f) {
 void add_experiment_options(CLI::App& cmd, FillFlags& flags) {
   cmd.add_option("--nodes", flags.nodes,
                  "Cluster: openb node CSV (sn,cpu_milli,memory_mib,gpu,model) or a YAML "
-                 "inventory (.yaml/.yml, see docs/inventory.md)");
+                 "inventory (.yaml/.yml, see docs/inputs.md)");
   cmd.add_option("--pods", flags.pods, "Pods: openb pod CSV (5 or 11 columns)");
   cmd.add_option("--seeds", flags.seeds, "Seeds: A-B, or a comma-separated list")
       ->capture_default_str();

@@ -1,36 +1,22 @@
 #include "gpuorch/comm/gpu_libs.hpp"
 
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 namespace gpuorch::comm::gpu {
 namespace {
 
 template <typename F>
-void bind(const Library& lib, const char* lib_name, F& f, const char* symbol) {
-  void* p = dlsym(lib.handle, symbol);
-  if (!p) throw EnvironmentError(fmt::format("{} lacks {}", lib_name, symbol));
-  f = reinterpret_cast<F>(p);
+void bind(const base::SharedLibrary& lib, const char* lib_name, F& f, const char* symbol) {
+  if (!lib.bind(f, {symbol})) throw EnvironmentError(fmt::format("{} lacks {}", lib_name, symbol));
 }
 
 }  // namespace
 
-Library::Library(const std::string& name) : handle(dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-  if (handle == nullptr) {
-    const char* e = dlerror();
-    error = e != nullptr ? e : "unknown error";
-  }
-}
-
-Library::~Library() {
-  if (handle) dlclose(handle);
-}
-
 Cuda::Cuda() {
-  if (!lib.handle) {
+  if (!lib.loaded()) {
     // dlerror() already starts with the library's name.
     throw EnvironmentError(
-        fmt::format("no CUDA driver ({}): gpuorch bench needs an NVIDIA GPU host", lib.error));
+        fmt::format("no CUDA driver ({}): gpuorch bench needs an NVIDIA GPU host", lib.error()));
   }
   const char* n = "libcuda.so.1";
   // Versioned names as cuda.h's #defines map them (cuMemAlloc -> cuMemAlloc_v2, ...).
@@ -66,9 +52,9 @@ void Cuda::check(CuResult r, const char* what) const {
 }
 
 Nccl::Nccl(const std::string& name) : lib(name) {
-  if (!lib.handle) {
+  if (!lib.loaded()) {
     throw EnvironmentError(fmt::format(
-        "no NCCL ({}): install NCCL or pass --nccl-library /path/to/libnccl.so.2", lib.error));
+        "no NCCL ({}): install NCCL or pass --nccl-library /path/to/libnccl.so.2", lib.error()));
   }
   const char* n = "libnccl.so.2";
   bind(lib, n, get_version, "ncclGetVersion");

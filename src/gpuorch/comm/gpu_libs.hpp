@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <string>
 
+#include "gpuorch/base/shared_library.hpp"
 #include "gpuorch/comm/gpu_backend.hpp"
 
 namespace gpuorch::comm::gpu {
@@ -25,17 +26,8 @@ struct NcclUniqueId {
 constexpr int kCuDevAttrPciBus = 33, kCuDevAttrPciDevice = 34, kCuDevAttrPciDomain = 50;
 constexpr unsigned kCuStreamNonBlocking = 1;  // CU_STREAM_NON_BLOCKING
 
-struct Library {
-  void* handle = nullptr;
-  std::string error;  // dlerror() when dlopen failed: why the library did not load
-  explicit Library(const std::string& name);
-  ~Library();
-  Library(const Library&) = delete;
-  Library& operator=(const Library&) = delete;
-};
-
 struct Cuda {
-  Library lib{"libcuda.so.1"};
+  base::SharedLibrary lib{"libcuda.so.1"};
   CuResult (*init)(unsigned) = nullptr;
   CuResult (*get_error_string)(CuResult, const char**) = nullptr;
   CuResult (*driver_version)(int*) = nullptr;
@@ -64,7 +56,7 @@ struct Cuda {
 };
 
 struct Nccl {
-  Library lib;
+  base::SharedLibrary lib;
   NcclResult (*get_version)(int*) = nullptr;
   const char* (*error_string)(NcclResult) = nullptr;
   NcclResult (*get_unique_id)(NcclUniqueId*) = nullptr;

@@ -1,6 +1,4 @@
-// The live NVML through dlopen. Only the handful of entry points gpuorch uses are declared here,
-// with the layouts of NVML's public header (nvml.h); nothing NVIDIA ships is needed to build.
-#include <dlfcn.h>
+// The live NVML (through the one binding, nvml_api.hpp) behind the Nvml interface.
 #include <fmt/format.h>
 
 #include <array>
@@ -8,85 +6,12 @@
 #include <cstring>
 
 #include "gpuorch/discover/nvml.hpp"
+#include "gpuorch/discover/nvml_api.hpp"
 
 namespace gpuorch::discover {
 namespace {
 
-using Return = int;                       // nvmlReturn_t
-using Device = struct NvmlDeviceOpaque*;  // nvmlDevice_t
-constexpr Return kSuccess = 0;
-constexpr unsigned kNameBuffer = 96;     // NVML_DEVICE_NAME_V2_BUFFER_SIZE
-constexpr unsigned kUuidBuffer = 96;     // NVML_DEVICE_UUID_V2_BUFFER_SIZE
-constexpr unsigned kVersionBuffer = 80;  // NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE
-constexpr unsigned kMaxNvLinks = 18;     // NVML_NVLINK_MAX_LINKS
-
-struct PciInfo {  // nvmlPciInfo_t (v3)
-  char bus_id_legacy[16];
-  unsigned domain, bus, device, pci_device_id, pci_subsystem_id;
-  char bus_id[32];
-};
-struct Memory {  // nvmlMemory_t
-  unsigned long long total, free, used;
-};
-struct Utilization {  // nvmlUtilization_t
-  unsigned gpu, memory;
-};
-struct FieldValue {  // nvmlFieldValue_t
-  unsigned field_id, scope_id;
-  long long timestamp, latency_usec;
-  unsigned value_type;
-  Return nvml_return;
-  unsigned long long value;  // nvmlValue_t, 8 bytes; read according to value_type
-};
-static_assert(sizeof(PciInfo) == 68 && sizeof(FieldValue) == 40, "NVML struct layout");
-
-constexpr unsigned kTemperatureGpu = 0;          // NVML_TEMPERATURE_GPU
-constexpr unsigned kClockSm = 1, kClockMem = 2;  // NVML_CLOCK_SM, NVML_CLOCK_MEM
-constexpr unsigned kPcieTx = 0, kPcieRx = 1;     // NVML_PCIE_UTIL_{TX,RX}_BYTES
-constexpr unsigned kFieldNvlinkDataTx = 138,
-                   kFieldNvlinkDataRx = 139;  // NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_*
-
-struct Api {
-  Return (*init)() = nullptr;
-  Return (*shutdown)() = nullptr;
-  const char* (*error_string)(Return) = nullptr;
-  Return (*driver_version)(char*, unsigned) = nullptr;
-  Return (*cuda_version)(int*) = nullptr;
-  Return (*count)(unsigned*) = nullptr;
-  Return (*handle)(unsigned, Device*) = nullptr;
-  Return (*name)(Device, char*, unsigned) = nullptr;
-  Return (*uuid)(Device, char*, unsigned) = nullptr;
-  Return (*pci)(Device, PciInfo*) = nullptr;
-  Return (*memory)(Device, Memory*) = nullptr;
-  Return (*cc)(Device, int*, int*) = nullptr;
-  Return (*minor)(Device, unsigned*) = nullptr;
-  Return (*link_state)(Device, unsigned, unsigned*) = nullptr;
-  Return (*link_remote_pci)(Device, unsigned, PciInfo*) = nullptr;
-  Return (*link_remote_type)(Device, unsigned, unsigned*) = nullptr;
-  Return (*mig_mode)(Device, unsigned*, unsigned*) = nullptr;
-  Return (*mig_max)(Device, unsigned*) = nullptr;
-  Return (*mig_handle)(Device, unsigned, Device*) = nullptr;
-  Return (*gi_id)(Device, unsigned*) = nullptr;
-  Return (*ci_id)(Device, unsigned*) = nullptr;
-  Return (*utilization)(Device, Utilization*) = nullptr;
-  Return (*temperature)(Device, unsigned, unsigned*) = nullptr;
-  Return (*power)(Device, unsigned*) = nullptr;
-  Return (*clock)(Device, unsigned, unsigned*) = nullptr;
-  Return (*pcie_throughput)(Device, unsigned, unsigned*) = nullptr;
-  Return (*energy)(Device, unsigned long long*) = nullptr;
-  Return (*field_values)(Device, int, FieldValue*) = nullptr;
-};
-
-template <typename F>
-void bind(void* lib, F& fn, std::initializer_list<const char*> names) {
-  for (const char* n : names) {
-    if (void* sym = dlsym(lib, n)) {
-      // POSIX guarantees object and function pointers convert through dlsym's void*.
-      std::memcpy(&fn, &sym, sizeof fn);
-      return;
-    }
-  }
-}
+using namespace nvml;  // NOLINT(google-build-using-namespace): the binding's nvml.h names
 
 std::string c_string(const char* buf, std::size_t size) {
   return std::string(buf, strnlen(buf, size));
@@ -94,16 +19,10 @@ std::string c_string(const char* buf, std::size_t size) {
 
 class LiveNvml final : public Nvml {
  public:
-  LiveNvml(void* lib, Api api, std::string library)
-      : lib_(lib), api_(api), library_(std::move(library)) {}
-  ~LiveNvml() override {
-    api_.shutdown();
-    dlclose(lib_);
-  }
-  LiveNvml(const LiveNvml&) = delete;
-  LiveNvml& operator=(const LiveNvml&) = delete;
+  explicit LiveNvml(std::unique_ptr<Binding> binding)
+      : binding_(std::move(binding)), api_(binding_->api()) {}
 
-  [[nodiscard]] std::string source() const override { return library_; }
+  [[nodiscard]] std::string source() const override { return binding_->library(); }
 
   [[nodiscard]] std::string driver_version() const override {
     std::array<char, kVersionBuffer> buf{};
@@ -173,10 +92,7 @@ class LiveNvml final : public Nvml {
   }
 
  private:
-  [[nodiscard]] std::string error(Return r) const {
-    const char* e = api_.error_string ? api_.error_string(r) : nullptr;
-    return e ? std::string(e) : fmt::format("NVML error {}", r);
-  }
+  [[nodiscard]] std::string error(Return r) const { return binding_->error(r); }
 
   NvmlDevice describe(unsigned index, Device d) {
     NvmlDevice dev;
@@ -246,62 +162,16 @@ class LiveNvml final : public Nvml {
     return dev;
   }
 
-  void* lib_;
-  Api api_;
-  std::string library_;
+  std::unique_ptr<Binding> binding_;
+  const Api& api_;
 };
 
 }  // namespace
 
 std::unique_ptr<Nvml> open_live_nvml(const std::string& library, std::string& why) {
-  void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    const char* e = dlerror();
-    why = e ? e : library + ": cannot be loaded";
-    return nullptr;
-  }
-  Api a;
-  bind(lib, a.init, {"nvmlInit_v2", "nvmlInit"});
-  bind(lib, a.shutdown, {"nvmlShutdown"});
-  bind(lib, a.error_string, {"nvmlErrorString"});
-  bind(lib, a.driver_version, {"nvmlSystemGetDriverVersion"});
-  bind(lib, a.cuda_version,
-       {"nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion"});
-  bind(lib, a.count, {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"});
-  bind(lib, a.handle, {"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"});
-  bind(lib, a.name, {"nvmlDeviceGetName"});
-  bind(lib, a.uuid, {"nvmlDeviceGetUUID"});
-  bind(lib, a.pci, {"nvmlDeviceGetPciInfo_v3"});
-  bind(lib, a.memory, {"nvmlDeviceGetMemoryInfo"});
-  bind(lib, a.cc, {"nvmlDeviceGetCudaComputeCapability"});
-  bind(lib, a.minor, {"nvmlDeviceGetMinorNumber"});
-  bind(lib, a.link_state, {"nvmlDeviceGetNvLinkState"});
-  bind(lib, a.link_remote_pci, {"nvmlDeviceGetNvLinkRemotePciInfo_v2"});
-  bind(lib, a.link_remote_type, {"nvmlDeviceGetNvLinkRemoteDeviceType"});
-  bind(lib, a.mig_mode, {"nvmlDeviceGetMigMode"});
-  bind(lib, a.mig_max, {"nvmlDeviceGetMaxMigDeviceCount"});
-  bind(lib, a.mig_handle, {"nvmlDeviceGetMigDeviceHandleByIndex"});
-  bind(lib, a.gi_id, {"nvmlDeviceGetGpuInstanceId"});
-  bind(lib, a.ci_id, {"nvmlDeviceGetComputeInstanceId"});
-  bind(lib, a.utilization, {"nvmlDeviceGetUtilizationRates"});
-  bind(lib, a.temperature, {"nvmlDeviceGetTemperature"});
-  bind(lib, a.power, {"nvmlDeviceGetPowerUsage"});
-  bind(lib, a.clock, {"nvmlDeviceGetClockInfo"});
-  bind(lib, a.pcie_throughput, {"nvmlDeviceGetPcieThroughput"});
-  bind(lib, a.energy, {"nvmlDeviceGetTotalEnergyConsumption"});
-  bind(lib, a.field_values, {"nvmlDeviceGetFieldValues"});
-  if (!a.init || !a.shutdown || !a.count || !a.handle || !a.name) {
-    why = library + ": not an NVML library (entry points missing)";
-    dlclose(lib);
-    return nullptr;
-  }
-  if (const Return r = a.init(); r != kSuccess) {
-    const char* e = a.error_string ? a.error_string(r) : nullptr;
-    why = fmt::format("nvmlInit failed: {}", e ? e : fmt::format("error {}", r));
-    dlclose(lib);
-    return nullptr;
-  }
-  return std::make_unique<LiveNvml>(lib, a, library);
+  auto binding = Binding::open(library, why);
+  if (!binding) return nullptr;
+  return std::make_unique<LiveNvml>(std::move(binding));
 }
 
 }  // namespace gpuorch::discover

@@ -1,6 +1,6 @@
 #pragma once
 // gpuorch's own cluster inventory (YAML): node templates times a count, so users can describe
-// their cluster without a trace. Format: docs/inventory.md.
+// their cluster without a trace. Format: docs/inputs.md.
 #include <string>
 #include <vector>
 

@@ -1,12 +1,14 @@
 #include "gpuorch/k8s/health.hpp"
 
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <vector>
+
+#include "gpuorch/discover/xid_watch.hpp"
 
 namespace gpuorch::k8s {
 
@@ -146,86 +148,6 @@ void HealthFileWatcher::poll_once() {
 
 // ---- LiveHealthMonitor -------------------------------------------------------------------------
 
-namespace {
-
-// The few NVML entry points the XID watch needs, loaded at run time like the rest of gpuorch's
-// NVML use (no NVML header or library at build time). Types as in nvml.h.
-using nvmlDevice_t = struct nvmlDevice_st*;
-using nvmlEventSet_t = struct nvmlEventSet_st*;
-struct nvmlEventData_t {
-  nvmlDevice_t device;
-  unsigned long long eventType;
-  unsigned long long eventData;
-  unsigned int gpuInstanceId;
-  unsigned int computeInstanceId;
-};
-constexpr unsigned long long kXidCriticalError = 0x8;
-constexpr int kNvmlSuccess = 0;
-constexpr int kNvmlTimeout = 10;
-
-struct NvmlEvents {
-  void* lib = nullptr;
-  int (*init)() = nullptr;
-  int (*shutdown)() = nullptr;
-  int (*by_uuid)(const char*, nvmlDevice_t*) = nullptr;
-  int (*uuid)(nvmlDevice_t, char*, unsigned) = nullptr;
-  int (*set_create)(nvmlEventSet_t*) = nullptr;
-  int (*set_free)(nvmlEventSet_t) = nullptr;
-  int (*register_events)(nvmlDevice_t, unsigned long long, nvmlEventSet_t) = nullptr;
-  int (*wait)(nvmlEventSet_t, nvmlEventData_t*, unsigned) = nullptr;
-  nvmlEventSet_t set = nullptr;
-  bool initialised = false;
-
-  template <typename F>
-  bool bind(F& f, const char* name) {
-    void* sym = dlsym(lib, name);
-    if (sym) f = reinterpret_cast<F>(sym);
-    return sym != nullptr;
-  }
-  bool open(const std::string& library, std::string& why) {
-    lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-      const char* e = dlerror();
-      why = e ? e : "dlopen failed";
-      return false;
-    }
-    const bool ok =
-        (bind(init, "nvmlInit_v2") || bind(init, "nvmlInit")) && bind(shutdown, "nvmlShutdown") &&
-        (bind(by_uuid, "nvmlDeviceGetHandleByUUID")) && bind(uuid, "nvmlDeviceGetUUID") &&
-        bind(set_create, "nvmlEventSetCreate") && bind(set_free, "nvmlEventSetFree") &&
-        bind(register_events, "nvmlDeviceRegisterEvents") &&
-        (bind(wait, "nvmlEventSetWait_v2") || bind(wait, "nvmlEventSetWait"));
-    if (!ok) {
-      why = "NVML lacks the event API";
-      return false;
-    }
-    if (init() != kNvmlSuccess) {
-      why = "nvmlInit failed";
-      return false;
-    }
-    initialised = true;
-    if (set_create(&set) != kNvmlSuccess) {
-      why = "nvmlEventSetCreate failed";
-      set = nullptr;
-      return false;
-    }
-    return true;
-  }
-  ~NvmlEvents() {
-    if (set) set_free(set);
-    if (initialised) shutdown();
-    if (lib) dlclose(lib);
-  }
-};
-
-bool application_xid(unsigned long long xid) {
-  // Errors a user program causes; the GPU itself is fine (NVIDIA's plugin skips the same).
-  static const std::set<unsigned long long> kApplication = {13, 31, 43, 45, 68, 109};
-  return kApplication.contains(xid);
-}
-
-}  // namespace
-
 struct LiveHealthMonitor::Impl {
   Impl(const topology::Host& h, HealthState& s, Options o, HealthState::Log l)
       : host(h), state(s), options(std::move(o)), log(std::move(l)) {}
@@ -234,7 +156,7 @@ struct LiveHealthMonitor::Impl {
   Options options;
   HealthState::Log log;
   std::atomic<bool> stop{false};
-  std::unique_ptr<NvmlEvents> nvml;
+  std::unique_ptr<discover::XidWatch> nvml;
   int xid_devices = 0;
   std::thread sysfs_thread, xid_thread;
 
@@ -253,18 +175,9 @@ struct LiveHealthMonitor::Impl {
   }
   void watch_xids() {
     while (!stop) {
-      nvmlEventData_t data{};
-      const int r = nvml->wait(nvml->set, &data, 500);
-      if (r == kNvmlTimeout) continue;
-      if (r != kNvmlSuccess) {
-        // NVML reports GPU_IS_LOST and similar here; the sysfs check names the device.
-        std::this_thread::sleep_for(std::chrono::milliseconds(500));
-        continue;
-      }
-      if (data.eventType != kXidCriticalError || application_xid(data.eventData)) continue;
-      char uuid[96] = {};
-      if (nvml->uuid(data.device, uuid, sizeof uuid) != kNvmlSuccess) continue;
-      state.set_unhealthy(uuid, fmt::format("XID {} reported by NVML", data.eventData));
+      const auto event = nvml->wait(500);
+      if (!event || discover::application_xid(event->xid)) continue;
+      state.set_unhealthy(event->uuid, fmt::format("XID {} reported by NVML", event->xid));
     }
   }
 };
@@ -277,18 +190,14 @@ LiveHealthMonitor::LiveHealthMonitor(const topology::Host& host, HealthState& st
   for (const auto& g : host.gpus) nvidia += g.vendor == topology::Vendor::kNvidia ? 1 : 0;
   std::string nvml_note;
   if (nvidia > 0 && m.options.use_nvml) {
-    auto events = std::make_unique<NvmlEvents>();
+    std::vector<std::string> uuids;
+    for (const auto& g : host.gpus) {
+      if (g.vendor == topology::Vendor::kNvidia) uuids.push_back(g.uuid);
+    }
     std::string why;
-    if (events->open(m.options.nvml_library, why)) {
-      for (const auto& g : host.gpus) {
-        nvmlDevice_t dev = nullptr;
-        if (g.vendor != topology::Vendor::kNvidia || g.uuid.empty()) continue;
-        if (events->by_uuid(g.uuid.c_str(), &dev) != kNvmlSuccess) continue;
-        if (events->register_events(dev, kXidCriticalError, events->set) == kNvmlSuccess) {
-          ++m.xid_devices;
-        }
-      }
-      m.nvml = std::move(events);
+    if (auto watch = discover::XidWatch::open(m.options.nvml_library, uuids, why)) {
+      m.xid_devices = watch->devices();
+      m.nvml = std::move(watch);
       nvml_note = fmt::format("; NVML XID events for {} GPU{}", m.xid_devices,
                               m.xid_devices == 1 ? "" : "s");
     } else {

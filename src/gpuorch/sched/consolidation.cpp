@@ -194,7 +194,7 @@ std::optional<ConsolidationPlan> Consolidator::try_candidate(const Candidate& c,
 
 std::optional<ConsolidationPlan> Consolidator::make_room(std::uint32_t id, const PodRequest& pod) {
   if (options_.max_moves <= 0 || options_.max_tries <= 0) return std::nullopt;
-  const RequestKey key{pod.cpu_milli, pod.memory_mib, pod.gpu_count, pod.gpu_milli, pod.model_mask};
+  const RequestKey key(pod);
   if (const auto it = hopeless_.find(key);
       it != hopeless_.end() && it->second == cluster_->journal_end()) {
     return std::nullopt;

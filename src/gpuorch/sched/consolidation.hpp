@@ -70,8 +70,6 @@ class Consolidator {
   std::optional<ConsolidationPlan> try_candidate(const Candidate& c, const PodRequest& pod);
   void unbind(std::uint32_t id);
 
-  using RequestKey = std::tuple<std::int64_t, std::int64_t, int, std::int64_t, std::uint64_t>;
-
   cluster::Cluster* cluster_;
   Scheduler* scheduler_;
   ConsolidationOptions options_;

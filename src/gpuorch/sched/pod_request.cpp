@@ -6,6 +6,22 @@
 
 namespace gpuorch::sched {
 
+std::size_t RequestKeyHash::operator()(const RequestKey& k) const {
+  // splitmix64-style mixing of the fields; a cache holds a few hundred keys at most.
+  auto mix = [](std::uint64_t h, std::uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h;
+  };
+  std::uint64_t h = 0;
+  h = mix(h, static_cast<std::uint64_t>(k.cpu_milli));
+  h = mix(h, static_cast<std::uint64_t>(k.memory_mib));
+  h = mix(h, static_cast<std::uint64_t>(k.gpu_milli));
+  h = mix(h, k.model_mask);
+  h = mix(h, static_cast<std::uint64_t>(k.gpu_count));
+  h = mix(h, k.constraint);
+  return static_cast<std::size_t>(h);
+}
+
 std::uint64_t model_mask(const cluster::Cluster& cluster, const std::vector<std::string>& models,
                          std::vector<std::string>* unknown) {
   if (models.empty()) return kAnyModel;

@@ -38,6 +38,30 @@ struct PodRequest {
   }
 };
 
+// Everything in a request that can change a node's verdict or score: the one key of the core's
+// per-request caches (the score index's slots, consolidation's requests no plan can help).
+struct RequestKey {
+  std::int64_t cpu_milli = 0;
+  std::int64_t memory_mib = 0;
+  std::int64_t gpu_milli = 0;
+  std::uint64_t model_mask = 0;
+  int gpu_count = 0;
+  std::uint32_t constraint = 0;
+
+  explicit RequestKey(const PodRequest& pod)
+      : cpu_milli(pod.cpu_milli),
+        memory_mib(pod.memory_mib),
+        gpu_milli(pod.gpu_milli),
+        model_mask(pod.model_mask),
+        gpu_count(pod.gpu_count),
+        constraint(pod.constraint) {}
+  RequestKey() = default;
+  auto operator<=>(const RequestKey&) const = default;
+};
+struct RequestKeyHash {
+  std::size_t operator()(const RequestKey& k) const;
+};
+
 // Resolves pod specs against a cluster and interns their shapes.
 class RequestResolver {
  public:

@@ -7,22 +7,6 @@
 
 namespace gpuorch::sched {
 
-std::size_t ScoreIndex::KeyHash::operator()(const RequestKey& k) const {
-  // splitmix64-style mixing of the fields; the map holds a few hundred keys at most.
-  auto mix = [](std::uint64_t h, std::uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-    return h;
-  };
-  std::uint64_t h = 0;
-  h = mix(h, static_cast<std::uint64_t>(k.cpu_milli));
-  h = mix(h, static_cast<std::uint64_t>(k.memory_mib));
-  h = mix(h, static_cast<std::uint64_t>(k.gpu_milli));
-  h = mix(h, k.model_mask);
-  h = mix(h, static_cast<std::uint64_t>(k.gpu_count));
-  h = mix(h, k.constraint);
-  return static_cast<std::size_t>(h);
-}
-
 namespace {
 
 // A node's resource state (what Policy::scores_by_state allows a score to read), hashed and
@@ -98,8 +82,7 @@ std::size_t ScoreIndex::memory_bytes() const {
 }
 
 ScoreIndex::Slot& ScoreIndex::slot_for(const PodRequest& pod, std::size_t node_count) {
-  const RequestKey key{pod.cpu_milli,  pod.memory_mib, pod.gpu_milli,
-                       pod.model_mask, pod.gpu_count,  pod.constraint};
+  const RequestKey key(pod);
   if (const auto it = slot_of_.find(key); it != slot_of_.end()) return slots_[it->second];
 
   const std::size_t slot_bytes = node_count * (sizeof(NodeEntry) + 2 * sizeof(Leaf));

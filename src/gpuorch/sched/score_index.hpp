@@ -67,19 +67,6 @@ class ScoreIndex {
     std::uint8_t reason = kUncounted;  // check_node's result at that version
   };
   static constexpr std::uint8_t kUncounted = 0xff;  // not evaluated yet
-  // Everything that can change a node's filter result or score: the whole request.
-  struct RequestKey {
-    std::int64_t cpu_milli;
-    std::int64_t memory_mib;
-    std::int64_t gpu_milli;
-    std::uint64_t model_mask;
-    int gpu_count;
-    std::uint32_t constraint;
-    bool operator==(const RequestKey&) const = default;
-  };
-  struct KeyHash {
-    std::size_t operator()(const RequestKey& k) const;
-  };
   struct Slot {
     RequestKey key{};
     std::uint64_t cursor = 0;  // journal position caught up to; kNeverBuilt before the first use
@@ -110,7 +97,7 @@ class ScoreIndex {
 
   std::size_t budget_bytes_;
   std::vector<Slot> slots_;
-  std::unordered_map<RequestKey, std::uint32_t, KeyHash> slot_of_;
+  std::unordered_map<RequestKey, std::uint32_t, RequestKeyHash> slot_of_;
   std::uint64_t clock_ = 0;  // decisions so far, for least-recently-used eviction
   // State hash -> first node seen in that state, during one whole-cluster pass (scratch).
   std::unordered_map<std::uint64_t, cluster::NodeIndex> state_memo_;

@@ -269,7 +269,7 @@ std::string inventory_yaml(const cluster::NodeSpec& spec) {
     }
     return q + '"';
   };
-  std::string out = "# gpuorch inventory (docs/inventory.md), from `gpuorch topo --node-spec`\n";
+  std::string out = "# gpuorch inventory (docs/inputs.md), from `gpuorch topo --node-spec`\n";
   out += "nodes:\n";
   out +=
       fmt::format("  - name: {}\n    count: 1\n", quoted(spec.name.empty() ? "host" : spec.name));

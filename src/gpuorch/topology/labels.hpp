@@ -30,7 +30,7 @@ std::uint8_t gpu_link_strength(const Host& host, std::size_t a, std::size_t b);
 int pcie_path_strength(Path path);
 // With the GPU link matrix when the host has two or more GPUs and any link between them known.
 cluster::NodeSpec node_spec(const Host& host);
-// The NodeSpec as a gpuorch YAML inventory (docs/inventory.md) that io::load_inventory reads.
+// The NodeSpec as a gpuorch YAML inventory (docs/inputs.md) that io::load_inventory reads.
 std::string inventory_yaml(const cluster::NodeSpec& spec);
 // A label value made valid: [A-Za-z0-9] at both ends, [-_.A-Za-z0-9] inside, at most 63 chars.
 std::string label_value(const std::string& text, char space = '-');

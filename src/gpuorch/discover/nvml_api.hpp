@@ -1,0 +1,115 @@
+#pragma once
+// The one NVML binding: every NVML entry point gpuorch calls, loaded at run time through
+// base::SharedLibrary, with the types and layouts of NVML's public header (nvml.h), so nothing
+// NVIDIA ships is needed to build. Discovery and telemetry (nvml_live.cpp) and the device plugin's
+// XID watch (xid_watch.hpp) both use it. Entry points a driver lacks stay null; callers check.
+#include <memory>
+#include <string>
+
+#include "gpuorch/base/shared_library.hpp"
+
+namespace gpuorch::discover::nvml {
+
+using Return = int;                          // nvmlReturn_t
+using Device = struct NvmlDeviceOpaque*;     // nvmlDevice_t
+using EventSet = struct NvmlEventSetOpaque*; // nvmlEventSet_t
+constexpr Return kSuccess = 0;
+constexpr Return kTimeout = 10;          // NVML_ERROR_TIMEOUT
+constexpr unsigned kNameBuffer = 96;     // NVML_DEVICE_NAME_V2_BUFFER_SIZE
+constexpr unsigned kUuidBuffer = 96;     // NVML_DEVICE_UUID_V2_BUFFER_SIZE
+constexpr unsigned kVersionBuffer = 80;  // NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE
+constexpr unsigned kMaxNvLinks = 18;     // NVML_NVLINK_MAX_LINKS
+
+struct PciInfo {  // nvmlPciInfo_t (v3)
+  char bus_id_legacy[16];
+  unsigned domain, bus, device, pci_device_id, pci_subsystem_id;
+  char bus_id[32];
+};
+struct Memory {  // nvmlMemory_t
+  unsigned long long total, free, used;
+};
+struct Utilization {  // nvmlUtilization_t
+  unsigned gpu, memory;
+};
+struct FieldValue {  // nvmlFieldValue_t
+  unsigned field_id, scope_id;
+  long long timestamp, latency_usec;
+  unsigned value_type;
+  Return nvml_return;
+  unsigned long long value;  // nvmlValue_t, 8 bytes; read according to value_type
+};
+struct EventData {  // nvmlEventData_t
+  Device device;
+  unsigned long long event_type;
+  unsigned long long event_data;
+  unsigned gpu_instance_id;
+  unsigned compute_instance_id;
+};
+static_assert(sizeof(PciInfo) == 68 && sizeof(FieldValue) == 40 && sizeof(EventData) == 32,
+              "NVML struct layout");
+
+constexpr unsigned kTemperatureGpu = 0;          // NVML_TEMPERATURE_GPU
+constexpr unsigned kClockSm = 1, kClockMem = 2;  // NVML_CLOCK_SM, NVML_CLOCK_MEM
+constexpr unsigned kPcieTx = 0, kPcieRx = 1;     // NVML_PCIE_UTIL_{TX,RX}_BYTES
+constexpr unsigned kFieldNvlinkDataTx = 138,
+                   kFieldNvlinkDataRx = 139;                 // NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_*
+constexpr unsigned long long kEventXidCriticalError = 0x8;  // nvmlEventTypeXidCriticalError
+
+struct Api {
+  Return (*init)() = nullptr;
+  Return (*shutdown)() = nullptr;
+  const char* (*error_string)(Return) = nullptr;
+  Return (*driver_version)(char*, unsigned) = nullptr;
+  Return (*cuda_version)(int*) = nullptr;
+  Return (*count)(unsigned*) = nullptr;
+  Return (*handle)(unsigned, Device*) = nullptr;
+  Return (*handle_by_uuid)(const char*, Device*) = nullptr;
+  Return (*name)(Device, char*, unsigned) = nullptr;
+  Return (*uuid)(Device, char*, unsigned) = nullptr;
+  Return (*pci)(Device, PciInfo*) = nullptr;
+  Return (*memory)(Device, Memory*) = nullptr;
+  Return (*cc)(Device, int*, int*) = nullptr;
+  Return (*minor)(Device, unsigned*) = nullptr;
+  Return (*link_state)(Device, unsigned, unsigned*) = nullptr;
+  Return (*link_remote_pci)(Device, unsigned, PciInfo*) = nullptr;
+  Return (*link_remote_type)(Device, unsigned, unsigned*) = nullptr;
+  Return (*mig_mode)(Device, unsigned*, unsigned*) = nullptr;
+  Return (*mig_max)(Device, unsigned*) = nullptr;
+  Return (*mig_handle)(Device, unsigned, Device*) = nullptr;
+  Return (*gi_id)(Device, unsigned*) = nullptr;
+  Return (*ci_id)(Device, unsigned*) = nullptr;
+  Return (*utilization)(Device, Utilization*) = nullptr;
+  Return (*temperature)(Device, unsigned, unsigned*) = nullptr;
+  Return (*power)(Device, unsigned*) = nullptr;
+  Return (*clock)(Device, unsigned, unsigned*) = nullptr;
+  Return (*pcie_throughput)(Device, unsigned, unsigned*) = nullptr;
+  Return (*energy)(Device, unsigned long long*) = nullptr;
+  Return (*field_values)(Device, int, FieldValue*) = nullptr;
+  Return (*event_set_create)(EventSet*) = nullptr;
+  Return (*event_set_free)(EventSet) = nullptr;
+  Return (*register_events)(Device, unsigned long long, EventSet) = nullptr;
+  Return (*event_set_wait)(EventSet, EventData*, unsigned) = nullptr;
+};
+
+// NVML loaded and initialised (nvmlInit); nvmlShutdown and dlclose when it goes.
+class Binding {
+ public:
+  // nullptr and `why` when the library does not load, is not NVML, or nvmlInit fails.
+  static std::unique_ptr<Binding> open(const std::string& library, std::string& why);
+  ~Binding();
+  Binding(const Binding&) = delete;
+  Binding& operator=(const Binding&) = delete;
+
+  [[nodiscard]] const Api& api() const { return api_; }
+  [[nodiscard]] const std::string& library() const { return lib_.name(); }
+  // NVML's text for `r` ("NVML error N" when the driver has no nvmlErrorString).
+  [[nodiscard]] std::string error(Return r) const;
+
+ private:
+  explicit Binding(const std::string& library) : lib_(library) {}
+  base::SharedLibrary lib_;
+  Api api_;
+  bool initialised_ = false;
+};
+
+}  // namespace gpuorch::discover::nvml
