@@ -1,5 +1,5 @@
 // scripts/fill-ceiling's exact search over t (the last arrival that opens a free GPU) against
-// brute force, and its ceiling against an exhaustive search over every placement on 300 random
+// brute force, and its ceiling against an exhaustive search over every placement on 200 random
 // small clusters with CPU, memory and GPU-model constraints (issue 16's counterexample first).
 #include <gtest/gtest.h>
 
@@ -24,7 +24,7 @@ TEST(FillCeilingScript, ExactSearchAndCeilingHoldAgainstBruteForce) {
                               " --self-test >" + test::shell_quote(out) + " 2>&1";
   const int status = std::system(command.c_str());
   EXPECT_EQ(status, 0) << test::read_text(out);
-  EXPECT_EQ(test::read_text(out), "self-test: ok (40 searches, 300 instances, closest 0 milli)\n");
+  EXPECT_EQ(test::read_text(out), "self-test: ok (40 searches, 200 instances, closest 0 milli)\n");
 }
 
 }  // namespace

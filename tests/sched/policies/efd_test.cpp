@@ -163,9 +163,9 @@ TEST(EfdPolicy, EqualScoresGoByTheNodeRanking) {
 // Node 0 "b": model B, 2 GPUs; node 1 "a": model A, 6 GPUs (capacity 2000 and 6000 milli).
 // History: 1000 milli on one GPU of model B only, and 1000 milli on any model, one each.
 // Demand 1000 (per pod, weighted); B-only reserves .5 of it, all on B (capacity 2000 of 2000
-// allowed): reserved[B] = .5, scarcity[B] = .5 / (2000 / 8000) = 2, scarcity[A] = 0. Nothing is
-// stranded on either model (whole GPUs fill whole GPUs), so the gain is minus the price:
-// scarcity_weight x GPU milli x (scarcity[model] - cheapest allowed).
+// allowed): reserved[B] = .5, pressure[B] = .5 / (2000 / 8000) = 2, capped at 1; pressure[A] =
+// 0. Nothing is stranded on either model (whole GPUs fill whole GPUs), so the gain is minus the
+// price: scarcity_weight x GPU milli x (pressure[model] - least pressed allowed).
 std::vector<cluster::NodeSpec> two_models() {
   return {gpu_node("b", 64000, 2, "B"), gpu_node("a", 64000, 6, "A")};
 }
@@ -175,14 +175,14 @@ std::vector<workload::PodSpec> constrained_history() {
 
 TEST(EfdPolicy, ScarceModelPriceSteersAnyModelPodsAway) {
   EfdBench exact("efd:popularity=1:quantise=0", two_models(), constrained_history());
-  // Any-model pod of one GPU: on B .5 x 1000 x 2 = 1000 -> -1000000; on A 0.
+  // Any-model pod of one GPU: on B 1 x 1000 x 1 = 1000 -> -1000000; on A 0.
   EXPECT_EQ(exact.score(0, exact.req(0, 1, 1000)).score, -1000000);
   EXPECT_EQ(exact.score(1, exact.req(0, 1, 1000)).score, 0);
-  // Two GPUs: .5 x 2000 x 2 = 2000.
+  // Two GPUs: 1 x 2000 x 1 = 2000.
   EXPECT_EQ(exact.score(0, exact.req(0, 2, 1000)).score, -2000000);
   // A pod that may only use B pays nothing there (B is its cheapest allowed model).
   EXPECT_EQ(exact.score(0, exact.req(0, 1, 1000, {"B"})).score, 0);
-  // A share pays for its milli, .5 x 500 x 2 = 500, and strands the 500 milli it leaves (no
+  // A share pays for its milli, 1 x 500 x 1 = 500, and strands the 500 milli it leaves (no
   // class is that small): -1000 -> -1000000.
   EXPECT_EQ(exact.score(0, exact.req(0, 1, 500)).score, -1000000);
 
@@ -205,10 +205,28 @@ TEST(EfdPolicy, ScarcityWeightZeroRemovesThePrice) {
              constrained_history());
   EXPECT_EQ(b.score(0, b.req(0, 1, 1000)).score, 50);
   EXPECT_EQ(b.scheduler.decide(b.req(0, 1, 1000)).placement.node, 0U);
-  // The price scales with the weight: 1 x 1000 x 2.
-  EfdBench heavy("efd:popularity=1:quantise=0:scarcity_weight=1", two_models(),
-                 constrained_history());
-  EXPECT_EQ(heavy.score(0, heavy.req(0, 1, 1000)).score, -2000000);
+  // The price scales with the weight (.5 x 1000 x 1), and without the cap with the pressure
+  // itself (1 x 1000 x 2).
+  EfdBench half("efd:popularity=1:quantise=0:scarcity_weight=0.5", two_models(),
+                constrained_history());
+  EXPECT_EQ(half.score(0, half.req(0, 1, 1000)).score, -500000);
+  EfdBench uncapped("efd:popularity=1:quantise=0:scarcity_cap=0", two_models(),
+                    constrained_history());
+  EXPECT_EQ(uncapped.score(0, uncapped.req(0, 1, 1000)).score, -2000000);
+}
+
+// Pinned pods are split over many rare shapes, so the target's popularity cut drops them; the
+// pressure is measured on the whole history. History: three any-model pods and one B-only pod
+// of one whole GPU; popularity .5 keeps only the any-model class. B-only demand is .25 of all,
+// B's capacity .25 of all: pressure[B] = 1, so an any-model pod pays 1000 on B. Measured on the
+// target (scarcity_history=0) there is no pinned demand and no price.
+TEST(EfdPolicy, ScarceModelPressureComesFromTheWholeHistory) {
+  const auto past = concat({pods(3, 0, 1, 1000), pods(1, 0, 1, 1000, {"B"})});
+  EfdBench history("efd:popularity=0.5:quantise=0", two_models(), past);
+  EXPECT_EQ(history.score(0, history.req(0, 1, 1000)).score, -1000000);
+  EXPECT_EQ(history.score(1, history.req(0, 1, 1000)).score, 0);
+  EfdBench target("efd:popularity=0.5:quantise=0:scarcity_history=0", two_models(), past);
+  EXPECT_EQ(target.score(0, target.req(0, 1, 1000)).score, 0);
 }
 
 TEST(EfdPolicy, ScoresAreSigmoidIntegersOrTheExactGain) {
@@ -303,7 +321,8 @@ TEST(EfdPolicy, SpecOptionsAreChecked) {
   EXPECT_NO_THROW(check_policy_spec("efd-online:popularity=0.8"));
   EXPECT_EQ(test::input_error([] { check_policy_spec("efd:popularty=1"); }),
             "policy 'efd' has no option 'popularty' (options: popularity, score_scale, "
-            "scarcity_weight, cpu_competition, multi_gpu_weight, feed_limit, quantise)");
+            "scarcity_weight, scarcity_history, scarcity_cap, cpu_competition, multi_gpu_weight, "
+            "feed_limit, quantise)");
   EXPECT_THAT(test::input_error([] { check_policy_spec("efd-online:alpha=1"); }),
               ::testing::HasSubstr("policy 'efd-online' has no option 'alpha'"));
   EXPECT_EQ(test::input_error([] { check_policy_spec("efd:popularity"); }),

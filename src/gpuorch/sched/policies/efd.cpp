@@ -26,14 +26,22 @@ namespace {
 struct EfdParams {
   // Share of pods the target workload's classes cover. Rare shapes are left out on purpose: the
   // fill programme would count a 190-milli gap as filled if any pod that small exists at all.
-  // 0.75 is the middle of the widest range where no openb trace falls off a cliff (0.70-0.80;
-  // above it single traces drop by up to 18 points as one shape enters the target):
-  // scripts/sweep-popularity, docs/efd-popularity.md.
-  double popularity = 0.75;
+  // 0.82: chosen by scripts/efd-crossval on each half of the family levels (shipped and
+  // generated), and better than 0.75 on both halves; 0.80-0.86 is a plateau, and the cliffs
+  // docs/efd-popularity.md found near 0.80 with the old scarce-model price are gone
+  // (docs/efd-robustness.md).
+  double popularity = 0.82;
   // Milli of stranded GPU per sigmoid unit of the integer score. 1500: every trace gains a little
   // over 2000 and the box 1250-1750 x popularity 0.70-0.78 has no cliff (docs/efd-popularity.md).
   double score_scale = 1500;
-  double scarcity_weight = 0.5;  // price of using a GPU model that constrained pods need
+  // Price of using a GPU model that constrained pods need, in milli displaced per milli taken
+  // (scarcity_price). 1 is the unit of the score, not a tuned value: 0 switches it off.
+  double scarcity_weight = 1.0;
+  // Measure the pinned demand on the whole history (1), or on the target workload's classes only
+  // (0, as before issue 16: the cut drops most pinned shapes, each being rare).
+  bool scarcity_from_history = true;
+  // Cap a model's pressure at 1 (1), or not (0, as before issue 16).
+  bool scarcity_cap = true;
   // No FGD-style multi-GPU term by default: on multigpu50, the one openb trace whose 8-GPU pods
   // enter the target, it guards the plentiful nodes the common 8-GPU shapes fit and not the few
   // that the 120-CPU ones need, so eight of those fail per run by x = 80 (0.5 costs 0.21 of margin
@@ -54,6 +62,8 @@ EfdParams params_from(const PolicyContext& context) {
   p.popularity = std::min(1.0, get("popularity", p.popularity));
   p.score_scale = std::max(1.0, get("score_scale", p.score_scale));
   p.scarcity_weight = get("scarcity_weight", p.scarcity_weight);
+  p.scarcity_from_history = get("scarcity_history", 1) > 0;
+  p.scarcity_cap = get("scarcity_cap", 1) > 0;
   p.fill.cpu_competition = std::min(1.0, get("cpu_competition", p.fill.cpu_competition));
   p.fill.multi_gpu_weight = get("multi_gpu_weight", p.fill.multi_gpu_weight);
   p.fill.feed_limit = get("feed_limit", 1) > 0;
@@ -65,9 +75,13 @@ class EfdPolicy final : public Policy {
  public:
   EfdPolicy(const PolicyContext& context, EfdParams params, bool online)
       : cluster_(context.cluster), params_(params), online_(online) {
-    if (!online_)
-      rebuild(
-          resolve_classes(workload::most_popular(*context.history, params_.popularity), *cluster_));
+    if (!online_) {
+      const auto target = resolve_classes(
+          workload::most_popular(*context.history, params_.popularity), *cluster_);
+      rebuild(target, params_.scarcity_from_history
+                          ? resolve_classes(*context.history, *cluster_)
+                          : target);
+    }
   }
 
   [[nodiscard]] std::string_view name() const override { return online_ ? "efd-online" : "efd"; }
@@ -151,8 +165,10 @@ class EfdPolicy final : public Policy {
     return amount;
   }
 
-  // Using a GPU model that pods restricted to it need costs in proportion to how scarce it is
-  // for them, relative to the cheapest model this pod may use.
+  // Taking d milli of model m, when pods restricted to m will ask for all of it, displaces d
+  // milli of theirs that no other model can take: the price is d times m's pressure (the share of
+  // its capacity the pinned demand is expected to need, at most 1), less that of the least
+  // pressed model this pod may use, in the same milli as the stranded GPU.
   [[nodiscard]] double scarcity_price(cluster::ModelId model, const PodRequest& pod) const {
     if (pod.cpu_only() || model < 0 || scarcity_.empty()) return 0.0;
     double cheapest = scarcity_[static_cast<std::size_t>(model)];
@@ -163,7 +179,9 @@ class EfdPolicy final : public Policy {
            (scarcity_[static_cast<std::size_t>(model)] - cheapest);
   }
 
-  void rebuild(std::vector<ShapeClass> classes) {
+  // `classes`: the target workload of the fill programme; `demand_classes`: the pods whose
+  // GPU-model constraints set each model's pressure.
+  void rebuild(std::vector<ShapeClass> classes, const std::vector<ShapeClass>& demand_classes) {
     const std::size_t models = cluster_->models().size();
     // scarcity[m]: GPU demand that only some models can serve, spread over them by capacity, as a
     // share of all demand, divided by model m's share of the capacity.
@@ -176,9 +194,9 @@ class EfdPolicy final : public Policy {
       total_capacity += gpus;
     }
     double demand = 0;
-    for (const ShapeClass& c : classes) demand += c.weight * c.gpu_milli * c.gpu_count;
+    for (const ShapeClass& c : demand_classes) demand += c.weight * c.gpu_milli * c.gpu_count;
     std::vector<double> reserved(models, 0.0);
-    for (const ShapeClass& c : classes) {
+    for (const ShapeClass& c : demand_classes) {
       if (c.gpu_milli == 0 || c.model_mask == kAnyModel || demand <= 0) continue;
       double allowed = 0;
       for (std::size_t m = 0; m < models; ++m)
@@ -191,7 +209,11 @@ class EfdPolicy final : public Policy {
     }
     scarcity_.assign(models, 0.0);
     for (std::size_t m = 0; m < models; ++m) {
-      if (capacity[m] > 0) scarcity_[m] = reserved[m] / (capacity[m] / total_capacity);
+      if (capacity[m] <= 0) continue;
+      // Demand arrives until it matches the capacity (x = 100), so reserved / capacity share is
+      // the pinned demand per unit of m's capacity.
+      scarcity_[m] = reserved[m] / (capacity[m] / total_capacity);
+      if (params_.scarcity_cap) scarcity_[m] = std::min(1.0, scarcity_[m]);
     }
     fill_.emplace(std::move(classes), models, params_.fill);
     before_.clear();
@@ -205,18 +227,24 @@ class EfdPolicy final : public Policy {
       if (a.second.count != b.second.count) return a.second.count > b.second.count;
       return a.first > b.first;
     });
-    std::vector<ShapeClass> classes;
+    std::vector<ShapeClass> all;
+    std::size_t target = 0;
     std::int64_t kept = 0;
     for (const auto& [key, seen] : ranked) {
-      if (static_cast<double>(kept) >= params_.popularity * static_cast<double>(arrivals_)) break;
-      kept += seen.count;
-      classes.push_back(ShapeClass{std::get<0>(key), static_cast<std::int32_t>(std::get<1>(key)),
-                                   std::get<2>(key), std::get<3>(key),
-                                   seen.memory_mib / static_cast<double>(seen.count),
-                                   static_cast<double>(seen.count)});
+      if (static_cast<double>(kept) < params_.popularity * static_cast<double>(arrivals_)) {
+        kept += seen.count;
+        ++target;
+      }
+      all.push_back(ShapeClass{std::get<0>(key), static_cast<std::int32_t>(std::get<1>(key)),
+                               std::get<2>(key), std::get<3>(key),
+                               seen.memory_mib / static_cast<double>(seen.count),
+                               static_cast<double>(seen.count)});
     }
+    std::vector<ShapeClass> classes(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(target));
     for (ShapeClass& c : classes) c.weight /= static_cast<double>(kept);
-    rebuild(std::move(classes));
+    for (ShapeClass& c : all) c.weight /= static_cast<double>(arrivals_);
+    if (!params_.scarcity_from_history) all = classes;
+    rebuild(std::move(classes), all);
   }
 
   const cluster::Cluster* cluster_;
