@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   gpuorch::cli::add_sim_fill(*sim, action);
   gpuorch::cli::add_sim_arrivals(*sim, action);
   gpuorch::cli::add_sim_scale(*sim, action);
+  gpuorch::cli::add_sim_timeline(*sim, action);
   gpuorch::cli::add_topo(app, action);
   gpuorch::cli::add_dmon(app, action);
   gpuorch::cli::add_exporter(app, action);

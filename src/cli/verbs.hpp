@@ -13,6 +13,8 @@ void add_sim_fill(CLI::App& sim, Action& action);
 void add_sim_arrivals(CLI::App& sim, Action& action);
 // `gpuorch sim scale`
 void add_sim_scale(CLI::App& sim, Action& action);
+// `gpuorch sim timeline`: time-based simulation of training jobs (docs/sim-timeline.md)
+void add_sim_timeline(CLI::App& sim, Action& action);
 
 // `gpuorch topo`, `gpuorch dmon`, `gpuorch exporter`
 void add_topo(CLI::App& app, Action& action);

@@ -1,0 +1,267 @@
+// gpuorch sim timeline: time-based simulation of training jobs under each policy
+// (docs/sim-timeline.md).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "cli/progress.hpp"
+#include "cli/verbs.hpp"
+#include "gpuorch/base/atomic_file.hpp"
+#include "gpuorch/base/csv.hpp"
+#include "gpuorch/base/error.hpp"
+#include "gpuorch/io/inventory.hpp"
+#include "gpuorch/io/openb.hpp"
+#include "gpuorch/sim/timeline_engine.hpp"
+#include "gpuorch/sim/timeline_metrics.hpp"
+#include "gpuorch/sim/timeline_workload.hpp"
+
+namespace gpuorch::cli {
+namespace {
+
+struct TimelineFlags {
+  std::string workload;
+  std::string apps;
+  std::string policy = "default";
+  std::string nodes = "16";
+  std::string gpus_per_node = "4";
+  std::string seed = "1";
+  std::string interval = "60";
+  std::string limit = "0";
+  std::string csv;
+  bool json = false;
+};
+
+long long whole_number(const std::string& flag, const std::string& text, long long min) {
+  long long v = 0;
+  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || p != text.data() + text.size() || v < min) {
+    base::fail_input(fmt::format("{}: '{}' is not a whole number >= {}", flag, text, min));
+  }
+  return v;
+}
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// --nodes N with --gpus-per-node G, or a node list: openb's CSV or a YAML inventory.
+std::vector<cluster::NodeSpec> cluster_nodes(const TimelineFlags& f) {
+  if (all_digits(f.nodes)) {
+    const auto n = whole_number("--nodes", f.nodes, 1);
+    const auto g = whole_number("--gpus-per-node", f.gpus_per_node, 1);
+    if (n > 100000 || g > 64) base::fail_input("--nodes/--gpus-per-node: at most 100000 x 64");
+    return sim::uniform_nodes(static_cast<int>(n), static_cast<int>(g));
+  }
+  const std::string ext = std::filesystem::path(f.nodes).extension().string();
+  std::vector<cluster::NodeSpec> nodes = (ext == ".yaml" || ext == ".yml")
+                                             ? io::load_inventory(f.nodes)
+                                             : io::load_openb_nodes(f.nodes);
+  std::erase_if(nodes, [](const cluster::NodeSpec& n) { return n.gpu_count == 0; });
+  if (nodes.empty()) base::fail_input(fmt::format("{}: no node with GPUs", f.nodes));
+  return nodes;
+}
+
+// The profiles next to the workload: apps/ in its folder, or in the folder above
+// (workloads-0.5/ sits beside apps/ in the artifact's layout).
+std::string default_apps(const std::string& workload) {
+  const auto dir = std::filesystem::path(workload).parent_path();
+  const auto here = dir / "apps";
+  if (std::filesystem::is_directory(here)) return here.string();
+  return ((dir.empty() ? std::filesystem::path("..") : dir.parent_path()) / "apps").string();
+}
+
+std::vector<std::string> policy_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string p; std::getline(ss, p, ',');) {
+    if (p == "all") {
+      for (const auto& n : sim::timeline_policy_names()) out.push_back(n);
+    } else if (!p.empty()) {
+      out.push_back(p);
+    }
+  }
+  if (out.empty()) base::fail_input("--policy: no policy given");
+  return out;
+}
+
+double round_to(double v, double unit) { return std::round(v / unit) * unit; }
+
+nlohmann::ordered_json to_json(const sim::TimelineResult& r, const sim::TimelineSummary& s,
+                               std::size_t nodes, double elapsed) {
+  nlohmann::ordered_json j;
+  j["policy"] = r.policy;
+  j["jobs"] = s.jobs;
+  j["finished"] = s.finished;
+  j["nodes"] = nodes;
+  j["gpus"] = r.total_gpus;
+  j["avg_jct_s"] = round_to(s.avg_jct_s, 0.001);
+  j["median_jct_s"] = round_to(s.median_jct_s, 0.001);
+  j["p99_jct_s"] = round_to(s.p99_jct_s, 0.001);
+  j["avg_queue_s"] = round_to(s.avg_queue_s, 0.001);
+  j["makespan_s"] = s.makespan_s;
+  j["gpu_hours"] = round_to(s.gpu_hours, 0.001);
+  j["utilisation"] = round_to(s.utilisation, 0.0001);
+  j["goodput_utilisation"] = round_to(s.goodput_utilisation, 0.0001);
+  j["ticks"] = r.ticks;
+  j["elapsed_s"] = round_to(elapsed, 0.0001);
+  auto& per = j["per_job"] = nlohmann::ordered_json::array();
+  for (const auto& o : r.jobs) {
+    nlohmann::ordered_json x;
+    x["name"] = o.name;
+    x["jct_s"] = o.completion >= 0 ? nlohmann::ordered_json(o.completion - o.submit) : nullptr;
+    x["submit_s"] = o.submit;
+    x["start_s"] = o.start;
+    x["restarts"] = o.restarts;
+    x["gpu_hours"] = round_to(o.gpu_seconds / 3600.0, 0.0001);
+    per.push_back(std::move(x));
+  }
+  return j;
+}
+
+int run(const TimelineFlags& f) {
+  if (f.workload.empty()) base::fail_input("give --workload FILE");
+  whole_number("--seed", f.seed, 0);
+  const auto interval = whole_number("--interval", f.interval, 1);
+  const auto limit = whole_number("--limit", f.limit, 0);
+  if (!f.csv.empty()) base::check_output("--csv", f.csv);
+  const auto policies = policy_list(f.policy);
+  const auto nodes = cluster_nodes(f);
+  int total = 0, per_node = 0;
+  for (const auto& n : nodes) {
+    total += n.gpu_count;
+    per_node = std::max(per_node, n.gpu_count);
+  }
+
+  sim::AppTable apps;
+  const bool philly = sim::is_philly_trace(f.workload);
+  std::vector<sim::JobSpec> jobs;
+  if (philly) {
+    jobs = sim::read_philly_trace(f.workload, static_cast<std::size_t>(limit));
+  } else {
+    jobs = sim::read_pollux_workload(f.workload, f.apps.empty() ? default_apps(f.workload) : f.apps,
+                                     apps);
+    if (limit > 0 && jobs.size() > static_cast<std::size_t>(limit)) {
+      jobs.resize(static_cast<std::size_t>(limit));
+    }
+  }
+  sim::PolicyOptions po;
+  po.seed = static_cast<std::uint64_t>(whole_number("--seed", f.seed, 0));
+  po.gpus_per_node = per_node;
+  po.total_gpus = total;
+  std::vector<std::unique_ptr<sim::TimelinePolicy>> made;
+  for (const auto& name : policies) {
+    auto p = sim::make_timeline_policy(name, po);
+    if (!p) {
+      base::fail_input(fmt::format("--policy: unknown policy '{}' (fifo, sjf, tiresias, optimus, "
+                                   "pollux, lasgo, default, all)",
+                                   name));
+    }
+    if (p->needs_profiles() && philly) {
+      base::fail_input(fmt::format("{}: policy {} needs application profiles (a Pollux-format "
+                                   "workload); Philly rows are rigid jobs",
+                                   f.workload, name));
+    }
+    if (p->rigid()) {
+      for (const auto& j : jobs) {
+        if (j.replicas > total) {
+          base::fail_input(j.file, j.line,
+                           fmt::format("job {} asks for {} GPUs, the cluster has {}: infeasible",
+                                       j.name, j.replicas, total));
+        }
+      }
+    }
+    made.push_back(std::move(p));
+  }
+
+  Progress progress("sim timeline", ::isatty(STDERR_FILENO) != 0);
+  std::vector<sim::TimelineResult> results;
+  std::vector<double> elapsed;
+  for (std::size_t i = 0; i < made.size(); ++i) {
+    sim::TimelineOptions o;
+    o.interval = interval;
+    o.on_progress = [&](std::size_t done, std::size_t n) {
+      progress.update(i * n + done, made.size() * n);
+    };
+    const auto t0 = std::chrono::steady_clock::now();
+    results.push_back(sim::run_timeline(jobs, apps, nodes, *made[i], policies[i], o));
+    elapsed.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  progress.finish();
+
+  if (!f.csv.empty()) {
+    std::string out = "policy,name,submit_s,start_s,completion_s,jct_s,restarts,gpu_hours\n";
+    for (const auto& r : results) {
+      for (const auto& o : r.jobs) {
+        out += fmt::format("{},{},{},{},{},{},{},{:.4f}\n", base::csv_field(r.policy),
+                           base::csv_field(o.name), o.submit, o.start, o.completion,
+                           o.completion >= 0 ? o.completion - o.submit : -1, o.restarts,
+                           o.gpu_seconds / 3600.0);
+      }
+    }
+    base::write_file_atomically(f.csv, out);
+  }
+  if (f.json) {
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      fmt::print("{}\n", to_json(results[i], sim::summarize(results[i]), nodes.size(), elapsed[i]).dump());
+    }
+    return 0;
+  }
+  fmt::print("sim timeline: {} ({} jobs), {} nodes, {} GPUs, interval {} s\n", f.workload,
+             jobs.size(), nodes.size(), total, interval);
+  fmt::print("{:<10} {:>10} {:>10} {:>10} {:>10} {:>11} {:>10} {:>7} {:>8} {:>8}\n", "policy",
+             "avg JCT h", "median h", "p99 h", "queue h", "makespan h", "GPU-h", "util", "goodput",
+             "time s");
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const auto s = sim::summarize(results[i]);
+    fmt::print("{:<10} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f} {:>11.2f} {:>10.1f} {:>6.1f}% {:>7.1f}% {:>8.3f}\n",
+               results[i].policy, s.avg_jct_s / 3600, s.median_jct_s / 3600, s.p99_jct_s / 3600,
+               s.avg_queue_s / 3600, s.makespan_s / 3600, s.gpu_hours, 100 * s.utilisation,
+               100 * s.goodput_utilisation, elapsed[i]);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_sim_timeline(CLI::App& sim, Action& action) {
+  auto f = std::make_shared<TimelineFlags>();
+  CLI::App* c = sim.add_subcommand(
+      "timeline",
+      "Time-based simulation of training jobs: arrivals, queueing, elastic gangs, completion");
+  c->footer(
+      "Policies: fifo, sjf (oracle), tiresias, optimus (Optimus+Oracle), pollux, lasgo\n"
+      "(gpuorch's own; `default`), lasgo:las=off|packing=off|batch=off|restart=off|scale=H\n"
+      "(ablations), all.\n"
+      "Workloads: the Pollux artifact's CSV (name,time,application,num_replicas,batch_size) with\n"
+      "apps/<app>/ profiles, or the Philly trace (rigid jobs: fifo, sjf, tiresias).\n\n"
+      "Example:\n"
+      "  gpuorch sim timeline --workload ../shared/traces/pollux_philly/workload-6.csv \\\n"
+      "      --policy tiresias,optimus,pollux,default --json");
+  c->add_option("--workload", f->workload, "Workload CSV (Pollux format or philly.csv)")
+      ->required();
+  c->add_option("--apps", f->apps,
+                "Application profiles folder (default: apps/ next to the workload, or above it)");
+  c->add_option("--policy", f->policy, "Policies, comma-separated, or all")->capture_default_str();
+  c->add_option("--nodes", f->nodes,
+                "Node count, or a node list (openb CSV, YAML inventory)")
+      ->capture_default_str();
+  c->add_option("--gpus-per-node", f->gpus_per_node, "GPUs per node with --nodes N")
+      ->capture_default_str();
+  c->add_option("--seed", f->seed, "Seed of every random choice")->capture_default_str();
+  c->add_option("--interval", f->interval, "Scheduling interval in seconds")->capture_default_str();
+  c->add_option("--limit", f->limit, "Only the first N jobs (0: all)")->capture_default_str();
+  c->add_option("--csv", f->csv, "Write per-job results (all policies) to this CSV file");
+  c->add_flag("--json", f->json, "One JSON object per policy and line, with per_job");
+  c->callback([f, &action] { action = [f] { return run(*f); }; });
+}
+
+}  // namespace gpuorch::cli

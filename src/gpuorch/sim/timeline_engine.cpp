@@ -1,0 +1,124 @@
+#include "gpuorch/sim/timeline_engine.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "gpuorch/sched/gang_replicas.hpp"
+
+namespace gpuorch::sim {
+namespace {
+
+bool same_allocation(const std::vector<cluster::Placement>& a, const Job& j) {
+  std::vector<cluster::NodeIndex> ids;
+  for (const auto& p : a) ids.insert(ids.end(), p.gpus.size(), p.node);
+  return ids == j.allocation();
+}
+
+Seconds next_tick_at_or_after(Seconds t, Seconds interval) {
+  return (t + interval - 1) / interval * interval;
+}
+
+}  // namespace
+
+std::vector<cluster::NodeSpec> uniform_nodes(int count, int gpus) {
+  std::vector<cluster::NodeSpec> out;
+  for (int i = 0; i < count; ++i) {
+    cluster::NodeSpec n;
+    n.name = fmt::format("node-{}", i);
+    n.gpu_count = gpus;
+    n.gpu_model = "V100";
+    out.push_back(std::move(n));
+  }
+  return out;
+}
+
+TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& apps,
+                            const std::vector<cluster::NodeSpec>& nodes, TimelinePolicy& policy,
+                            const std::string& policy_name, const TimelineOptions& options) {
+  cluster::Cluster cluster(nodes);
+  std::vector<Job> jobs;
+  jobs.reserve(specs.size());
+  for (const auto& s : specs) {
+    const AppProfile* app = nullptr;
+    if (!s.application.empty()) app = &apps.at(s.application);
+    jobs.emplace_back(s, app, policy.batch_rule());
+  }
+  // Arrivals in submission order (ties in workload order).
+  std::vector<std::size_t> arrival(jobs.size());
+  for (std::size_t i = 0; i < arrival.size(); ++i) arrival[i] = i;
+  std::stable_sort(arrival.begin(), arrival.end(), [&](std::size_t a, std::size_t b) {
+    return specs[a].submit < specs[b].submit;
+  });
+
+  TimelineResult result;
+  result.policy = policy_name;
+  result.total_gpus = cluster.gpu_total();
+  const Seconds dt = options.interval;
+  std::size_t next_arrival = 0, done = 0;
+  std::vector<Job*> active, running;
+  Seconds now = 0;
+  while (done < jobs.size()) {
+    // The next event that can change anything: the next tick while jobs are active, else the
+    // first tick at or after the next arrival.
+    Seconds next = now + dt;
+    if (active.empty() && next_arrival < arrival.size()) {
+      next = std::max(next, next_tick_at_or_after(specs[arrival[next_arrival]].submit, dt));
+    }
+    for (Job* j : running) j->advance(now, next - now);
+    now = next;
+    ++result.ticks;
+    // Arrivals join in workload order, the order the policies see them in.
+    std::size_t first_new = active.size();
+    while (next_arrival < arrival.size() && specs[arrival[next_arrival]].submit <= now) {
+      active.push_back(&jobs[arrival[next_arrival++]]);
+    }
+    if (first_new < active.size()) {
+      std::sort(active.begin(), active.end(),
+                [](const Job* a, const Job* b) { return a->spec().id < b->spec().id; });
+    }
+    // Finished jobs hand their GPUs back at the tick boundary.
+    std::erase_if(active, [&](Job* j) {
+      if (!j->complete()) return false;
+      sched::release_all(cluster, j->placements());
+      j->reallocate(now, {});
+      ++done;
+      return true;
+    });
+    if (active.empty()) {
+      running.clear();
+      if (options.on_progress) options.on_progress(done, jobs.size());
+      continue;
+    }
+    Allocations next_alloc = policy.schedule(now, active, cluster);
+    running.clear();
+    TimelineSample sample{now, 0, 0, 0};
+    for (std::size_t i = 0; i < active.size(); ++i) {
+      Job* j = active[i];
+      if (!same_allocation(next_alloc[i], *j)) j->reallocate(now, std::move(next_alloc[i]));
+      if (j->gpus() > 0) {
+        running.push_back(j);
+        sample.allocated_gpus += j->gpus();
+        ++sample.running;
+      } else {
+        ++sample.queued;
+      }
+    }
+    result.samples.push_back(sample);
+    if (running.empty() && next_arrival == arrival.size()) {
+      throw std::runtime_error(fmt::format(
+          "policy {} leaves {} job(s) without GPUs on an idle cluster (first: {}): they can "
+          "never run",
+          policy_name, active.size(), active.front()->spec().name));
+    }
+    if (options.on_progress) options.on_progress(done, jobs.size());
+  }
+  for (const Job& j : jobs) {
+    result.jobs.push_back({j.spec().name, j.spec().submit, j.first_start(), j.completion(),
+                           j.attained_service(), j.useful_gpu_seconds(), std::max(j.restarts(), 0)});
+  }
+  return result;
+}
+
+}  // namespace gpuorch::sim

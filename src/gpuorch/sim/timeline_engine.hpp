@@ -1,0 +1,60 @@
+#pragma once
+// The time-based simulation: jobs arrive, wait, run as gangs of replicas, are resized or
+// preempted, and finish. Event-driven: the clock jumps from event to event (an arrival wakes the
+// scheduler at the next scheduling tick; ticks happen only while some job is active; inside a
+// tick each running job advances in closed form from its restart-penalty end to its epoch
+// boundaries and its completion, timeline-protocol.md §7), never in small fixed steps.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gpuorch/cluster/node_spec.hpp"
+#include "gpuorch/sim/timeline_job.hpp"
+#include "gpuorch/sim/timeline_policy.hpp"
+#include "gpuorch/sim/timeline_profile.hpp"
+
+namespace gpuorch::sim {
+
+struct TimelineOptions {
+  Seconds interval = 60;  // scheduling interval (the artifact's default)
+  // Called after each tick with the jobs finished so far (the CLI's progress bar).
+  std::function<void(std::size_t done, std::size_t total)> on_progress;
+};
+
+struct JobOutcome {
+  std::string name;
+  Seconds submit = 0;
+  Seconds start = -1;       // first tick with GPUs
+  Seconds completion = -1;  // -1: did not finish
+  double gpu_seconds = 0;   // GPUs held, restart delays included
+  double useful_gpu_seconds = 0;  // weighted by statistical efficiency
+  int restarts = 0;
+};
+
+// The cluster at one scheduling tick, after the policy's decision.
+struct TimelineSample {
+  Seconds time = 0;
+  int allocated_gpus = 0;
+  int running = 0;
+  int queued = 0;  // active without GPUs
+};
+
+struct TimelineResult {
+  std::string policy;
+  int total_gpus = 0;
+  std::vector<JobOutcome> jobs;  // in workload order
+  std::vector<TimelineSample> samples;
+  std::size_t ticks = 0;
+};
+
+// Throws std::runtime_error when the policy leaves every active job without GPUs on an idle
+// cluster with no arrival to come (a job that can never run).
+TimelineResult run_timeline(const std::vector<JobSpec>& jobs, const AppTable& apps,
+                            const std::vector<cluster::NodeSpec>& nodes, TimelinePolicy& policy,
+                            const std::string& policy_name, const TimelineOptions& options);
+
+// Nodes of the artifact's kind: `count` nodes of `gpus` GPUs, no other resource modelled.
+std::vector<cluster::NodeSpec> uniform_nodes(int count, int gpus);
+
+}  // namespace gpuorch::sim

@@ -1,0 +1,98 @@
+// lasgo, gpuorch's own policy (`--policy default`): least attained service first, goodput for
+// the rest. Each job is worth w = 1 / (1 + attained GPU-hours / 16), so jobs that
+// have had little service (most of them short: training times are heavy-tailed) come first, as
+// in Tiresias, but elastically: GPUs go where the weighted speedup per added GPU is largest
+// (greedy over GPU counts, the measured goodput at each count with its best batch), a changed
+// allocation pays for its restart, and replicas are packed on the fewest nodes with
+// single-node jobs best-fit into the holes (fragmentation). Cost per tick: O(jobs x max GPUs),
+// a few microseconds per job, so it decides at 10,000 GPUs as it does at 64.
+//
+// Ablations (`lasgo:<part>=off`, docs/sim-timeline.md): las (w = 1), packing (most-free-first
+// spread), batch (the workload's fixed batch), restart (no restart cost in the search);
+// `lasgo:scale=H` sets the GPU-hours at which a job's weight halves (16 was the best of
+// 0.25..64 on the artifact's load-1.0 workloads; the same as Tiresias's demotion threshold).
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "gpuorch/sim/timeline_goodput.hpp"
+#include "gpuorch/sim/timeline_policy.hpp"
+
+namespace gpuorch::sim {
+namespace {
+
+struct Parts {
+  double service_scale_gpu_hours = 16.0;
+  bool las = true;
+  bool packing = true;
+  bool batch = true;
+  bool restart = true;
+};
+
+class Lasgo final : public TimelinePolicy {
+ public:
+  Lasgo(const PolicyOptions& o, Parts parts)
+      : total_(o.total_gpus), parts_(parts), goodput_(o.gpus_per_node) {}
+  [[nodiscard]] BatchRule batch_rule() const override {
+    return parts_.batch ? BatchRule::kGoodput : BatchRule::kFixed;
+  }
+  [[nodiscard]] bool rigid() const override { return false; }
+  [[nodiscard]] bool needs_profiles() const override { return true; }
+
+  Allocations schedule(Seconds now, std::span<Job* const> active,
+                       cluster::Cluster& cluster) override {
+    const std::size_t n = active.size();
+    std::vector<std::vector<double>> value(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const Job& j = *active[i];
+      const AppProfile& app = *j.app();
+      const int cap = app.name() == "ncf"
+                          ? 1
+                          : std::min(total_, app.max_batch() / app.min_local());
+      const double one = goodput_.rate(j, 1, parts_.batch);
+      const double w =
+          parts_.las ? 1.0 / (1.0 + j.attained_service() / 3600.0 / parts_.service_scale_gpu_hours) : 1.0;
+      // A restart idles the job's GPUs for 30 s of the next interval(s).
+      const double age = double(now - j.spec().submit);
+      const double keep = parts_.restart ? std::max(age - 30.0 * std::max(j.restarts(), 0), 0.0) /
+                                               (age + 30.0)
+                                         : 1.0;
+      auto& v = value[i];
+      v.resize(static_cast<std::size_t>(cap) + 1);
+      for (int r = 0; r <= cap; ++r) {
+        double s = r == 0 ? 0.0 : goodput_.rate(j, r, parts_.batch) / one;
+        if (r != j.gpus()) s *= keep;
+        v[static_cast<std::size_t>(r)] = w * s;
+      }
+    }
+    return realize_counts(active, greedy_counts(value, total_), cluster,
+                          parts_.packing ? sched::ReplicaSpread::kFewestNodes
+                                         : sched::ReplicaSpread::kMostFreeFirst);
+  }
+
+ private:
+  int total_;
+  Parts parts_;
+  GoodputTable goodput_;
+};
+
+}  // namespace
+
+std::unique_ptr<TimelinePolicy> make_lasgo(const PolicyOptions& options, const std::string& variant) {
+  Parts p;
+  if (variant == "las=off") p.las = false;
+  else if (variant == "packing=off") p.packing = false;
+  else if (variant == "batch=off") p.batch = false;
+  else if (variant == "restart=off") p.restart = false;
+  else if (variant.rfind("scale=", 0) == 0) {
+    // The attained service (GPU-hours) at which a job's weight halves.
+    char* end = nullptr;
+    p.service_scale_gpu_hours = std::strtod(variant.c_str() + 6, &end);
+    if (*end != '\0' || !(p.service_scale_gpu_hours > 0)) return nullptr;
+  } else if (!variant.empty()) {
+    return nullptr;
+  }
+  return std::make_unique<Lasgo>(options, p);
+}
+
+}  // namespace gpuorch::sim

@@ -1,0 +1,27 @@
+#pragma once
+// What a cluster owner reads off a time-based run: job completion times (mean, median, p99),
+// queueing delay, makespan, GPU-hours and utilisation (allocated, and weighted by statistical
+// efficiency: the share of allocated GPU time that trains as fast as the smallest batch would).
+#include "gpuorch/sim/timeline_engine.hpp"
+
+namespace gpuorch::sim {
+
+struct TimelineSummary {
+  std::size_t jobs = 0;
+  std::size_t finished = 0;
+  double avg_jct_s = 0;
+  double median_jct_s = 0;
+  double p99_jct_s = 0;
+  double avg_queue_s = 0;  // submission to first GPUs
+  double makespan_s = 0;   // the last completion
+  double gpu_hours = 0;    // GPUs held, restart delays included
+  double utilisation = 0;  // allocated GPU time / (GPUs x makespan)
+  double goodput_utilisation = 0;
+};
+
+TimelineSummary summarize(const TimelineResult& r);
+
+// Linear interpolation between order statistics (numpy's default percentile); 0 when empty.
+double percentile(std::vector<double> values, double q);
+
+}  // namespace gpuorch::sim

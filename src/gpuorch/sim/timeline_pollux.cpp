@@ -1,0 +1,70 @@
+// Pollux (timeline-protocol.md §9.3), with its search replaced: the artifact runs NSGA-II over
+// GPU-per-node matrices; here a greedy search over GPU counts maximises the same objective, the
+// harmonic mean of each job's speedup over an equal share (s + 0.001, restart penalty
+// (age - 30 restarts) / (age + 30) on a changed allocation), under the same exploration cap
+// (at most twice the largest GPU count a job has run on) and with the same per-job
+// goodput-optimal batch. Speedups come from the measured profiles instead of a model fitted
+// online, and placements from the fewest-nodes rule (Pollux's speedup depends on nodes and GPUs,
+// and packing is what its search converges to).
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "gpuorch/sim/timeline_goodput.hpp"
+#include "gpuorch/sim/timeline_policy.hpp"
+
+namespace gpuorch::sim {
+namespace {
+
+class Pollux final : public TimelinePolicy {
+ public:
+  explicit Pollux(const PolicyOptions& o)
+      : total_(o.total_gpus), per_node_(o.gpus_per_node), goodput_(o.gpus_per_node) {}
+  [[nodiscard]] BatchRule batch_rule() const override { return BatchRule::kGoodput; }
+  [[nodiscard]] bool rigid() const override { return false; }
+  [[nodiscard]] bool needs_profiles() const override { return true; }
+
+  Allocations schedule(Seconds now, std::span<Job* const> active,
+                       cluster::Cluster& cluster) override {
+    const std::size_t n = active.size();
+    const int fair = static_cast<int>((total_ + n - 1) / n);
+    std::vector<std::vector<double>> value(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const Job& j = *active[i];
+      const AppProfile& app = *j.app();
+      int cap = app.name() == "ncf" ? 1
+                                    : std::min({std::max(2 * j.max_profiled_replicas(), 1), total_,
+                                                app.max_batch() / app.min_local()});
+      const double base = goodput_.rate(j, std::min(fair, total_), true);
+      const double age = double(now - j.spec().submit);
+      const double penalty =
+          std::max(age - 30.0 * std::max(j.restarts(), 0), 0.0) / (age + 30.0);
+      auto& v = value[i];
+      v.resize(static_cast<std::size_t>(cap) + 1);
+      for (int r = 0; r <= cap; ++r) {
+        double s = 0;
+        if (r > 0) {
+          s = j.max_profiled_replicas() == 0 ? double(r) / fair : goodput_.rate(j, r, true) / base;
+        }
+        s /= 4.0;
+        if (r != j.gpus()) s *= penalty;
+        v[static_cast<std::size_t>(r)] = -1.0 / (s + 0.001);
+      }
+    }
+    return realize_counts(active, greedy_counts(value, total_), cluster,
+                          sched::ReplicaSpread::kFewestNodes);
+  }
+
+ private:
+  int total_;
+  int per_node_;
+  GoodputTable goodput_;
+};
+
+}  // namespace
+
+std::unique_ptr<TimelinePolicy> make_pollux(const PolicyOptions& options) {
+  return std::make_unique<Pollux>(options);
+}
+
+}  // namespace gpuorch::sim

@@ -1,0 +1,147 @@
+#include "gpuorch/sim/timeline_workload.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <ctime>
+#include <fstream>
+
+#include "gpuorch/base/csv.hpp"
+#include "gpuorch/base/error.hpp"
+
+namespace gpuorch::sim {
+namespace {
+
+std::size_t column(const base::CsvTable& t, const std::string& name) {
+  const auto it = std::find(t.header.begin(), t.header.end(), name);
+  if (it == t.header.end()) base::fail_input(t.path, 1, fmt::format("no column '{}'", name));
+  return static_cast<std::size_t>(it - t.header.begin());
+}
+
+double finite_nonnegative(const base::CsvTable& t, const base::CsvRow& r, std::size_t c) {
+  const std::string& s = r.fields[c];
+  double v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v) || v < 0) {
+    base::fail_input(t.path, r.line,
+                     fmt::format("column '{}': '{}' is not a non-negative number", t.header[c], s));
+  }
+  return v;
+}
+
+int positive_int(const base::CsvTable& t, const base::CsvRow& r, std::size_t c) {
+  const double v = finite_nonnegative(t, r, c);
+  if (v < 1 || v != std::floor(v) || v > 1e6) {
+    base::fail_input(t.path, r.line, fmt::format("column '{}': '{}' is not a positive integer",
+                                                 t.header[c], r.fields[c]));
+  }
+  return static_cast<int>(v);
+}
+
+// "YYYY-MM-DD HH:MM:SS" as seconds since the epoch (UTC); -1 when malformed.
+long long parse_timestamp(const std::string& s) {
+  std::tm tm{};
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, se = 0;
+  if (std::sscanf(s.c_str(), "%4d-%2d-%2d %2d:%2d:%2d", &y, &mo, &d, &h, &mi, &se) != 6) return -1;
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60) return -1;
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = se;
+  return static_cast<long long>(timegm(&tm));
+}
+
+}  // namespace
+
+std::vector<JobSpec> read_pollux_workload(const std::string& path, const std::string& apps_dir,
+                                          AppTable& apps) {
+  const auto t = base::read_csv(path);
+  const std::size_t cn = column(t, "name"), ct = column(t, "time"),
+                    ca = column(t, "application"), cr = column(t, "num_replicas"),
+                    cb = column(t, "batch_size");
+  std::vector<JobSpec> out;
+  for (const auto& r : t.rows) {
+    JobSpec j;
+    j.name = r.fields[cn];
+    if (j.name.empty()) base::fail_input(t.path, r.line, "empty job name");
+    const double time = finite_nonnegative(t, r, ct);
+    j.submit = static_cast<Seconds>(std::llround(time));
+    j.application = r.fields[ca];
+    j.replicas = positive_int(t, r, cr);
+    j.batch = positive_int(t, r, cb);
+    j.file = t.path;
+    j.line = r.line;
+    j.id = out.size();
+    if (!apps.contains(j.application)) {
+      try {
+        apps.emplace(j.application, AppProfile::load(apps_dir, j.application));
+      } catch (const base::InputError& e) {
+        base::fail_input(t.path, r.line, fmt::format("job {}: {}", j.name, e.what()));
+      }
+    }
+    const AppProfile& app = apps.at(j.application);
+    if (j.batch < app.init_batch() || j.batch > app.max_batch()) {
+      base::fail_input(t.path, r.line,
+                       fmt::format("job {}: batch_size {} outside {}'s profiled {}..{}", j.name,
+                                   j.batch, app.name(), app.init_batch(), app.max_batch()));
+    }
+    out.push_back(std::move(j));
+  }
+  if (out.empty()) base::fail_input(t.path, 1, "no jobs");
+  return out;
+}
+
+bool is_philly_trace(const std::string& path) {
+  std::ifstream in(path);
+  std::string header;
+  std::getline(in, header);
+  return header.rfind("timestamp,duration,num_gpus", 0) == 0;
+}
+
+std::vector<JobSpec> read_philly_trace(const std::string& path, std::size_t limit) {
+  const auto t = base::read_csv(path);
+  const std::size_t cts = column(t, "timestamp"), cd = column(t, "duration"),
+                    cg = column(t, "num_gpus");
+  struct Row {
+    long long at;
+    std::size_t line;
+    Seconds duration;
+    int gpus;
+  };
+  std::vector<Row> rows;
+  rows.reserve(t.rows.size());
+  for (const auto& r : t.rows) {
+    const long long at = parse_timestamp(r.fields[cts]);
+    if (at < 0) {
+      base::fail_input(t.path, r.line,
+                       fmt::format("timestamp '{}' is not YYYY-MM-DD HH:MM:SS", r.fields[cts]));
+    }
+    const double d = finite_nonnegative(t, r, cd);
+    rows.push_back({at, r.line, std::max<Seconds>(1, static_cast<Seconds>(std::ceil(d))),
+                    positive_int(t, r, cg)});
+  }
+  if (rows.empty()) base::fail_input(t.path, 1, "no jobs");
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.at < b.at; });
+  if (limit > 0 && rows.size() > limit) rows.resize(limit);
+  std::vector<JobSpec> out;
+  out.reserve(rows.size());
+  const long long start = rows.front().at;
+  for (const auto& r : rows) {
+    JobSpec j;
+    j.name = fmt::format("philly-{}", r.line - 1);
+    j.submit = r.at - start;
+    j.replicas = r.gpus;
+    j.duration = r.duration;
+    j.file = t.path;
+    j.line = r.line;
+    j.id = out.size();
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+}  // namespace gpuorch::sim

@@ -1,0 +1,98 @@
+// gpuorch sim timeline end to end: the JSON contract scripts rely on, the per-job CSV, and bad
+// input as one line with exit code 2.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/timeline_support.hpp"
+#include "support/test_support.hpp"
+
+namespace gpuorch::test {
+namespace {
+
+TEST(SimTimelineCli, JsonHasOneObjectPerPolicyWithPerJobJcts) {
+  GPUORCH_REQUIRE_POLLUX(dir);
+  TempDir tmp;
+  const auto r = run_cli({"sim", "timeline", "--workload",
+                          (dir / "workloads-0.5" / "workload-1.csv").string(), "--policy",
+                          "tiresias,fifo", "--json", "--csv", tmp.file("jobs.csv")},
+                         tmp);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::vector<nlohmann::json> objects;
+  for (std::string line; std::getline(lines, line);) objects.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(objects.size(), 2U);
+  EXPECT_EQ(objects[0]["policy"], "tiresias");
+  EXPECT_EQ(objects[1]["policy"], "fifo");
+  for (const auto& o : objects) {
+    for (const char* key : {"jobs", "avg_jct_s", "p99_jct_s", "makespan_s", "gpu_hours", "per_job"}) {
+      EXPECT_TRUE(o.contains(key)) << key;
+    }
+    EXPECT_EQ(o["jobs"], 80);
+    EXPECT_EQ(o["gpus"], 64);
+    ASSERT_EQ(o["per_job"].size(), 80U);
+    double sum = 0;
+    for (const auto& j : o["per_job"]) sum += j["jct_s"].get<double>();
+    EXPECT_NEAR(sum / 80, o["avg_jct_s"].get<double>(), 0.01);
+  }
+  EXPECT_NEAR(objects[0]["avg_jct_s"].get<double>(), 1450.9375, 0.001);  // the shipped figure
+  const std::string csv = read_text(tmp.file("jobs.csv"));
+  EXPECT_EQ(csv.rfind("policy,name,submit_s,start_s,completion_s,jct_s,restarts,gpu_hours\n", 0), 0U);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 161);
+}
+
+TEST(SimTimelineCli, BadInputIsOneLineAndExitTwo) {
+  GPUORCH_REQUIRE_POLLUX(dir);
+  TempDir tmp;
+  const std::string apps = (dir / "apps").string();
+  struct Case {
+    std::string csv;
+    std::string expect;
+    std::vector<std::string> extra;
+  };
+  const std::vector<Case> cases = {
+      {"name,time,application,num_replicas,batch_size\nx-0,10,resnet,1,128\n",
+       "w.csv:2: job x-0:", {}},
+      {"name,time,application,num_replicas,batch_size\nx-0,-5,cifar10,1,128\n",
+       "w.csv:2: column 'time'", {}},
+      {"name,time,application,num_replicas,batch_size\nx-0,nan,cifar10,1,128\n",
+       "w.csv:2: column 'time'", {}},
+      {"name,time,application,num_replicas,batch_size\nx-0,5,cifar10,1,99999\n",
+       "w.csv:2: job x-0: batch_size 99999", {}},
+      {"name,time,application,num_replicas,batch_size\nx-0,5,cifar10,80,2048\n",
+       "w.csv:2: job x-0 asks for 80 GPUs, the cluster has 64: infeasible",
+       {"--policy", "tiresias"}},
+      {"name,time,application\nx-0,5,cifar10\n", "w.csv:1: no column 'num_replicas'", {}},
+  };
+  for (const auto& c : cases) {
+    write_text(tmp.file("w.csv"), c.csv);
+    std::vector<std::string> args = {"sim", "timeline", "--workload", tmp.file("w.csv"), "--apps", apps};
+    args.insert(args.end(), c.extra.begin(), c.extra.end());
+    const auto r = run_cli(args, tmp);
+    EXPECT_EQ(r.exit_code, 2) << c.csv;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_TRUE(r.out.empty());
+  }
+  // A missing profile file of a known application.
+  const auto fake = tmp.file("apps");
+  std::filesystem::create_directories(std::filesystem::path(fake) / "cifar10");
+  write_text(std::filesystem::path(fake) / "cifar10" / "validation-128.csv",
+             "progress,iteration,metric,grad_sqr,grad_var\n1,1,0,1,1\n");
+  write_text(tmp.file("w.csv"), "name,time,application,num_replicas,batch_size\nx-0,5,cifar10,1,128\n");
+  const auto r = run_cli({"sim", "timeline", "--workload", tmp.file("w.csv"), "--apps", fake}, tmp);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("placements.csv: missing profile file"), std::string::npos) << r.err;
+}
+
+TEST(SimTimelineCli, HelpShowsDefaultsAndAnExample) {
+  TempDir tmp;
+  const auto r = run_cli({"sim", "timeline", "--help"}, tmp);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("Example:"), std::string::npos);
+  EXPECT_NE(r.out.find("--nodes TEXT=16"), std::string::npos);
+  EXPECT_NE(r.out.find("--policy TEXT=default"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpuorch::test
