@@ -36,4 +36,7 @@ void add_scheduler(CLI::App& app, Action& action);
 // `gpuorch launch [options] -- PROGRAM ARGS`
 void add_launch(CLI::App& app, Action& action);
 
+// `gpuorch doctor <check>`: findings with evidence and a fix
+void add_doctor(CLI::App& app, Action& action);
+
 }  // namespace gpuorch::cli

@@ -1,0 +1,287 @@
+// Each finding names the lines it stands on, so a person can go from the verdict to the log.
+#include "gpuorch/doctor/nccl_log_check.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace gpuorch::doctor {
+namespace {
+
+// Each side of a network connection logs it ([send] and [receive]); count a connection once.
+using ConnKey = std::tuple<int, int, int, std::string>;
+
+std::vector<const NcclConnection*> distinct(const NcclLog& log) {
+  std::set<ConnKey> seen;
+  std::vector<const NcclConnection*> out;
+  for (const auto& c : log.connections) {
+    if (seen.insert({c.channel, c.from_rank, c.to_rank, c.via}).second) out.push_back(&c);
+  }
+  return out;
+}
+
+std::string example(const NcclConnection& c) {
+  return fmt::format("line {}: {} -> {} via {}", c.line, c.from_rank, c.to_rank, c.via);
+}
+
+std::string rank_name(const NcclLog& log, int rank) {
+  const auto it = log.init_complete.find(rank);
+  if (it == log.init_complete.end() || it->second.host.empty()) return fmt::format("{}", rank);
+  return fmt::format("{} ({} pid {})", rank, it->second.host, it->second.pid);
+}
+
+std::string env_evidence(const NcclLog& log, std::initializer_list<const char*> names) {
+  std::vector<std::string> set;
+  for (const char* n : names) {
+    const auto it = log.env.find(n);
+    if (it != log.env.end()) set.push_back(fmt::format("{}={}", n, it->second));
+  }
+  return set.empty() ? std::string() : fmt::format("; set by environment: {}", fmt::join(set, ", "));
+}
+
+Finding summary(const NcclLog& log, const std::vector<const NcclConnection*>& conns) {
+  std::map<std::string, int> by_transport;
+  int gdr = 0;
+  for (const auto* c : conns) {
+    ++by_transport[to_string(c->transport)];
+    if (c->gdr) ++gdr;
+  }
+  std::vector<std::string> parts;
+  for (const auto& [t, n] : by_transport) parts.push_back(fmt::format("{} {}", t, n));
+  if (gdr > 0) parts.push_back(fmt::format("of which GPUDirect RDMA {}", gdr));
+  Finding f;
+  f.id = "nccl.summary";
+  f.what = fmt::format(
+      "NCCL {}: {} ranks on {} host(s), {} ring channel(s), {} tree channel(s), network {}",
+      log.version.empty() ? "(version not logged)" : log.version,
+      log.nranks ? fmt::format("{}", *log.nranks) : std::string("?"), log.hosts.size(),
+      log.rings.size(), log.tree_channels.size(),
+      log.networks.empty() ? std::string("not logged") : fmt::format("{}", fmt::join(log.networks, ", ")));
+  f.evidence = fmt::format(
+      "{} NCCL lines of {}; connections {}{}", log.nccl_lines, log.lines,
+      parts.empty() ? std::string("none logged (NCCL_DEBUG_SUBSYS without INIT?)")
+                    : fmt::format("{}", fmt::join(parts, ", ")),
+      log.graph_types.empty()
+          ? std::string()
+          : fmt::format("; graph path types (intra/inter) {}", fmt::join(log.graph_types, ", ")));
+  return f;
+}
+
+void transports(const NcclLog& log, const std::vector<const NcclConnection*>& conns,
+                std::vector<Finding>& out) {
+  std::vector<const NcclConnection*> socket, ib_no_gdr, shm;
+  int net = 0;
+  for (const auto* c : conns) {
+    const bool is_net = c->transport == Transport::kNetIb || c->transport == Transport::kNetSocket ||
+                        c->transport == Transport::kNetOther;
+    if (is_net) ++net;
+    if (c->transport == Transport::kNetSocket) socket.push_back(c);
+    if (c->transport == Transport::kNetIb && !c->gdr) ib_no_gdr.push_back(c);
+    if (c->transport == Transport::kShm) shm.push_back(c);
+  }
+  if (!socket.empty()) {
+    Finding f;
+    f.severity = Severity::kWarning;
+    f.id = "nccl.socket-fallback";
+    f.what = "traffic between hosts goes over TCP sockets (NET/Socket), not RDMA";
+    f.evidence = fmt::format("{} of {} network connections via NET/Socket, {}", socket.size(), net,
+                             example(*socket.front()));
+    if (!log.no_ib_device_hosts.empty()) {
+      f.evidence += fmt::format("; 'NET/IB : No device found' on {}",
+                                fmt::join(log.no_ib_device_hosts, ", "));
+    }
+    f.evidence += env_evidence(log, {"NCCL_IB_DISABLE", "NCCL_NET", "NCCL_IB_HCA"});
+    f.fix =
+        "make the RDMA NICs visible to the job (ibv_devinfo, /dev/infiniband in the container, "
+        "`gpuorch doctor network`), leave NCCL_IB_DISABLE unset and name the HCAs with NCCL_IB_HCA";
+    out.push_back(std::move(f));
+  }
+  if (!ib_no_gdr.empty()) {
+    Finding f;
+    f.severity = Severity::kWarning;
+    f.id = "nccl.ib-without-gdr";
+    f.what = "RDMA without GPUDirect: network data is staged through host memory";
+    f.evidence = fmt::format("{} NET/IB connections without GDRDMA, {}", ib_no_gdr.size(),
+                             example(*ib_no_gdr.front())) +
+                 env_evidence(log, {"NCCL_NET_GDR_LEVEL", "NCCL_NET_GDR_READ"});
+    f.fix =
+        "load nvidia-peermem (`modprobe nvidia-peermem`; `gpuorch doctor network` checks it) and "
+        "keep each GPU's NIC under the same PCIe switch (`gpuorch topo`), or raise NCCL_NET_GDR_LEVEL";
+    out.push_back(std::move(f));
+  }
+  if (!shm.empty()) {
+    Finding f;
+    f.severity = Severity::kWarning;
+    f.id = "nccl.shm-not-p2p";
+    f.what = "GPUs of one host exchange data through host shared memory (SHM), not P2P over "
+             "NVLink/PCIe";
+    f.evidence = fmt::format("{} connections via SHM, {}", shm.size(), example(*shm.front())) +
+                 env_evidence(log, {"NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SHM_DISABLE"});
+    f.fix =
+        "unset NCCL_P2P_DISABLE / NCCL_P2P_LEVEL, run the ranks of a host in one container (shared "
+        "IPC namespace), and check that ACS/IOMMU does not block P2P (`nvidia-smi topo -p2p r`)";
+    out.push_back(std::move(f));
+  }
+}
+
+void loopback(const NcclLog& log, std::vector<Finding>& out) {
+  if (log.hosts.size() < 2) return;
+  std::vector<std::string> local;  // "gpu01 uses lo"
+  for (const auto& [host, ifname] : log.socket_ifs) {
+    if (ifname == "lo" || ifname.rfind("docker", 0) == 0) {
+      local.push_back(fmt::format("{} uses {}", host, ifname));
+    }
+  }
+  if (local.empty()) return;
+  Finding f;
+  f.severity = Severity::kWarning;
+  f.id = "nccl.socket-interface";
+  f.what = "NCCL's sockets use an interface other hosts cannot reach (loopback or docker bridge)";
+  f.evidence = fmt::format("{} hosts in the log; {}", log.hosts.size(), fmt::join(local, ", ")) +
+               env_evidence(log, {"NCCL_SOCKET_IFNAME"});
+  f.fix = "set NCCL_SOCKET_IFNAME to the interface of the cluster network (e.g. =eth0 or ib0)";
+  out.push_back(std::move(f));
+}
+
+std::string warn_fix(const std::string& msg) {
+  auto has = [&](const char* s) { return msg.find(s) != std::string::npos; };
+  if (has("ibv_") || has("NET/IB") || has("IB :")) {
+    return "check the RDMA ports (`gpuorch doctor network`, ibv_devinfo: state ACTIVE), NCCL_IB_HCA "
+           "and, on RoCE, NCCL_IB_GID_INDEX";
+  }
+  if (has("ocket") || has("onnection")) {
+    return "a peer process died or a firewall blocks NCCL's ports: look at the first rank that "
+           "failed, and NCCL_SOCKET_IFNAME";
+  }
+  if (has("Cuda") || has("CUDA") || has("cuda")) {
+    return "a CUDA error on that rank (out of memory, driver, Xid): see that rank's output and "
+           "`dmesg` on its host";
+  }
+  return "the first WARN is usually the cause: rerun with NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH for "
+         "detail";
+}
+
+void warnings(const NcclLog& log, std::vector<Finding>& out) {
+  struct Seen {
+    std::size_t first_line = 0, count = 0;
+    std::string source;
+    std::set<std::string> hosts;
+  };
+  std::map<std::string, Seen> by_message;
+  std::vector<std::string> order;
+  for (const auto& w : log.warnings) {
+    auto [it, fresh] = by_message.try_emplace(w.message);
+    if (fresh) {
+      it->second.first_line = w.line;
+      it->second.source = w.source;
+      order.push_back(w.message);
+    }
+    ++it->second.count;
+    if (!w.host.empty()) it->second.hosts.insert(w.host);
+  }
+  constexpr std::size_t kShown = 10;  // a failing job repeats its WARN per rank; the first few say it
+  for (std::size_t i = 0; i < order.size() && i < kShown; ++i) {
+    const Seen& s = by_message[order[i]];
+    Finding f;
+    f.severity = Severity::kError;
+    f.id = "nccl.warn";
+    f.what = fmt::format("NCCL WARN {}", order[i]);
+    f.evidence = fmt::format("{} time(s){}, first at line {}{}", s.count,
+                             s.hosts.empty() ? std::string()
+                                             : fmt::format(" on {}", fmt::join(s.hosts, ", ")),
+                             s.first_line, s.source.empty() ? "" : " (" + s.source + ")");
+    f.fix = warn_fix(order[i]);
+    out.push_back(std::move(f));
+  }
+  if (order.size() > kShown) {
+    out.push_back({Severity::kError, "nccl.warn",
+                   fmt::format("{} more distinct NCCL WARN messages", order.size() - kShown),
+                   fmt::format("{} WARN lines in all", log.warnings.size()),
+                   "read the first WARN lines of the log"});
+  }
+}
+
+void timeouts(const NcclLog& log, std::vector<Finding>& out) {
+  // One finding per collective that timed out (PyTorch's sequence number).
+  std::map<long long, std::vector<const CollectiveTimeout*>> by_seq;
+  for (const auto& t : log.timeouts) by_seq[t.seq].push_back(&t);
+  for (const auto& [seq, reports] : by_seq) {
+    std::set<int> reported;
+    for (const auto* t : reports) reported.insert(t->rank);
+    // The rank that stopped is the one not waiting in this collective: it never reported the
+    // timeout, or its watchdog says it never enqueued it.
+    std::set<int> stopped;
+    std::vector<std::string> why;
+    const int world = log.nranks.value_or(0);
+    for (int r = 0; r < world; ++r) {
+      if (!reported.count(r)) {
+        stopped.insert(r);
+        why.push_back(fmt::format("rank {} reported no timeout", r));
+      }
+    }
+    for (const auto& [r, p] : log.progress) {
+      if (p.last_enqueued >= 0 && p.last_enqueued < seq) {
+        stopped.insert(r);
+        why.push_back(fmt::format("rank {} last enqueued work {} < {}", r, p.last_enqueued, seq));
+      }
+    }
+    const CollectiveTimeout& first = *reports.front();
+    Finding f;
+    f.severity = Severity::kError;
+    f.id = "nccl.timeout";
+    std::vector<std::string> names;
+    for (const int r : stopped) names.push_back(rank_name(log, r));
+    f.what = fmt::format("collective {} #{} timed out after {} ms on {} rank(s){}", first.op, seq,
+                         first.timeout_ms, reported.size(),
+                         stopped.empty()
+                             ? std::string("; every rank was waiting in it")
+                             : fmt::format("; rank(s) that stopped: {}", fmt::join(names, ", ")));
+    f.evidence = fmt::format("watchdog at line {}: rank {} ran {} ms; timed-out ranks {}",
+                             first.line, first.rank, first.ran_ms, fmt::join(reported, ","));
+    if (!why.empty()) f.evidence += fmt::format("; {}", fmt::join(why, "; "));
+    f.fix = stopped.empty()
+                ? "all ranks wait on the network: see the WARN lines and `gpuorch doctor network`; "
+                  "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 dumps what each rank was doing"
+                : "look at the stopped rank's own output and host first (crash, OOM kill, a hang in "
+                  "data loading, or code that issues a different number of collectives)";
+    out.push_back(std::move(f));
+  }
+}
+
+void init(const NcclLog& log, std::vector<Finding>& out) {
+  if (!log.nranks || log.init_complete.empty()) return;
+  if (log.init_complete.size() >= static_cast<std::size_t>(*log.nranks)) return;
+  std::vector<int> missing;
+  for (int r = 0; r < *log.nranks; ++r) {
+    if (!log.init_complete.count(r)) missing.push_back(r);
+  }
+  Finding f;
+  f.severity = Severity::kWarning;
+  f.id = "nccl.init-incomplete";
+  f.what = fmt::format("{} of {} ranks never logged Init COMPLETE: they hung or died in init, or "
+                       "their output is not in this log",
+                       missing.size(), *log.nranks);
+  f.evidence = fmt::format("missing ranks {}; ranks {} completed", fmt::join(missing, ","),
+                           log.init_complete.size());
+  f.fix = "collect every rank's output (torchrun --tee 3, or one log per host) and look for the "
+          "missing ranks' first error";
+  out.push_back(std::move(f));
+}
+
+}  // namespace
+
+std::vector<Finding> check_nccl_log(const NcclLog& log) {
+  const auto conns = distinct(log);
+  std::vector<Finding> out{summary(log, conns)};
+  transports(log, conns, out);
+  loopback(log, out);
+  warnings(log, out);
+  timeouts(log, out);
+  init(log, out);
+  return out;
+}
+
+}  // namespace gpuorch::doctor

@@ -1,0 +1,267 @@
+// Reading NCCL_DEBUG=INFO lines. NCCL prefixes each line with "host:pid:tid [cudaDev]" (WARN lines
+// add "file.cc:line"); launchers and loggers prepend their own text, so the NCCL part is found by
+// its "NCCL INFO"/"NCCL WARN" marker rather than at the start of the line. The message formats are
+// those of NCCL 2.x: "Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read" (older: "Ring 00 : 0 -> 1 via
+// ..."), ring orders "Channel 00/02 :    0   1", "Trees [0] ...", "comm 0x.. rank R nranks N ...
+// Init COMPLETE"; PyTorch's watchdog lines are matched by their fixed wording.
+#include <fmt/format.h>
+
+#include <regex>
+#include <sstream>
+
+#include "gpuorch/base/error.hpp"
+#include "gpuorch/doctor/nccl_log.hpp"
+
+namespace gpuorch::doctor {
+
+const char* to_string(Transport t) {
+  switch (t) {
+    case Transport::kP2p:
+      return "P2P";
+    case Transport::kShm:
+      return "SHM";
+    case Transport::kNetIb:
+      return "NET/IB";
+    case Transport::kNetSocket:
+      return "NET/Socket";
+    case Transport::kNetOther:
+      return "NET/plugin";
+    case Transport::kCollNet:
+      return "CollNet";
+    case Transport::kOther:
+      return "other";
+  }
+  return "other";
+}
+
+namespace {
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+Transport classify(const std::string& via) {
+  if (starts_with(via, "P2P")) return Transport::kP2p;
+  if (starts_with(via, "SHM") || via.find("shared memory") != std::string::npos) {
+    return Transport::kShm;
+  }
+  if (starts_with(via, "NET/IB")) return Transport::kNetIb;
+  if (starts_with(via, "NET/Socket")) return Transport::kNetSocket;
+  if (starts_with(via, "NET/")) return Transport::kNetOther;
+  if (starts_with(via, "CollNet") || starts_with(via, "COLLNET")) return Transport::kCollNet;
+  // "direct pointer" (NCCL 2.4-2.6 spelled P2P this way in old "Ring" lines)
+  if (via.find("direct pointer") != std::string::npos) return Transport::kP2p;
+  return Transport::kOther;
+}
+
+struct Prefix {
+  std::string host, pid, source;
+};
+
+// "...junk... host:pid:tid [dev] [file.cc:12] " before the marker.
+Prefix parse_prefix(const std::string& before) {
+  std::istringstream in(before);
+  std::vector<std::string> tokens;
+  for (std::string t; in >> t;) tokens.push_back(t);
+  Prefix p;
+  std::size_t i = tokens.size();
+  if (i > 0 && tokens[i - 1].front() != '[') p.source = tokens[--i];
+  if (i > 0 && tokens[i - 1].front() == '[') --i;  // [cudaDev]
+  if (i == 0) return p;
+  std::string id = tokens[i - 1];
+  const std::size_t tid = id.rfind(':');
+  if (tid == std::string::npos || tid == 0) return p;
+  const std::size_t pid = id.rfind(':', tid - 1);
+  if (pid == std::string::npos) return p;
+  p.pid = id.substr(pid + 1, tid - pid - 1);
+  std::string host = id.substr(0, pid);
+  // "[1,0]<stdout>:host" (mpirun --tag-output) and "INFO - host" keep only the host.
+  const std::size_t junk = host.find_last_of(">]:");
+  if (junk != std::string::npos) host = host.substr(junk + 1);
+  p.host = host;
+  return p;
+}
+
+const std::regex& connection_re() {
+  static const std::regex re(
+      R"(^(?:Channel|Ring) (\d+)(?:/\d+)? : (\d+)(?:\[[0-9a-fA-F]+\])? -> (\d+)(?:\[[0-9a-fA-F]+\])?(?: \[(?:send|receive)\])? via (.+?)\s*$)");
+  return re;
+}
+const std::regex& ring_re() {
+  static const std::regex re(R"(^(?:Channel|Ring) (\d+)(?:/\d+)? :((?:\s+-?\d+)+)\s*$)");
+  return re;
+}
+const std::regex& init_re() {
+  static const std::regex re(
+      R"(comm 0x[0-9a-fA-F]+ rank (\d+) nranks (\d+) cudaDev (\d+)(?: nvmlDev \d+)?(?: busId ([0-9a-fA-F]+))?(?: commId (0x[0-9a-fA-F]+))?.*Init COMPLETE)");
+  return re;
+}
+const std::regex& env_re() {
+  static const std::regex re(R"(^(NCCL_\w+) set by environment to (.*?)\.?\s*$)");
+  return re;
+}
+const std::regex& socket_if_re() {
+  static const std::regex re(R"(^(?:NET/Socket|Bootstrap) : Using (?:\[\d+\])?([^:\s]+):)");
+  return re;
+}
+const std::regex& timeout_re() {
+  static const std::regex re(
+      R"(Rank (\d+)\] Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(\d+), OpType=(\w+).*?Timeout\(ms\)=(\d+)\) ran for (\d+) milliseconds)");
+  return re;
+}
+const std::regex& progress_re() {
+  static const std::regex re(
+      R"(Rank (\d+)\] .*?at (?:NCCL )?work: (\d+), last enqueued NCCL work: (-?\d+), last completed NCCL work: (-?\d+))");
+  return re;
+}
+
+void add_unique(std::vector<std::string>& v, const std::string& s) {
+  for (const auto& e : v) {
+    if (e == s) return;
+  }
+  v.push_back(s);
+}
+
+void read_info(NcclLog& log, const Prefix& p, const std::string& msg, std::size_t line_no) {
+  std::smatch m;
+  if ((starts_with(msg, "Channel ") || starts_with(msg, "Ring ")) &&
+      msg.find(" via ") != std::string::npos) {
+    if (!std::regex_match(msg, m, connection_re())) return;
+    NcclConnection c;
+    c.line = line_no;
+    c.channel = std::stoi(m[1].str());
+    c.from_rank = std::stoi(m[2].str());
+    c.to_rank = std::stoi(m[3].str());
+    c.via = m[4].str();
+    c.transport = classify(c.via);
+    c.gdr = c.via.find("GDRDMA") != std::string::npos;
+    log.connections.push_back(std::move(c));
+    return;
+  }
+  if (starts_with(msg, "Channel ") || starts_with(msg, "Ring ")) {
+    if (!std::regex_match(msg, m, ring_re())) return;
+    std::vector<int> order;
+    std::istringstream in(m[2].str());
+    for (int r = 0; in >> r;) order.push_back(r);
+    log.rings[std::stoi(m[1].str())] = std::move(order);
+    return;
+  }
+  if (starts_with(msg, "Trees ")) {
+    static const std::regex tree(R"(\[(\d+)\])");
+    for (auto it = std::sregex_iterator(msg.begin(), msg.end(), tree); it != std::sregex_iterator();
+         ++it) {
+      log.tree_channels.insert(std::stoi((*it)[1].str()));
+    }
+    return;
+  }
+  if (starts_with(msg, "Pattern ")) {
+    static const std::regex type(R"(, type ([A-Za-z0-9]+/[A-Za-z0-9]+))");
+    if (std::regex_search(msg, m, type)) add_unique(log.graph_types, m[1].str());
+    return;
+  }
+  if (starts_with(msg, "Using network ")) {
+    add_unique(log.networks, msg.substr(14));
+    return;
+  }
+  if (starts_with(msg, "NET/IB : No device found")) {
+    add_unique(log.no_ib_device_hosts, p.host);
+    return;
+  }
+  if (std::regex_search(msg, m, socket_if_re())) {
+    // NET/Socket names the interface data goes over; Bootstrap only the rendezvous one.
+    if (starts_with(msg, "NET/Socket") || !log.socket_ifs.count(p.host)) {
+      log.socket_ifs[p.host] = m[1].str();
+    }
+    return;
+  }
+  if (msg.find(" set by environment to ") != std::string::npos) {
+    if (std::regex_match(msg, m, env_re())) log.env[m[1].str()] = m[2].str();
+    return;
+  }
+  if (msg.find("Init COMPLETE") != std::string::npos && std::regex_search(msg, m, init_re())) {
+    NcclRank r;
+    r.rank = std::stoi(m[1].str());
+    r.nranks = std::stoi(m[2].str());
+    r.cuda_dev = std::stoi(m[3].str());
+    r.bus_id = m[4].str();
+    r.comm_id = m[5].str();
+    r.host = p.host;
+    r.pid = p.pid;
+    // The widest communicator is the job's world; sub-communicators reuse rank numbers.
+    if (!log.nranks || r.nranks > *log.nranks) {
+      log.nranks = r.nranks;
+      log.init_complete.clear();
+    }
+    if (r.nranks == *log.nranks) log.init_complete[r.rank] = std::move(r);
+  }
+}
+
+void read_watchdog(NcclLog& log, const std::string& line, std::size_t line_no) {
+  std::smatch m;
+  if (line.find("Watchdog caught collective operation timeout") != std::string::npos &&
+      std::regex_search(line, m, timeout_re())) {
+    CollectiveTimeout t;
+    t.line = line_no;
+    t.rank = std::stoi(m[1].str());
+    t.seq = std::stoll(m[2].str());
+    t.op = m[3].str();
+    t.timeout_ms = std::stoll(m[4].str());
+    t.ran_ms = std::stoll(m[5].str());
+    log.timeouts.push_back(std::move(t));
+    return;
+  }
+  if (line.find("last enqueued NCCL work") != std::string::npos &&
+      std::regex_search(line, m, progress_re())) {
+    WatchdogProgress w;
+    w.rank = std::stoi(m[1].str());
+    w.at_work = std::stoll(m[2].str());
+    w.last_enqueued = std::stoll(m[3].str());
+    w.last_completed = std::stoll(m[4].str());
+    log.progress[w.rank] = w;
+  }
+}
+
+}  // namespace
+
+NcclLog parse_nccl_log(const std::string& text, const std::string& name) {
+  NcclLog log;
+  std::istringstream in(text);
+  std::size_t line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const std::size_t info = line.find("NCCL INFO ");
+    const std::size_t warn = line.find("NCCL WARN ");
+    const std::size_t marker = std::min(info, warn);
+    if (marker != std::string::npos) {
+      ++log.nccl_lines;
+      const Prefix p = parse_prefix(line.substr(0, marker));
+      if (!p.host.empty()) log.hosts.insert(p.host);
+      const std::string msg = line.substr(marker + 10);
+      if (marker == warn) {
+        log.warnings.push_back({line_no, p.host, p.source, msg});
+      } else {
+        read_info(log, p, msg, line_no);
+      }
+      continue;
+    }
+    const std::size_t version = line.find("NCCL version ");
+    if (version != std::string::npos && log.version.empty()) {
+      ++log.nccl_lines;
+      std::istringstream v(line.substr(version + 13));
+      v >> log.version;
+      continue;
+    }
+    if (line.find("ProcessGroupNCCL") != std::string::npos || line.find("WorkNCCL") != std::string::npos) {
+      ++log.nccl_lines;
+      read_watchdog(log, line, line_no);
+    }
+  }
+  log.lines = line_no;
+  if (log.nccl_lines == 0) {
+    base::fail_input(fmt::format(
+        "{}: no NCCL line in {} lines (run the job with NCCL_DEBUG=INFO and give its output)",
+        name, line_no));
+  }
+  return log;
+}
+
+}  // namespace gpuorch::doctor

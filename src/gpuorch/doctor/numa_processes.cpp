@@ -1,0 +1,91 @@
+// Reading GPU processes from procfs. numa_maps lines look like
+// "7f1c2a000000 bind:1 anon=512 dirty=512 active=0 N1=512 kernelpagesize_kB=4" (proc(5)); the
+// second word is the mapping's memory policy, each N<node>=<pages> its resident pages per node.
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <sstream>
+
+#include "gpuorch/doctor/numa.hpp"
+
+namespace gpuorch::doctor {
+namespace {
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+// "/dev/nvidia3" -> 3; not /dev/nvidiactl, -uvm, -caps.
+std::optional<int> nvidia_minor(const std::string& target) {
+  const std::string prefix = "/dev/nvidia";
+  if (target.rfind(prefix, 0) != 0) return std::nullopt;
+  const std::string rest = target.substr(prefix.size());
+  if (!all_digits(rest)) return std::nullopt;
+  return std::stoi(rest);
+}
+
+std::string status_field(const std::string& status, const std::string& key) {
+  std::istringstream in(status);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(key + ":", 0) != 0) continue;
+    const std::size_t b = line.find_first_not_of(" \t", key.size() + 1);
+    return b == std::string::npos ? std::string() : line.substr(b);
+  }
+  return {};
+}
+
+void read_numa_maps(const std::string& text, GpuProcess& p) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line);
+    std::string address, policy;
+    if (!(words >> address >> policy)) continue;
+    ++p.policies[policy];
+    for (std::string w; words >> w;) {
+      const std::size_t eq = w.find('=');
+      if (w.size() < 4 || w[0] != 'N' || eq == std::string::npos) continue;
+      const std::string node = w.substr(1, eq - 1), pages = w.substr(eq + 1);
+      if (all_digits(node) && all_digits(pages)) {
+        p.pages[std::stoi(node)] += std::stoll(pages);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<GpuProcess> find_gpu_processes(const discover::Tree& tree) {
+  std::vector<GpuProcess> out;
+  std::vector<int> pids;
+  for (const auto& name : tree.list("proc")) {
+    if (all_digits(name)) pids.push_back(std::stoi(name));
+  }
+  std::sort(pids.begin(), pids.end());
+  for (const int pid : pids) {
+    const std::string dir = "proc/" + std::to_string(pid) + "/";
+    GpuProcess p;
+    p.pid = pid;
+    std::error_code ec;
+    for (const auto& fd : tree.list(dir + "fd")) {
+      // fd links point outside the tree (at /dev), so they are read, not followed.
+      const auto target = std::filesystem::read_symlink(tree.absolute(dir + "fd/" + fd), ec);
+      if (ec) continue;
+      if (const auto minor = nvidia_minor(target.string())) p.gpu_minors.push_back(*minor);
+    }
+    if (p.gpu_minors.empty()) continue;
+    std::sort(p.gpu_minors.begin(), p.gpu_minors.end());
+    p.gpu_minors.erase(std::unique(p.gpu_minors.begin(), p.gpu_minors.end()), p.gpu_minors.end());
+    const auto status = tree.text(dir + "status");
+    if (!status) continue;  // exited meanwhile
+    p.command = tree.line(dir + "comm").value_or(status_field(*status, "Name"));
+    p.cpus_allowed =
+        topology::parse_id_list(status_field(*status, "Cpus_allowed_list")).value_or(topology::IdSet{});
+    p.mems_allowed =
+        topology::parse_id_list(status_field(*status, "Mems_allowed_list")).value_or(topology::IdSet{});
+    if (const auto maps = tree.text(dir + "numa_maps")) read_numa_maps(*maps, p);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace gpuorch::doctor

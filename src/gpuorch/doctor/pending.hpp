@@ -1,0 +1,33 @@
+#pragma once
+// `gpuorch doctor pod`: why a pod is Pending, in the scheduler core's own words. The cluster's
+// current state (Nodes, every bound pod, PodGroups) goes into the same k8s::ClusterMirror
+// `gpuorch scheduler` decides with, so the explanation is the one the scheduler writes on pods it
+// cannot place ("0/3 nodes are available: ... Waiting: ..."), for pods of any scheduler.
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpuorch/doctor/finding.hpp"
+#include "gpuorch/k8s/api_client.hpp"
+#include "gpuorch/k8s/cluster_mirror.hpp"
+
+namespace gpuorch::doctor {
+
+struct ClusterObjects {
+  std::vector<nlohmann::json> nodes, pods, podgroups;
+};
+
+// Lists Nodes, Pods (all namespaces) and scheduler-plugins PodGroups (none when that API is not
+// served).
+ClusterObjects list_cluster(k8s::ApiClient& api);
+// `kubectl get nodes,pods,podgroups -A -o json`: a v1 List, split by kind. Throws
+// base::InputError "file: ..." when it is not one.
+ClusterObjects cluster_from_list(const nlohmann::json& list, const std::string& file);
+
+// One finding per pod: `pod` ("namespace/name"), or every unbound pod when empty. Throws
+// base::InputError when the named pod does not exist.
+std::vector<Finding> explain_pending(const ClusterObjects& objects, const std::string& pod,
+                                     const k8s::MirrorOptions& options);
+
+}  // namespace gpuorch::doctor

@@ -1,0 +1,271 @@
+// The explanation is asked of a fresh ClusterMirror built from the cluster as it is now; each
+// pod's trial placement is undone before the next, so every pod is explained against the same
+// state, not against the pods explained before it.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <variant>
+
+#include "gpuorch/base/error.hpp"
+#include "gpuorch/doctor/pending.hpp"
+#include "gpuorch/k8s/node_object.hpp"
+#include "gpuorch/k8s/pod_object.hpp"
+#include "gpuorch/sched/node_constraints.hpp"
+
+namespace gpuorch::doctor {
+namespace {
+
+using k8s::PodObject;
+
+struct Group {
+  int min_member = 1;
+  std::string error;
+};
+
+std::map<std::string, Group> read_groups(const ClusterObjects& o) {
+  std::map<std::string, Group> out;
+  for (const auto& g : o.podgroups) {
+    const auto meta = g.value("metadata", nlohmann::json::object());
+    Group group;
+    const auto spec = g.value("spec", nlohmann::json::object());
+    const auto min = spec.is_object() ? spec.value("minMember", nlohmann::json(1)) : nlohmann::json();
+    if (!min.is_number_integer() || min.get<std::int64_t>() < 1 ||
+        min.get<std::int64_t>() > 100000) {
+      group.error = fmt::format("spec.minMember {} is not a whole number in [1, 100000]", min.dump());
+    } else {
+      group.min_member = static_cast<int>(min.get<std::int64_t>());
+    }
+    out[fmt::format("{}/{}", meta.value("namespace", ""), meta.value("name", ""))] = group;
+  }
+  return out;
+}
+
+std::string fix_for(sched::Reason r) {
+  switch (r) {
+    case sched::Reason::kNoGpu:
+    case sched::Reason::kGpuCount:
+      return "free GPUs (finish or preempt lower-priority pods), ask for fewer GPUs, or add GPU "
+             "nodes";
+    case sched::Reason::kGpuModel:
+      return "widen the GPU-model requirement (nvidia.com/gpu.product affinity) or add nodes of "
+             "that model";
+    case sched::Reason::kGpuMilli:
+      return "ask for a smaller GPU share, or wait for shared GPUs to free up";
+    case sched::Reason::kCpu:
+      return "lower the CPU request, or free CPU on a GPU node";
+    case sched::Reason::kMemory:
+      return "lower the memory request, or free memory on a GPU node";
+    case sched::Reason::kUnschedulable:
+      return "uncordon the nodes (kubectl uncordon NODE)";
+    case sched::Reason::kNodeAffinity:
+      return "fix the pod's nodeSelector / node affinity, or label the nodes it should run on "
+             "(kubectl label node)";
+    case sched::Reason::kTaint:
+      return "add a toleration for the nodes' taint, or remove the taint (kubectl taint node NODE "
+             "KEY-)";
+    case sched::Reason::kPods:
+      return "the nodes run their maximum number of pods (maxPods): free pod slots";
+    case sched::Reason::kFits:
+      break;
+  }
+  return "see the explanation";
+}
+
+// What another scheduler (kube-scheduler) wrote, to show beside the core's verdict.
+std::string own_condition(const nlohmann::json& pod) {
+  const auto conds = pod.value("/status/conditions"_json_pointer, nlohmann::json::array());
+  for (const auto& c : conds) {
+    if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") {
+      return fmt::format("{}: {}", c.value("reason", ""), c.value("message", ""));
+    }
+  }
+  return "";
+}
+
+class Explainer {
+ public:
+  Explainer(const ClusterObjects& o, const k8s::MirrorOptions& options)
+      : mirror_(options), groups_(read_groups(o)) {
+    std::map<std::string, cluster::NodeSpec> nodes;
+    for (const auto& n : o.nodes) {
+      const auto parsed = k8s::node_from_json(n);
+      if (const auto* spec = std::get_if<cluster::NodeSpec>(&parsed)) {
+        nodes[spec->name] = *spec;
+      } else {
+        left_out_.push_back(std::get<std::string>(parsed));
+      }
+    }
+    node_count_ = nodes.size();
+    mirror_.set_nodes(std::move(nodes));
+    std::vector<workload::PodSpec> seen;
+    for (const auto& j : o.pods) {
+      PodObject p = k8s::pod_from_json(j);
+      if (p.uid.empty() || p.terminal()) continue;
+      if (p.error.empty()) seen.push_back(p.spec);
+      raw_[p.uid] = &j;
+      pods_.push_back(std::move(p));
+    }
+    if (node_count_ == 0) return;
+    mirror_.ensure_built(seen);
+    for (const auto& p : pods_) {
+      if (!p.node_name.empty()) mirror_.account(p);
+    }
+  }
+
+  [[nodiscard]] const std::vector<PodObject>& pods() const { return pods_; }
+
+  Finding explain(const PodObject& pod) {
+    if (!pod.node_name.empty()) {
+      return {Severity::kInfo, "pod.bound", fmt::format("{} is bound to {}", pod.key(), pod.node_name),
+              fmt::format("phase {}", pod.phase), ""};
+    }
+    Finding f = node_count_ == 0
+                    ? Finding{Severity::kError, "pod.infeasible",
+                              fmt::format("{}: the cluster has no node the scheduler can use",
+                                          pod.key()),
+                              evidence(pod), "register nodes (kubelet) or fix the ones left out"}
+                : pod.gang.empty() ? explain_one(pod)
+                                   : explain_gang(pod);
+    const std::string theirs = own_condition(*raw_.at(pod.uid));
+    if (!theirs.empty()) f.evidence += fmt::format("; the pod's condition says {}", theirs);
+    if (!left_out_.empty()) {
+      f.evidence += fmt::format("; {} node(s) left out: {}", left_out_.size(), left_out_.front());
+    }
+    return f;
+  }
+
+ private:
+  std::string evidence(const PodObject& pod) const {
+    return fmt::format("schedulerName {}, requests {} GPU{}, {} mCPU, {} MiB; {} nodes", pod.scheduler_name,
+                       pod.spec.gpu_count, pod.spec.gpu_share() ? fmt::format(" x {} milli", pod.spec.gpu_milli) : "",
+                       pod.spec.cpu_milli, pod.spec.memory_mib, node_count_);
+  }
+
+  Finding explain_one(const PodObject& pod) {
+    if (!pod.error.empty()) {
+      return {Severity::kError, "pod.infeasible",
+              fmt::format("{}: Infeasible: {}", pod.key(), pod.error), evidence(pod),
+              "correct the pod's request"};
+    }
+    const auto r = mirror_.schedule(pod);
+    if (r.decision.outcome == sched::Outcome::kPlaced) {
+      mirror_.release(pod.uid);
+      return {Severity::kWarning, "pod.fits",
+              fmt::format("{} fits now: the scheduler core would place it on {}", pod.key(), r.node),
+              evidence(pod),
+              fmt::format("no scheduler has acted on it: check that a scheduler named '{}' runs "
+                          "(for gpuorch: `gpuorch scheduler`)",
+                          pod.scheduler_name)};
+    }
+    sched::RequestResolver resolver(mirror_.cluster());
+    const auto request = resolver.resolve(pod.spec);
+    const bool infeasible = r.decision.outcome == sched::Outcome::kInfeasible;
+    return {infeasible ? Severity::kError : Severity::kWarning,
+            infeasible ? "pod.infeasible" : "pod.waiting",
+            fmt::format("{}: {}", pod.key(),
+                        k8s::unschedulable_message(r, request, mirror_.cluster().node_count())),
+            evidence(pod),
+            r.unknown_model.empty() ? fix_for(r.decision.main_reason())
+                                    : fix_for(sched::Reason::kGpuModel)};
+  }
+
+  // The same steps and words as gpuorch scheduler's gang path (k8s/scheduler_service.cpp).
+  Finding explain_gang(const PodObject& pod) {
+    const std::string& gang = pod.gang;
+    std::vector<PodObject> pending;
+    int bound = 0;
+    for (const auto& p : pods_) {
+      if (p.gang != gang) continue;
+      if (!p.node_name.empty()) {
+        ++bound;
+      } else if (!p.deleting) {
+        pending.push_back(p);
+      }
+    }
+    std::sort(pending.begin(), pending.end(),
+              [](const PodObject& a, const PodObject& b) { return a.key() < b.key(); });
+    const std::string ev = evidence(pod);
+    const auto group = groups_.find(gang);
+    if (group == groups_.end()) {
+      return {Severity::kWarning, "pod.gang-incomplete",
+              fmt::format("{}: gang {}: PodGroup {} does not exist "
+                          "(scheduling.x-k8s.io/v1alpha1); waiting for it",
+                          pod.key(), gang, gang),
+              ev, fmt::format("create the PodGroup {}", gang)};
+    }
+    if (!group->second.error.empty()) {
+      return {Severity::kError, "pod.infeasible",
+              fmt::format("{}: gang {}: PodGroup {} is malformed: {}", pod.key(), gang, gang,
+                          group->second.error),
+              ev, "correct the PodGroup"};
+    }
+    for (const auto& p : pending) {
+      if (!p.error.empty()) {
+        return {Severity::kError, "pod.infeasible",
+                fmt::format("{}: gang {}: member {} cannot be placed: {}", pod.key(), gang, p.key(),
+                            p.error),
+                ev, "correct that member's request"};
+      }
+    }
+    const int present = bound + static_cast<int>(pending.size());
+    const int min = group->second.min_member;
+    if (present < min) {
+      return {Severity::kWarning, "pod.gang-incomplete",
+              fmt::format("{}: gang {}: {} of minMember {} pods exist ({} bound); waiting for the "
+                          "rest",
+                          pod.key(), gang, present, min, bound),
+              ev,
+              fmt::format("create the {} missing member(s), or lower the PodGroup's minMember",
+                          min - present)};
+    }
+    const auto r = mirror_.schedule_gang(pending);
+    if (r.placed) {
+      for (const auto& p : pending) mirror_.release(p.uid);
+      return {Severity::kWarning, "pod.fits",
+              fmt::format("{}: gang {} fits now ({} members{})", pod.key(), gang, pending.size(),
+                          r.domain.empty() ? "" : " under " + r.domain),
+              ev,
+              fmt::format("no scheduler has acted on it: check that a scheduler named '{}' runs",
+                          pod.scheduler_name)};
+    }
+    const bool infeasible = r.message.find("Infeasible:") != std::string::npos;
+    return {infeasible ? Severity::kError : Severity::kWarning,
+            infeasible ? "pod.infeasible" : "pod.waiting",
+            fmt::format("{}: gang {} ({} pending, minMember {}) cannot be placed whole, so none "
+                        "of it is: member {}: {}",
+                        pod.key(), gang, pending.size(), min, r.failed_pod, r.message),
+            ev, "free room for every member at once, or make the gang smaller"};
+  }
+
+  k8s::ClusterMirror mirror_;
+  std::map<std::string, Group> groups_;
+  std::vector<std::string> left_out_;
+  std::vector<PodObject> pods_;
+  std::map<std::string, const nlohmann::json*> raw_;
+  std::size_t node_count_ = 0;
+};
+
+}  // namespace
+
+std::vector<Finding> explain_pending(const ClusterObjects& objects, const std::string& pod,
+                                     const k8s::MirrorOptions& options) {
+  Explainer ex(objects, options);
+  std::vector<Finding> out;
+  if (!pod.empty()) {
+    for (const auto& p : ex.pods()) {
+      if (p.key() == pod) return {ex.explain(p)};
+    }
+    base::fail_input(fmt::format("pod {} not found (or it has finished)", pod));
+  }
+  for (const auto& p : ex.pods()) {
+    if (p.node_name.empty()) out.push_back(ex.explain(p));
+  }
+  if (out.empty()) {
+    out.push_back({Severity::kInfo, "pod.none-pending", "no pod is pending",
+                   fmt::format("{} pods", ex.pods().size()), ""});
+  }
+  return out;
+}
+
+}  // namespace gpuorch::doctor

@@ -1,0 +1,50 @@
+// Where doctor pod gets the cluster from: the API server, or a List saved with kubectl.
+#include <fmt/format.h>
+
+#include "gpuorch/base/error.hpp"
+#include "gpuorch/doctor/pending.hpp"
+
+namespace gpuorch::doctor {
+namespace {
+
+std::vector<nlohmann::json> items(const nlohmann::json& list) {
+  std::vector<nlohmann::json> out;
+  if (list.contains("items") && list["items"].is_array()) {
+    for (const auto& i : list["items"]) out.push_back(i);
+  }
+  return out;
+}
+
+}  // namespace
+
+ClusterObjects list_cluster(k8s::ApiClient& api) {
+  ClusterObjects o;
+  o.nodes = items(api.get("/api/v1/nodes"));
+  o.pods = items(api.get("/api/v1/pods"));
+  try {
+    o.podgroups = items(api.get("/apis/scheduling.x-k8s.io/v1alpha1/podgroups"));
+  } catch (const k8s::ApiError& e) {
+    if (e.status() != 404) throw;  // no PodGroup CRD installed: no gangs of that kind
+  }
+  return o;
+}
+
+ClusterObjects cluster_from_list(const nlohmann::json& list, const std::string& file) {
+  if (!list.is_object() || !list.contains("items") || !list["items"].is_array()) {
+    base::fail_input(file, 0, "not a Kubernetes List (kubectl get nodes,pods -A -o json)");
+  }
+  ClusterObjects o;
+  for (const auto& i : list["items"]) {
+    const std::string kind = i.is_object() ? i.value("kind", "") : "";
+    if (kind == "Node") {
+      o.nodes.push_back(i);
+    } else if (kind == "Pod") {
+      o.pods.push_back(i);
+    } else if (kind == "PodGroup") {
+      o.podgroups.push_back(i);
+    }
+  }
+  return o;
+}
+
+}  // namespace gpuorch::doctor

@@ -1,0 +1,88 @@
+// doctor numa on recorded /proc trees against a recorded 8-GPU host (dgx-h100: GPU0-3 on NUMA
+// node 0, cores 0-55,112-167; GPU4-7 on node 1), and the kubelet's policies.
+#include <gtest/gtest.h>
+
+#include "doctor/doctor_test_util.hpp"
+#include "gpuorch/discover/tree.hpp"
+#include "gpuorch/doctor/numa.hpp"
+#include "gpuorch/topology/json_read.hpp"
+
+namespace gpuorch {
+namespace {
+
+using test::doctor_fixture;
+using test::find_id;
+using test::problem_ids;
+using Ids = std::vector<std::string>;
+
+const topology::Host& dgx() {
+  static const topology::Host host =
+      topology::load_host_json(test::fixture("topo/dgx-h100/expected/topo.json"));
+  return host;
+}
+
+std::vector<doctor::GpuProcess> procs(const std::string& name) {
+  discover::Diagnostics diag;
+  const discover::Tree t(doctor_fixture("numa/" + name), &diag);
+  auto out = doctor::find_gpu_processes(t);
+  EXPECT_EQ(diag.problems(), std::vector<std::string>{});
+  return out;
+}
+
+struct Case {
+  const char* tree;
+  Ids problems;
+};
+
+class NumaFixture : public ::testing::TestWithParam<Case> {};
+
+TEST_P(NumaFixture, RaisesExactlyItsFindings) {
+  EXPECT_EQ(problem_ids(doctor::check_numa(dgx(), procs(GetParam().tree))), GetParam().problems)
+      << GetParam().tree;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, NumaFixture,
+                         ::testing::Values(Case{"bound", {}},
+                                           Case{"unbound", {"numa.cpu-affinity", "numa.memory"}},
+                                           Case{"cpus-far", {"numa.cpu-affinity"}},
+                                           Case{"memory-far", {"numa.memory"}},
+                                           Case{"no-gpu-process", {}}));
+
+TEST(Numa, ReadsProcessesFromProc) {
+  const auto p = procs("unbound");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].pid, 4242);
+  EXPECT_EQ(p[0].command, "python3");
+  EXPECT_EQ(p[0].gpu_minors, std::vector<int>{0});  // not nvidiactl or nvidia-uvm
+  EXPECT_EQ(p[0].cpus_allowed.size(), 224u);
+  EXPECT_EQ(p[0].pages.at(1), 210100);
+  EXPECT_TRUE(procs("no-gpu-process").empty());
+}
+
+TEST(Numa, FindingsNameTheCoresToBindTo) {
+  const auto findings = doctor::check_numa(dgx(), procs("unbound"));
+  const auto cpu = find_id(findings, "numa.cpu-affinity");
+  ASSERT_TRUE(cpu);
+  EXPECT_NE(cpu->evidence.find("112 of 224 allowed cores are not near its GPU"), std::string::npos)
+      << cpu->evidence;
+  EXPECT_NE(cpu->fix.find("bind it to cores 0-55,112-167"), std::string::npos) << cpu->fix;
+  const auto mem = find_id(findings, "numa.memory");
+  ASSERT_TRUE(mem);
+  EXPECT_NE(mem->what.find("keeps 84% of its memory"), std::string::npos) << mem->what;
+}
+
+TEST(KubeletConfig, PoliciesAgainstWhatGpuPodsNeed) {
+  EXPECT_EQ(problem_ids(doctor::check_kubelet_config(doctor_fixture("numa/kubelet/aligned.yaml"))),
+            Ids{});
+  EXPECT_EQ(problem_ids(doctor::check_kubelet_config(doctor_fixture("numa/kubelet/defaults.yaml"))),
+            (Ids{"kubelet.cpu-manager", "kubelet.topology-manager"}));
+  EXPECT_EQ(
+      problem_ids(doctor::check_kubelet_config(doctor_fixture("numa/kubelet/best-effort.yaml"))),
+      Ids{"kubelet.topology-manager"});
+  const std::string bad = doctor_fixture("numa/kubelet/not-kubelet.yaml");
+  EXPECT_EQ(test::input_error([&] { doctor::check_kubelet_config(bad); }),
+            bad + ":1: not a KubeletConfiguration (kind: KubeletConfiguration)");
+}
+
+}  // namespace
+}  // namespace gpuorch
