@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+
+#include "gpuorch/base/subprocess.hpp"
 
 namespace gpuorch::comm {
 
@@ -25,33 +26,34 @@ ChildResult run_child(const std::vector<std::string>& argv,
     ::close(out[1]);
     throw std::runtime_error(std::strerror(errno));
   }
-  // Everything the child needs is prepared before fork: after it, only async-signal-safe calls
-  // (another thread may hold the allocator's lock at the moment of fork).
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  std::vector<std::string> env_strings;
+  std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string entry(*e);
     const std::string name = entry.substr(0, entry.find('='));
     const bool dropped =
         std::find(unset.begin(), unset.end(), name) != unset.end() ||
         std::any_of(set.begin(), set.end(), [&](const auto& kv) { return kv.first == name; });
-    if (!dropped) env_strings.push_back(entry);
+    if (!dropped) env.push_back(entry);
   }
-  for (const auto& [k, v] : set) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp;
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error(fmt::format("fork: {}", std::strerror(errno)));
-  if (pid == 0) {
-    ::dup2(out[1], 1);
-    ::dup2(err[1], 2);
-    ::execve(args[0], args.data(), envp.data());
-    const char msg[] = "cannot execute the child\n";
-    [[maybe_unused]] const auto w = ::write(2, msg, sizeof msg - 1);
-    ::_exit(127);
+  for (const auto& [k, v] : set) env.push_back(k + "=" + v);
+  base::SpawnOptions o;
+  o.path = argv.empty() ? std::string() : argv.front();
+  o.argv = argv;
+  o.env = std::move(env);
+  o.stdout_fd = out[1];
+  o.stderr_fd = err[1];
+  // Its own group: a timeout stops what the child started too.
+  o.group = base::ProcessGroup::kNewGroup;
+  pid_t pid = -1;
+  try {
+    pid = base::spawn(o).pid;
+  } catch (const base::SpawnError& e) {
+    for (const int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
+    if (!e.in_child) throw;
+    ChildResult r;  // as a shell reports it: the program is there to blame, not the caller
+    r.code = 127;
+    r.err = std::string(e.what()) + "\n";
+    return r;
   }
   ::close(out[1]);
   ::close(err[1]);
@@ -66,7 +68,7 @@ ChildResult run_child(const std::vector<std::string>& argv,
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       r.timed_out = true;
-      ::kill(pid, SIGKILL);
+      base::signal_group(pid, SIGKILL);
       break;
     }
     const int n = ::poll(fds, 2, static_cast<int>(std::min<long long>(left.count(), 1000)));
@@ -86,10 +88,8 @@ ChildResult run_child(const std::vector<std::string>& argv,
   for (auto& f : fds) {
     if (f.fd >= 0) ::close(f.fd);
   }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.code = base::exit_code_of_status(base::wait(pid));
+  if (r.timed_out) base::signal_group(pid, SIGKILL);  // stragglers of the group
   return r;
 }
 

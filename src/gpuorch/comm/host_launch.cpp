@@ -1,8 +1,6 @@
 #include "gpuorch/comm/host_launch.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +10,7 @@
 #include <iterator>
 #include <thread>
 
+#include "gpuorch/base/subprocess.hpp"
 #include "gpuorch/comm/tcp_store.hpp"
 
 namespace gpuorch::comm::host {
@@ -30,19 +29,6 @@ bool starts_with_any(const std::string& s, const std::vector<std::string>& names
   }
   return false;
 }
-
-// Everything the child needs is built before fork: between fork and exec only async-signal-safe
-// calls are allowed (the store's thread may hold the allocator's lock).
-struct Exec {
-  std::vector<std::string> args, env;
-  std::vector<char*> argv, envp;
-  void seal() {
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    for (auto& e : env) envp.push_back(e.data());
-    envp.push_back(nullptr);
-  }
-};
 
 std::string describe(const Child& c) {
   if (WIFSIGNALED(c.status)) {
@@ -81,12 +67,16 @@ int launch_local(int np, const std::vector<std::string>& argv, std::chrono::mill
                                       "MASTER_PORT",
                                       "TORCHELASTIC_USE_AGENT_STORE",
                                       kLaunchedVar};
-  std::vector<Exec> execs(static_cast<std::size_t>(np));
+  std::vector<base::SpawnOptions> ranks(static_cast<std::size_t>(np));
   for (int r = 0; r < np; ++r) {
-    Exec& x = execs[static_cast<std::size_t>(r)];
-    x.args = argv;
+    base::SpawnOptions& x = ranks[static_cast<std::size_t>(r)];
+    x.path = "/proc/self/exe";
+    x.argv = argv;
+    x.death_signal = SIGKILL;
+    if (r != 0) x.stdout_fd = base::SpawnOptions::kDevNull;
+    std::vector<std::string> env;
     for (char** e = environ; *e; ++e) {
-      if (!starts_with_any(*e, ours)) x.env.emplace_back(*e);
+      if (!starts_with_any(*e, ours)) env.emplace_back(*e);
     }
     for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
              {"RANK", std::to_string(r)},
@@ -99,39 +89,31 @@ int launch_local(int np, const std::vector<std::string>& argv, std::chrono::mill
              {kLaunchedVar, "1"}}) {
       std::string entry = k;
       entry.append("=").append(v);
-      x.env.push_back(std::move(entry));
+      env.push_back(std::move(entry));
     }
-    x.seal();
+    x.env = std::move(env);
   }
   std::fflush(stdout);
   std::fflush(stderr);
-  const pid_t parent = ::getpid();
   std::vector<Child> children;
   auto kill_all = [&] {
     for (auto& c : children) {
       if (!c.done) ::kill(c.pid, SIGKILL);
     }
     for (auto& c : children) {
-      if (!c.done && ::waitpid(c.pid, &c.status, 0) == c.pid) c.done = true;
+      if (!c.done) {
+        c.status = base::wait(c.pid);
+        c.done = true;
+      }
     }
   };
   for (int r = 0; r < np; ++r) {
-    Exec& x = execs[static_cast<std::size_t>(r)];
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-      const std::string why = std::strerror(errno);
+    pid_t pid = -1;
+    try {
+      pid = base::spawn(ranks[static_cast<std::size_t>(r)]).pid;
+    } catch (const base::SpawnError& e) {
       kill_all();
-      throw std::runtime_error(fmt::format("cannot start rank {}: fork: {}", r, why));
-    }
-    if (pid == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(1);  // the launcher is already gone
-      if (r != 0) {
-        const int null = ::open("/dev/null", O_WRONLY);
-        if (null >= 0) ::dup2(null, STDOUT_FILENO);
-      }
-      ::execve("/proc/self/exe", x.argv.data(), x.envp.data());
-      ::_exit(127);
+      throw std::runtime_error(fmt::format("cannot start rank {}: {}", r, e.what()));
     }
     children.push_back({r, pid, false, 0});
   }
@@ -143,8 +125,8 @@ int launch_local(int np, const std::vector<std::string>& argv, std::chrono::mill
     bool running = false;
     for (auto& c : children) {
       if (c.done) continue;
-      const pid_t got = ::waitpid(c.pid, &c.status, WNOHANG);
-      if (got == c.pid) {
+      if (const auto status = base::try_wait(c.pid)) {
+        c.status = *status;
         c.done = true;
         const bool failed = !WIFEXITED(c.status) || WEXITSTATUS(c.status) != 0;
         if (failed && !first_failure) {

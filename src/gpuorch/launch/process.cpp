@@ -6,7 +6,6 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,6 +15,7 @@
 #include <string_view>
 
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/base/subprocess.hpp"
 
 namespace gpuorch::launch {
 namespace {
@@ -24,18 +24,7 @@ constexpr int kMpolBind = 2;     // <linux/mempolicy.h> MPOL_BIND
 constexpr int kMaxNodes = 1024;  // bits in the node mask we pass
 constexpr unsigned long kLongBits = sizeof(unsigned long) * 8;
 
-enum Stage : int { kAffinity = 1, kMempolicy = 2, kExec = 3 };
-
-// Records the child writes to the status pipe; the pipe closes on a successful exec.
-struct Report {
-  int stage;
-  int error;
-};
-
-void report(int fd, int stage, int error) {
-  const Report r{stage, error};
-  [[maybe_unused]] const auto n = ::write(fd, &r, sizeof r);
-}
+enum Step : int { kAffinity = 1, kMempolicy = 2, kCgroup = 3 };
 
 bool executable(const std::string& path) {
   struct stat st {};
@@ -74,13 +63,7 @@ std::string resolve_program(const std::string& program) {
 void become_subreaper() { ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
 
 Spawned spawn_worker(const SpawnSpec& spec) {
-  // Everything the child needs is built before fork: after it only async-signal-safe calls.
-  std::vector<char*> argv;
-  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
+  // What the child's own steps need is built here: after fork only async-signal-safe calls.
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
   for (const int c : spec.cpus) {
@@ -91,64 +74,40 @@ Spawned spawn_worker(const SpawnSpec& spec) {
     const auto n = static_cast<unsigned long>(spec.memory_node);
     nodemask[n / kLongBits] |= 1UL << (n % kLongBits);
   }
-  int status[2];
-  if (::pipe2(status, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(status[0]);
-    ::close(status[1]);
-    throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
-  }
-  if (pid == 0) {
-    ::close(status[0]);
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-    if (::getppid() != parent) ::_exit(137);  // the agent died between fork and prctl
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD}) ::signal(sig, SIG_DFL);
-    if (spec.stdout_fd >= 0) ::dup2(spec.stdout_fd, STDOUT_FILENO);
-    if (spec.stderr_fd >= 0) ::dup2(spec.stderr_fd, STDERR_FILENO);
+  base::SpawnOptions o;
+  o.path = spec.path;
+  o.argv = spec.argv;
+  o.env = spec.env;
+  o.stdout_fd = spec.stdout_fd;
+  o.stderr_fd = spec.stderr_fd;
+  o.group = base::ProcessGroup::kNewGroup;
+  o.death_signal = SIGKILL;
+  o.in_child = [&](const base::ChildSteps& steps) {
+    // First: whatever the worker starts from here on is in the run's cgroup.
+    if (spec.cgroup_procs_fd >= 0 && ::write(spec.cgroup_procs_fd, "0", 1) != 1) {
+      steps.failed(kCgroup, errno);
+    }
     if (!spec.cpus.empty() && ::sched_setaffinity(0, sizeof cpus, &cpus) != 0) {
-      report(status[1], kAffinity, errno);
+      steps.failed(kAffinity, errno);
     }
     if (spec.memory_node >= 0 &&
         ::syscall(SYS_set_mempolicy, kMpolBind, nodemask, kMaxNodes + 1) != 0) {
-      report(status[1], kMempolicy, errno);
+      steps.failed(kMempolicy, errno);
     }
-    ::execve(spec.path.c_str(), argv.data(), envp.data());
-    report(status[1], kExec, errno);
-    ::_exit(127);
+  };
+  base::Spawned child;
+  try {
+    child = base::spawn(o);
+  } catch (const base::SpawnError& e) {
+    base::fail_input(e.what());
   }
-  ::close(status[1]);
   Spawned s;
-  s.pid = pid;
-  // Also set from the parent: no signal to the group can race the child's own setpgid.
-  ::setpgid(pid, pid);
-  Report r{};
-  int exec_error = 0;
-  for (;;) {
-    const auto n = ::read(status[0], &r, sizeof r);
-    if (n < 0 && errno == EINTR) continue;
-    if (n != static_cast<ssize_t>(sizeof r)) break;
-    if (r.stage == kAffinity) {
-      s.warnings.push_back(
-          fmt::format("sched_setaffinity: {} (CPUs not bound)", std::strerror(r.error)));
-    } else if (r.stage == kMempolicy) {
-      s.warnings.push_back(
-          fmt::format("set_mempolicy: {} (memory not bound)", std::strerror(r.error)));
-    } else {
-      exec_error = r.error;
-    }
-  }
-  ::close(status[0]);
-  if (exec_error != 0) {
-    int ignored = 0;
-    while (::waitpid(pid, &ignored, 0) < 0 && errno == EINTR) {
-    }
-    base::fail_input(fmt::format("{}: cannot execute: {}", spec.path, std::strerror(exec_error)));
+  s.pid = child.pid;
+  for (const auto& f : child.failed_steps) {
+    const char* what = f.step == kAffinity    ? "sched_setaffinity: {} (CPUs not bound)"
+                       : f.step == kMempolicy ? "set_mempolicy: {} (memory not bound)"
+                                              : "cgroup.procs: {} (not in the run's cgroup)";
+    s.warnings.push_back(fmt::format(fmt::runtime(what), std::strerror(f.error)));
   }
   return s;
 }

@@ -1,7 +1,8 @@
 #pragma once
-// Starting one worker: fork, then in the child (before exec) its own process group, death with
-// the agent (PR_SET_PDEATHSIG), the CPU affinity (sched_setaffinity) and the memory policy
-// (set_mempolicy MPOL_BIND; a raw syscall, so no libnuma) of its binding, its output pipes.
+// Starting one worker through base::spawn: its own process group, death with the agent
+// (PR_SET_PDEATHSIG), its output pipes; and in the child (before exec) the run's cgroup, the CPU
+// affinity (sched_setaffinity) and the memory policy (set_mempolicy MPOL_BIND; a raw syscall, so
+// no libnuma) of its binding.
 #include <sys/types.h>
 
 #include <string>
@@ -19,11 +20,12 @@ struct SpawnSpec {
   int memory_node = -1;           // -1: inherit
   int stdout_fd = -1;             // write ends, dup2'ed onto 1 and 2
   int stderr_fd = -1;
+  int cgroup_procs_fd = -1;       // the run's cgroup.procs, open for writing; -1: none
 };
 
 struct Spawned {
   pid_t pid = -1;  // also the worker's process group id
-  // Binding steps that failed in the child (the worker still runs): "set_mempolicy: ...".
+  // Steps that failed in the child (the worker still runs): "set_mempolicy: ...".
   std::vector<std::string> warnings;
 };
 
