@@ -16,8 +16,11 @@
 #include <set>
 #include <thread>
 
+#include "gpuorch/base/process_tree.hpp"
+#include "gpuorch/launch/guardian.hpp"
 #include "gpuorch/launch/output.hpp"
 #include "gpuorch/launch/process.hpp"
+#include "gpuorch/launch/run_cgroup.hpp"
 
 namespace gpuorch::launch {
 namespace {
@@ -86,7 +89,10 @@ struct Worker {
 
 class Group {
  public:
-  Group(const AgentConfig& c, const Log& log) : c_(c), log_(log) {}
+  // `cgroup`: where the workers go (may be null); `spare`: descendants that are not the run's
+  // (the guardian).
+  Group(const AgentConfig& c, const Log& log, RunCgroup* cgroup, std::vector<pid_t> spare)
+      : c_(c), log_(log), cgroup_(cgroup), spare_(std::move(spare)) {}
 
   // Reaps every exited descendant; true if one of ours changed state.
   bool reap() {
@@ -141,6 +147,26 @@ class Group {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       reap();
     }
+    end_leftovers(signals_before);
+  }
+
+  // What the workers left behind outside their process groups: a double-forked `setsid`
+  // daemon is reparented to the agent (their subreaper) and no group signal reaches it.
+  void end_leftovers(int signals_before) {
+    const auto hurry = [signals_before] { return g_signal_count.load() > signals_before; };
+    const auto ended = base::end_descendants(c_.stop_grace, spare_, hurry);
+    if (cgroup_ && !cgroup_->kill_all()) {
+      log_(fmt::format("warning: cgroup {} still has {} processes", cgroup_->path(),
+                       cgroup_->members()));
+    }
+    const auto reaped = base::end_descendants(std::chrono::milliseconds(0), spare_);
+    if (ended.found > 0) {
+      log_(fmt::format("ended {} process{} the workers left behind ({} after SIGKILL)",
+                       ended.found, ended.found == 1 ? "" : "es", ended.killed));
+    }
+    if (!ended.all_gone || !reaped.all_gone) {
+      log_("warning: some descendants of the workers did not end");
+    }
   }
 
   void start(const Round& round, int attempt, int restart_count, const std::string& attempt_dir,
@@ -182,6 +208,7 @@ class Group {
       spec.memory_node = b.bind_memory ? b.numa_node : -1;
       spec.stdout_fd = pipes.stdout_write;
       spec.stderr_fd = pipes.stderr_write;
+      spec.cgroup_procs_fd = cgroup_ ? cgroup_->procs_fd() : -1;
       Spawned s;
       try {
         s = spawn_worker(spec);
@@ -222,6 +249,8 @@ class Group {
  private:
   const AgentConfig& c_;
   const Log& log_;
+  RunCgroup* cgroup_;
+  std::vector<pid_t> spare_;
   std::vector<Worker> workers_;
   std::unique_ptr<OutputRelay> relay_;
 };
@@ -289,10 +318,20 @@ AgentResult run_agent(const AgentConfig& c, Rendezvous& rdzv, const Log& log) {
   const auto started = Clock::now();
   SignalGuard signals;
   become_subreaper();
+  std::string no_cgroup;
+  const auto cgroup = RunCgroup::create(fmt::format("gpuorch-launch-{}", ::getpid()), no_cgroup);
+  if (cgroup) {
+    log(fmt::format("workers in cgroup {}", cgroup->path()));
+  } else {
+    log(fmt::format("no cgroup for the workers ({}): their descendants are found through /proc",
+                    no_cgroup));
+  }
+  // Declared after the cgroup: it ends first, and its sweep can still use cgroup.kill.
+  const Guardian guardian(cgroup ? cgroup->kill_fd() : -1, cgroup ? cgroup->path() : "");
   TempFolder logs(c.log_dir);
   AgentResult result;
   std::set<std::string> warned;
-  Group group(c, log);
+  Group group(c, log, cgroup.get(), {guardian.pid()});
   const auto cancelled = [] { return g_signal.load() != 0; };
   const auto membership_every = std::max(c.monitor_interval, std::chrono::milliseconds(500));
   auto done = [&](int code) {
@@ -351,6 +390,7 @@ AgentResult run_agent(const AgentConfig& c, Rendezvous& rdzv, const Log& log) {
 
     switch (outcome) {
       case Outcome::kSucceeded:
+        group.end_leftovers(g_signal_count.load());
         group.finish_output();
         rdzv.finish(true);
         return done(0);

@@ -1,0 +1,155 @@
+// No process of a run outlives `gpuorch launch`: SIGTERM to the agent ends the workers and a
+// double-forked `setsid` grandchild (reparented to the agent, their subreaper); SIGKILL to the
+// agent leaves the cleanup to the run's cgroup and the guardian. Counted through /proc.
+#include <dirent.h>
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <regex>
+
+#include "../launch/launch_support.hpp"
+#include "support/test_support.hpp"
+
+namespace gpuorch::launch {
+namespace {
+
+using launch_test::Child;
+using launch_test::read_file;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+namespace fs = std::filesystem;
+
+struct Tagged {
+  int all = 0;
+  int sleeps = 0;
+};
+
+// Live processes whose environment carries GPUORCH_ORPHAN_TAG=tag (zombies have none).
+Tagged count_tagged(const std::string& tag) {
+  const std::string needle = "GPUORCH_ORPHAN_TAG=" + tag;
+  Tagged t;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string env = read_file(e.path() / "environ");
+    bool found = false;
+    for (std::size_t at = 0; at < env.size();) {
+      const auto end = env.find('\0', at);
+      if (env.compare(at, (end == std::string::npos ? env.size() : end) - at, needle) == 0) {
+        found = true;
+        break;
+      }
+      if (end == std::string::npos) break;
+      at = end + 1;
+    }
+    if (!found) continue;
+    ++t.all;
+    std::string comm = read_file(e.path() / "comm");
+    if (comm.rfind("sleep", 0) == 0) ++t.sleeps;
+  }
+  return t;
+}
+
+bool wait_until(const std::function<bool()>& ok, milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (ok()) return true;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  return ok();
+}
+
+class Orphans : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists("/proc/self/stat")) GTEST_SKIP() << "no /proc here: nothing to count with";
+    std::random_device rd;
+    tag_ = std::to_string(rd()) + std::to_string(rd());
+    script_ = dir_.path() / "worker.sh";
+    // A daemon the usual way: the subshell starts it in a new session and exits at once.
+    std::ofstream(script_) << "( setsid sleep 300 & )\nexec sleep 300\n";
+  }
+
+  // Starts the agent with two workers; returns once each has its grandchild.
+  std::unique_ptr<Child> start(const std::string& extra_env = "") {
+    const std::string cmd = "env GPUORCH_ORPHAN_TAG=" + tag_ + " " + extra_env + " '" +
+                            GPUORCH_BINARY + "' launch --standalone --nproc-per-node 2 " +
+                            "--bind none --topology '" + launch_test::topo_json("t4x2") +
+                            "' --stop-grace 2 --monitor-interval 0.05 -- /bin/sh '" +
+                            script_.string() + "'";
+    auto child = std::make_unique<Child>(cmd, dir_.path() / "out", dir_.path() / "err");
+    const bool ready = wait_until([&] { return count_tagged(tag_).sleeps >= 4; }, seconds(30));
+    EXPECT_TRUE(ready) << read_file(dir_.path() / "err");
+    return child;
+  }
+
+  [[nodiscard]] std::string err() const { return read_file(dir_.path() / "err"); }
+
+  test::TempDir dir_;
+  std::string tag_;
+  fs::path script_;
+};
+
+TEST_F(Orphans, SigtermToTheAgentLeavesNoProcessOfTheRun) {
+  auto agent = start();
+  agent->signal(SIGTERM);
+  const auto code = agent->wait(seconds(30));
+  ASSERT_TRUE(code.has_value()) << err();
+  EXPECT_EQ(*code, 128 + SIGTERM) << err();
+  // Everything was reaped before the agent exited: nothing to wait for.
+  const auto left = count_tagged(tag_);
+  EXPECT_EQ(left.all, 0) << err();
+  EXPECT_NE(err().find("ended 2 processes the workers left behind"), std::string::npos) << err();
+}
+
+TEST_F(Orphans, SigintLikewise) {
+  auto agent = start();
+  agent->signal(SIGINT);
+  const auto code = agent->wait(seconds(30));
+  ASSERT_TRUE(code.has_value()) << err();
+  EXPECT_EQ(*code, 128 + SIGINT) << err();
+  EXPECT_EQ(count_tagged(tag_).all, 0) << err();
+}
+
+void expect_clean_after_sigkill(Child& agent, const std::string& tag, const std::string& err_path) {
+  agent.signal(SIGKILL);
+  const auto code = agent.wait(seconds(10));
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 128 + SIGKILL);
+  // The guardian (and cgroup.kill) act once the agent is gone.
+  EXPECT_TRUE(wait_until([&] { return count_tagged(tag).all == 0; }, seconds(10)))
+      << count_tagged(tag).all << " left\n"
+      << read_file(err_path);
+}
+
+TEST_F(Orphans, SigkillToTheAgentLeavesNoProcessOfTheRun) {
+  auto agent = start();
+  const std::string log = err();
+  std::smatch m;
+  const bool in_cgroup = std::regex_search(log, m, std::regex("workers in cgroup (\\S+)"));
+  if (!in_cgroup) {
+    std::cout << "no writable cgroup v2 here: the guardian's /proc tracking alone is tested\n";
+  }
+  expect_clean_after_sigkill(*agent, tag_, (dir_.path() / "err").string());
+  if (in_cgroup) {
+    const std::string path = m[1];
+    EXPECT_TRUE(wait_until([&] { return !fs::exists(path); }, seconds(5))) << path;
+  }
+}
+
+TEST_F(Orphans, SigkillWithoutACgroupTheGuardianAloneCleansUp) {
+  auto agent = start("GPUORCH_LAUNCH_CGROUP=off");
+  EXPECT_NE(err().find("no cgroup for the workers (GPUORCH_LAUNCH_CGROUP=off)"), std::string::npos)
+      << err();
+  // The documented limit: without a cgroup the guardian knows what it saw at its last look
+  // (every 100 ms); the daemons' subshells have exited, so only that look can have seen them.
+  std::this_thread::sleep_for(milliseconds(300));
+  expect_clean_after_sigkill(*agent, tag_, (dir_.path() / "err").string());
+}
+
+}  // namespace
+}  // namespace gpuorch::launch
