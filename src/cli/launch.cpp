@@ -16,13 +16,12 @@
 #include "gpuorch/launch/node_env.hpp"
 #include "gpuorch/launch/plan_render.hpp"
 #include "gpuorch/launch/process.hpp"
+#include "gpuorch/launch/rendezvous_conf.hpp"
 #include "gpuorch/topology/json.hpp"
 #include "gpuorch/topology/json_read.hpp"
 
 namespace gpuorch::cli {
 namespace {
-
-using std::chrono::milliseconds;
 
 struct LaunchFlags {
   std::string nnodes = "1:1";
@@ -81,44 +80,6 @@ std::pair<int, int> parse_nnodes(const std::string& s) {
   return {lo, hi};
 }
 
-double seconds_value(const std::string& key, const std::string& value) {
-  try {
-    std::size_t used = 0;
-    const double v = std::stod(value, &used);
-    if (used == value.size() && v >= 0) return v;
-  } catch (const std::exception&) {
-  }
-  base::fail_input("--rdzv-conf " + key + "=" + value + ": not a number of seconds");
-}
-
-void apply_rdzv_conf(const std::string& conf, launch::RendezvousConfig& r) {
-  std::size_t start = 0;
-  while (start < conf.size()) {
-    auto end = conf.find(',', start);
-    if (end == std::string::npos) end = conf.size();
-    const std::string item = conf.substr(start, end - start);
-    start = end + 1;
-    if (item.empty()) continue;
-    const auto eq = item.find('=');
-    if (eq == std::string::npos) base::fail_input("--rdzv-conf " + item + ": expected KEY=VALUE");
-    const std::string k = item.substr(0, eq);
-    const std::string v = item.substr(eq + 1);
-    const auto ms = milliseconds(static_cast<long long>(seconds_value(k, v) * 1000));
-    if (k == "join_timeout") {
-      r.join_timeout = ms;
-    } else if (k == "last_call_timeout") {
-      r.last_call_timeout = ms;
-    } else if (k == "timeout" || k == "connect_timeout") {
-      r.connect_timeout = ms;
-    } else if (k == "lease_ttl" || k == "keep_alive_ttl") {
-      r.lease_ttl_s = std::max(1, static_cast<int>(ms.count() / 1000));
-    } else {
-      base::fail_input("--rdzv-conf " + k +
-                       ": unknown key (join_timeout, last_call_timeout, timeout, lease_ttl)");
-    }
-  }
-}
-
 // The host to plan for: a recorded `topo --json`, a recorded tree, or this machine limited to
 // the CPUs this process may run on (a container's or a Slurm step's cpuset).
 topology::Host host_for(const LaunchFlags& f) {
@@ -174,9 +135,11 @@ int run(LaunchFlags f) {
     backend = launch::parse_backend(f.backend);
     if (!backend) base::fail_input("--backend " + f.backend + ": not auto, nccl, rccl or gloo");
   }
-  if (f.monitor_interval <= 0 || f.monitor_interval > 60) {
-    base::fail_input("--monitor-interval: must be in (0, 60] seconds");
-  }
+  // Checked here, not by CLI11's Range: a NaN passes every comparison.
+  const auto monitor_interval = launch::checked_seconds(
+      fmt::format("--monitor-interval {}", f.monitor_interval), f.monitor_interval, 0.001, 60);
+  const auto stop_grace =
+      launch::checked_seconds(fmt::format("--stop-grace {}", f.stop_grace), f.stop_grace, 0, 3600);
   if (f.max_restarts < 0) base::fail_input("--max-restarts: must be >= 0");
   auto [min_nodes, max_nodes] = parse_nnodes(f.nnodes);
   const auto env = launch::current_environment();
@@ -189,7 +152,7 @@ int run(LaunchFlags f) {
   rc.master_addr = f.master_addr;
   rc.master_port = f.master_port;
   rc.local_addr = f.local_addr;
-  apply_rdzv_conf(f.rdzv_conf, rc);
+  launch::apply_rdzv_conf(f.rdzv_conf, rc);
   std::string node_source = "flags";
   if (f.standalone) {
     if (max_nodes != 1) base::fail_input("--standalone: runs one node; drop --nnodes");
@@ -238,8 +201,8 @@ int run(LaunchFlags f) {
     for (auto& [k, v] : launch::read_env_file(file)) config.user_env[k] = v;
   }
   config.max_restarts = f.max_restarts;
-  config.monitor_interval = milliseconds(static_cast<long long>(f.monitor_interval * 1000));
-  config.stop_grace = milliseconds(static_cast<long long>(f.stop_grace * 1000));
+  config.monitor_interval = monitor_interval;
+  config.stop_grace = stop_grace;
   config.run_id = rc.run_id;
   config.role = f.role;
   config.log_dir = f.log_dir;
