@@ -186,5 +186,66 @@ TEST(Plan, FewerRanksThanGpusGetTheBestConnectedGpus) {
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "1,2");
 }
 
+// GH200 (and CXL memory) hosts list NUMA nodes without CPUs. A GPU whose node is one of them
+// runs its rank on the nearest node with CPUs and binds memory there, not on the memory-only
+// node (tests/fixtures/launch/gh200-nvl2.topo.json: two superchips, the GPUs' HBM as nodes 2
+// and 3, the Grace CPUs as nodes 0 and 1).
+topology::Host gh200() {
+  return topology::load_host_json(launch_test::launch_fixture("gh200-nvl2.topo.json").string());
+}
+
+TEST(Plan, GpuOnAMemoryOnlyNodeRunsOnTheNearestNodeWithCpus) {
+  PlanRequest r;
+  r.nproc = 2;
+  const auto plan = make_plan(gh200(), r);
+  ASSERT_EQ(plan.ranks.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    const auto& b = plan.ranks[static_cast<std::size_t>(i)];
+    EXPECT_EQ(b.numa_node, i);
+    EXPECT_TRUE(b.bind_memory);
+    EXPECT_EQ(topology::format_id_list(b.cpus), i == 0 ? "0-71" : "72-143");
+    EXPECT_EQ(b.cores, 72);
+  }
+  ASSERT_EQ(plan.notes.size(), 2u);
+  EXPECT_EQ(plan.notes[0],
+            "GPU 0: NUMA node 2 has no CPUs (memory only); its rank runs on, and binds memory to, "
+            "node 0, the nearest with CPUs (distance 80)");
+  const auto table = render_plan_table(plan);
+  EXPECT_EQ(table, golden("gh200-nvl2.cores.txt", table));
+}
+
+TEST(Plan, TheDistanceMatrixDecidesThenLocalCpusThenTheFirstNode) {
+  auto host = gh200();
+  // Local CPUs that disagree with the distances: the distances win.
+  host.gpus[0].local_cpus = *topology::parse_id_list("72-143");
+  PlanRequest r;
+  r.nproc = 1;
+  EXPECT_EQ(make_plan(host, r).ranks[0].numa_node, 0);
+  for (auto& n : host.numa_nodes) n.distances.clear();
+  EXPECT_EQ(make_plan(host, r).ranks[0].numa_node, 1);
+  host.gpus[0].local_cpus.clear();
+  const auto plan = make_plan(host, r);
+  EXPECT_EQ(plan.ranks[0].numa_node, 0);
+  EXPECT_EQ(topology::format_id_list(plan.ranks[0].cpus), "0-71");
+}
+
+TEST(Plan, CpuRanksSkipMemoryOnlyNodes) {
+  auto host = topology::load_host_json(topo_json("t4x2"));
+  host.gpus.clear();
+  host.links.clear();
+  topology::NumaNode cxl;
+  cxl.id = 2;
+  cxl.memory_mib = 262144;
+  host.numa_nodes.push_back(cxl);
+  for (auto& n : host.numa_nodes) n.distances.clear();
+  PlanRequest r;
+  r.nproc = 3;
+  const auto plan = make_plan(host, r);
+  for (const auto& b : plan.ranks) {
+    EXPECT_NE(b.numa_node, 2) << b.local_rank;
+    EXPECT_FALSE(b.cpus.empty());
+  }
+}
+
 }  // namespace
 }  // namespace gpuorch::launch

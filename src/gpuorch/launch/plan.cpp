@@ -39,16 +39,63 @@ const topology::NumaNode* node_by_id(const topology::Host& host, int id) {
   return nullptr;
 }
 
-// CPUs a rank on `node` may use: the node's online CPUs, or (node unknown) the GPU's local CPUs,
-// or every online CPU.
+// The node's online CPUs: empty for a memory-only node (GPU memory on GH200, CXL memory).
+IdSet own_cpus(const topology::Host& host, const topology::NumaNode& n) {
+  return host.online_cpus.empty() ? n.cpus : topology::intersect(n.cpus, host.online_cpus);
+}
+
+// CPUs a rank on `node` may use: the node's online CPUs, or (node unknown, or no node has
+// CPUs) the GPU's local CPUs, or every online CPU.
 IdSet node_cpus(const topology::Host& host, int node, const IdSet& fallback) {
   IdSet cpus;
-  if (const auto* n = node_by_id(host, node)) {
-    cpus = host.online_cpus.empty() ? n->cpus : topology::intersect(n->cpus, host.online_cpus);
-  }
+  if (const auto* n = node_by_id(host, node)) cpus = own_cpus(host, *n);
   if (cpus.empty()) cpus = fallback;
   if (cpus.empty()) cpus = host.online_cpus;
   return cpus;
+}
+
+// The node whose cores (and memory) serve a GPU whose own node is `own`. A node without CPUs
+// holds memory only (the GPU's own HBM on GH200, a CXL expander): the rank runs on the nearest
+// node with CPUs, by the NUMA distance matrix, else the one holding most of the GPU's local
+// CPUs, else the first; and binds its memory there too, since MPOL_BIND to the memory-only node
+// would put all of the process's host memory in it. `why` says what was chosen, when anything was.
+int cpu_node_for(const topology::Host& host, int own, const std::vector<int>& cpu_nodes,
+                 const IdSet& gpu_local_cpus, std::string& why) {
+  const auto* node = node_by_id(host, own);
+  if (!node || cpu_nodes.empty() ||
+      std::find(cpu_nodes.begin(), cpu_nodes.end(), own) != cpu_nodes.end()) {
+    return own;
+  }
+  int best = -1;
+  int best_distance = 0;
+  if (node->distances.size() == host.numa_nodes.size()) {
+    for (std::size_t i = 0; i < host.numa_nodes.size(); ++i) {
+      const int id = host.numa_nodes[i].id;
+      if (std::find(cpu_nodes.begin(), cpu_nodes.end(), id) == cpu_nodes.end()) continue;
+      if (best < 0 || node->distances[i] < best_distance) {
+        best = id;
+        best_distance = node->distances[i];
+      }
+    }
+    why = fmt::format("node {}, the nearest with CPUs (distance {})", best, best_distance);
+    return best;
+  }
+  std::size_t best_overlap = 0;
+  for (const int id : cpu_nodes) {
+    const std::size_t overlap =
+        topology::intersect(own_cpus(host, *node_by_id(host, id)), gpu_local_cpus).size();
+    if (overlap > best_overlap) {
+      best = id;
+      best_overlap = overlap;
+    }
+  }
+  if (best >= 0) {
+    why = fmt::format("node {}, which holds its local CPUs (no NUMA distances)", best);
+    return best;
+  }
+  why = fmt::format("node {}, the first with CPUs (no NUMA distances, no local CPUs)",
+                    cpu_nodes.front());
+  return cpu_nodes.front();
 }
 
 bool port_active(const topology::Nic& nic) {
@@ -177,7 +224,7 @@ Plan make_plan(const topology::Host& host, const PlanRequest& request) {
   // Each rank's NUMA node: its GPU's, or for CPU ranks a block split over the nodes with CPUs.
   std::vector<int> cpu_nodes;
   for (const auto& n : host.numa_nodes) {
-    if (!node_cpus(host, n.id, {}).empty() && node_by_id(host, n.id)) cpu_nodes.push_back(n.id);
+    if (!own_cpus(host, n).empty()) cpu_nodes.push_back(n.id);
   }
   // Fewer ranks than GPUs: the best-connected GPUs, by the scheduler core's one picker (the
   // same choice a pod gets from the scheduler and the device plugin); all of them otherwise.
@@ -200,7 +247,16 @@ Plan make_plan(const topology::Host& host, const PlanRequest& request) {
       const int g = gpu_of_rank[static_cast<std::size_t>(r)];
       b.gpu = host.gpus[static_cast<std::size_t>(g)].index;
       b.device_index = request.own_gpu_only ? 0 : r;
-      b.numa_node = numa_of(host, host.gpus[static_cast<std::size_t>(g)]);
+      const auto& gpu = host.gpus[static_cast<std::size_t>(g)];
+      const int own = numa_of(host, gpu);
+      std::string why;
+      b.numa_node = cpu_node_for(host, own, cpu_nodes, gpu.local_cpus, why);
+      if (!why.empty()) {
+        plan.notes.push_back(fmt::format(
+            "GPU {}: NUMA node {} has no CPUs (memory only); its rank runs on, and binds memory "
+            "to, {}",
+            gpu.index, own, why));
+      }
       nearest_nic_of_gpu(host, g, b);
     } else {
       b.gpu = -1;
@@ -275,13 +331,19 @@ std::vector<std::pair<std::string, std::string>> Plan::rank_env(int local_rank) 
     if (own_gpu_only) {
       visible = std::to_string(b.gpu);
     } else {
-      for (const auto& r : ranks) visible += (visible.empty() ? "" : ",") + std::to_string(r.gpu);
+      for (const auto& r : ranks) {
+        if (!visible.empty()) visible += ',';
+        visible += std::to_string(r.gpu);
+      }
     }
     if (amd) {
       // ROCR filters first and HIP indexes into what ROCR left: physical ids go to ROCR only.
       std::string hip;
       const int count = own_gpu_only ? 1 : static_cast<int>(ranks.size());
-      for (int i = 0; i < count; ++i) hip += (i ? "," : "") + std::to_string(i);
+      for (int i = 0; i < count; ++i) {
+        if (i > 0) hip += ',';
+        hip += std::to_string(i);
+      }
       env.emplace_back("ROCR_VISIBLE_DEVICES", visible);
       env.emplace_back("HIP_VISIBLE_DEVICES", hip);
     } else {
@@ -292,7 +354,7 @@ std::vector<std::pair<std::string, std::string>> Plan::rank_env(int local_rank) 
     env.emplace_back("GPUORCH_GPU", std::to_string(b.gpu));
   }
   // "=name" is NCCL's exact match: a bare "mlx5_1" would also select mlx5_10..mlx5_17.
-  if (!b.nic.empty()) env.emplace_back("NCCL_IB_HCA", "=" + b.nic);
+  if (!b.nic.empty()) env.emplace_back("NCCL_IB_HCA", fmt::format("={}", b.nic));
   if (b.numa_node >= 0) env.emplace_back("GPUORCH_NUMA_NODE", std::to_string(b.numa_node));
   env.emplace_back("GPUORCH_BACKEND", to_string(backend));
   env.emplace_back("GPUORCH_TORCH_BACKEND", torch_backend(backend));
