@@ -4,9 +4,9 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <set>
 
+#include "gpuorch/base/atomic_file.hpp"
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/discover/discover.hpp"
 #include "gpuorch/discover/pci.hpp"
@@ -30,7 +30,8 @@ class Recorder {
   void write(const std::string& rel, const std::string& content) {
     const fs::path p = out_ / rel;
     fs::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary) << content;
+    // Checked (a full disk must not leave a truncated recording behind) and atomic.
+    base::write_file_atomically(p.string(), content);
   }
 
   // Recreates a symlink with its original (relative) target, at `at` (default: the same path).
@@ -99,6 +100,12 @@ void record_host(const Options& options, const std::string& dir, int samples) {
   } catch (const fs::filesystem_error& e) {
     fs::remove_all(tmp, ec);
     base::fail_input(dir, 0, fmt::format("cannot be written: {}", e.code().message()));
+  } catch (const base::InputError&) {
+    fs::remove_all(tmp, ec);
+    throw;
+  } catch (const std::runtime_error& e) {  // a write that failed (write_file_atomically)
+    fs::remove_all(tmp, ec);
+    base::fail_input(dir, 0, fmt::format("cannot be written: {}", e.what()));
   }
   fs::rename(tmp, final_dir, ec);
   if (ec) {
