@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -36,6 +37,7 @@ struct TimelineFlags {
   std::string interval = "60";
   std::string limit = "0";
   std::string csv;
+  std::string gpus;
   bool json = false;
 };
 
@@ -133,13 +135,23 @@ int run(const TimelineFlags& f) {
   const auto limit = whole_number("--limit", f.limit, 0);
   if (!f.csv.empty()) base::check_output("--csv", f.csv);
   const auto policies = policy_list(f.policy);
-  const auto nodes = cluster_nodes(f);
-  int total = 0, per_node = 0;
-  for (const auto& n : nodes) {
-    total += n.gpu_count;
-    per_node = std::max(per_node, n.gpu_count);
+  std::vector<std::vector<cluster::NodeSpec>> clusters;
+  if (!f.gpus.empty()) {
+    // What-if: the same workload on clusters of A, A + step, ..., B GPUs.
+    const auto g = whole_number("--gpus-per-node", f.gpus_per_node, 1);
+    long long a = 0, b = 0, step = 0;
+    if (std::sscanf(f.gpus.c_str(), "%lld:%lld:%lld", &a, &b, &step) != 3 || a < 1 || b < a ||
+        step < 1 || a % g != 0 || step % g != 0 || (b - a) / step > 1000) {
+      base::fail_input(fmt::format("--gpus: '{}' is not A:B:step with A <= B, A and step "
+                                   "multiples of --gpus-per-node {}",
+                                   f.gpus, g));
+    }
+    for (long long n = a; n <= b; n += step) {
+      clusters.push_back(sim::uniform_nodes(static_cast<int>(n / g), static_cast<int>(g)));
+    }
+  } else {
+    clusters.push_back(cluster_nodes(f));
   }
-
   sim::AppTable apps;
   const bool philly = sim::is_philly_trace(f.workload);
   std::vector<sim::JobSpec> jobs;
@@ -152,48 +164,67 @@ int run(const TimelineFlags& f) {
       jobs.resize(static_cast<std::size_t>(limit));
     }
   }
-  sim::PolicyOptions po;
-  po.seed = static_cast<std::uint64_t>(whole_number("--seed", f.seed, 0));
-  po.gpus_per_node = per_node;
-  po.total_gpus = total;
-  std::vector<std::unique_ptr<sim::TimelinePolicy>> made;
-  for (const auto& name : policies) {
-    auto p = sim::make_timeline_policy(name, po);
-    if (!p) {
-      base::fail_input(fmt::format("--policy: unknown policy '{}' (fifo, sjf, tiresias, optimus, "
-                                   "pollux, lasgo, default, all)",
-                                   name));
+  struct Run {
+    std::vector<std::unique_ptr<sim::TimelinePolicy>> made;
+    int total = 0;
+    int per_node = 0;
+  };
+  std::vector<Run> runs;
+  for (const auto& nodes : clusters) {
+    Run run;
+    for (const auto& n : nodes) {
+      run.total += n.gpu_count;
+      run.per_node = std::max(run.per_node, n.gpu_count);
     }
-    if (p->needs_profiles() && philly) {
-      base::fail_input(fmt::format("{}: policy {} needs application profiles (a Pollux-format "
-                                   "workload); Philly rows are rigid jobs",
-                                   f.workload, name));
-    }
-    if (p->rigid()) {
-      for (const auto& j : jobs) {
-        if (j.replicas > total) {
-          base::fail_input(j.file, j.line,
-                           fmt::format("job {} asks for {} GPUs, the cluster has {}: infeasible",
-                                       j.name, j.replicas, total));
+    const int total = run.total;
+    sim::PolicyOptions po;
+    po.seed = static_cast<std::uint64_t>(whole_number("--seed", f.seed, 0));
+    po.gpus_per_node = run.per_node;
+    po.total_gpus = total;
+    for (const auto& name : policies) {
+      auto p = sim::make_timeline_policy(name, po);
+      if (!p) {
+        base::fail_input(fmt::format("--policy: unknown policy '{}' (fifo, sjf, tiresias, optimus, "
+                                     "pollux, lasgo, default, all)",
+                                     name));
+      }
+      if (p->needs_profiles() && philly) {
+        base::fail_input(fmt::format("{}: policy {} needs application profiles (a Pollux-format "
+                                     "workload); Philly rows are rigid jobs",
+                                     f.workload, name));
+      }
+      if (p->rigid()) {
+        for (const auto& j : jobs) {
+          if (j.replicas > total) {
+            base::fail_input(j.file, j.line,
+                             fmt::format("job {} asks for {} GPUs, the cluster has {}: infeasible",
+                                         j.name, j.replicas, total));
+          }
         }
       }
+      run.made.push_back(std::move(p));
     }
-    made.push_back(std::move(p));
+    runs.push_back(std::move(run));
   }
 
   Progress progress("sim timeline", ::isatty(STDERR_FILENO) != 0);
   std::vector<sim::TimelineResult> results;
   std::vector<double> elapsed;
-  for (std::size_t i = 0; i < made.size(); ++i) {
-    sim::TimelineOptions o;
-    o.interval = interval;
-    o.on_progress = [&](std::size_t done, std::size_t n) {
-      progress.update(i * n + done, made.size() * n);
-    };
-    const auto t0 = std::chrono::steady_clock::now();
-    results.push_back(sim::run_timeline(jobs, apps, nodes, *made[i], policies[i], o));
-    elapsed.push_back(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  std::vector<std::size_t> node_counts;
+  const std::size_t all = runs.size() * policies.size();
+  for (std::size_t c = 0; c < runs.size(); ++c) {
+    for (std::size_t i = 0; i < policies.size(); ++i) {
+      const std::size_t k = c * policies.size() + i;
+      sim::TimelineOptions o;
+      o.interval = interval;
+      o.on_progress = [&](std::size_t done, std::size_t n) { progress.update(k * n + done, all * n); };
+      const auto t0 = std::chrono::steady_clock::now();
+      results.push_back(
+          sim::run_timeline(jobs, apps, clusters[c], *runs[c].made[i], policies[i], o));
+      elapsed.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      node_counts.push_back(clusters[c].size());
+    }
   }
   progress.finish();
 
@@ -211,19 +242,18 @@ int run(const TimelineFlags& f) {
   }
   if (f.json) {
     for (std::size_t i = 0; i < results.size(); ++i) {
-      fmt::print("{}\n", to_json(results[i], sim::summarize(results[i]), nodes.size(), elapsed[i]).dump());
+      fmt::print("{}\n", to_json(results[i], sim::summarize(results[i]), node_counts[i], elapsed[i]).dump());
     }
     return 0;
   }
-  fmt::print("sim timeline: {} ({} jobs), {} nodes, {} GPUs, interval {} s\n", f.workload,
-             jobs.size(), nodes.size(), total, interval);
-  fmt::print("{:<10} {:>10} {:>10} {:>10} {:>10} {:>11} {:>10} {:>7} {:>8} {:>8}\n", "policy",
-             "avg JCT h", "median h", "p99 h", "queue h", "makespan h", "GPU-h", "util", "goodput",
+  fmt::print("sim timeline: {} ({} jobs), interval {} s\n", f.workload, jobs.size(), interval);
+  fmt::print("{:>6} {:<10} {:>10} {:>10} {:>10} {:>10} {:>11} {:>10} {:>7} {:>8} {:>8}\n", "GPUs",
+             "policy", "avg JCT h", "median h", "p99 h", "queue h", "makespan h", "GPU-h", "util", "goodput",
              "time s");
   for (std::size_t i = 0; i < results.size(); ++i) {
     const auto s = sim::summarize(results[i]);
-    fmt::print("{:<10} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f} {:>11.2f} {:>10.1f} {:>6.1f}% {:>7.1f}% {:>8.3f}\n",
-               results[i].policy, s.avg_jct_s / 3600, s.median_jct_s / 3600, s.p99_jct_s / 3600,
+    fmt::print("{:>6} {:<10} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f} {:>11.2f} {:>10.1f} {:>6.1f}% {:>7.1f}% {:>8.3f}\n",
+               results[i].total_gpus, results[i].policy, s.avg_jct_s / 3600, s.median_jct_s / 3600, s.p99_jct_s / 3600,
                s.avg_queue_s / 3600, s.makespan_s / 3600, s.gpu_hours, 100 * s.utilisation,
                100 * s.goodput_utilisation, elapsed[i]);
   }
@@ -245,7 +275,9 @@ void add_sim_timeline(CLI::App& sim, Action& action) {
       "apps/<app>/ profiles, or the Philly trace (rigid jobs: fifo, sjf, tiresias).\n\n"
       "Example:\n"
       "  gpuorch sim timeline --workload ../shared/traces/pollux_philly/workload-6.csv \\\n"
-      "      --policy tiresias,optimus,pollux,default --json");
+      "      --policy tiresias,optimus,pollux,default --json\n"
+      "  gpuorch sim timeline --workload ../shared/traces/pollux_philly/workload-6.csv \\\n"
+      "      --policy pollux,default --gpus 32:128:32     # makespan, JCT, GPU-hours per size");
   c->add_option("--workload", f->workload, "Workload CSV (Pollux format or philly.csv)")
       ->required();
   c->add_option("--apps", f->apps,
@@ -260,6 +292,8 @@ void add_sim_timeline(CLI::App& sim, Action& action) {
   c->add_option("--interval", f->interval, "Scheduling interval in seconds")->capture_default_str();
   c->add_option("--limit", f->limit, "Only the first N jobs (0: all)")->capture_default_str();
   c->add_option("--csv", f->csv, "Write per-job results (all policies) to this CSV file");
+  c->add_option("--gpus", f->gpus,
+                "What-if: clusters of A..B GPUs in steps (A:B:step, --gpus-per-node each)");
   c->add_flag("--json", f->json, "One JSON object per policy and line, with per_job");
   c->callback([f, &action] { action = [f] { return run(*f); }; });
 }

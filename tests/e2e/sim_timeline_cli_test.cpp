@@ -85,6 +85,30 @@ TEST(SimTimelineCli, BadInputIsOneLineAndExitTwo) {
   EXPECT_NE(r.err.find("placements.csv: missing profile file"), std::string::npos) << r.err;
 }
 
+TEST(SimTimelineCli, GpusSweepRunsEachClusterSize) {
+  GPUORCH_REQUIRE_POLLUX(dir);
+  TempDir tmp;
+  const auto r = run_cli({"sim", "timeline", "--workload",
+                          (dir / "workloads-0.5" / "workload-1.csv").string(), "--policy",
+                          "tiresias", "--gpus", "48:64:16", "--json"},
+                         tmp);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::vector<nlohmann::json> objects;
+  for (std::string line; std::getline(lines, line);) objects.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(objects.size(), 2U);
+  EXPECT_EQ(objects[0]["gpus"], 48);
+  EXPECT_EQ(objects[0]["nodes"], 12);
+  EXPECT_EQ(objects[1]["gpus"], 64);
+  // Fewer GPUs: jobs wait longer.
+  EXPECT_GT(objects[0]["avg_jct_s"].get<double>(), objects[1]["avg_jct_s"].get<double>());
+  const auto bad = run_cli({"sim", "timeline", "--workload",
+                            (dir / "workloads-0.5" / "workload-1.csv").string(), "--gpus", "30:64:4"},
+                           tmp);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--gpus: '30:64:4'"), std::string::npos) << bad.err;
+}
+
 TEST(SimTimelineCli, HelpShowsDefaultsAndAnExample) {
   TempDir tmp;
   const auto r = run_cli({"sim", "timeline", "--help"}, tmp);
