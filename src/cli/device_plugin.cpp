@@ -14,6 +14,7 @@
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/discover/discover.hpp"
 #include "gpuorch/k8s/fake_kubelet.hpp"
+#include "gpuorch/k8s/kubeconfig.hpp"
 #include "gpuorch/k8s/plugin_server.hpp"
 #include "gpuorch/k8s/wire.hpp"
 #include "gpuorch/topology/json_read.hpp"
@@ -31,6 +32,9 @@ struct PluginFlags {
   std::string vendor = "all", health_file;
   int health_interval_ms = 5000;
   bool no_nvml = false, dry_run = false;
+  // Allocate follows the scheduler when the node is named (docs/device-plugin.md).
+  std::string kubeconfig, node_name;
+  bool follow_scheduler = true;
 };
 
 // The signal handler's only way to the running plugin (a signal carries no context).
@@ -119,6 +123,31 @@ int run_plugin(const PluginFlags& f) {
   }
   k8s::PluginOptions options;
   options.directory = f.directory;
+  // The pods' recorded GPUs come from the API server: the node's name from --node-name or
+  // NODE_NAME (the DaemonSet's downward API), credentials from --kubeconfig or in-cluster.
+  std::string node_name = f.node_name;
+  if (node_name.empty()) {
+    if (const char* env = std::getenv("NODE_NAME")) node_name = env;
+  }
+  std::unique_ptr<k8s::ApiClient> api;
+  std::unique_ptr<k8s::ScheduledAllocations> scheduled;
+  if (f.follow_scheduler && !node_name.empty()) {
+    const std::optional<std::string> kubeconfig =
+        f.kubeconfig.empty() ? std::nullopt : std::optional<std::string>(f.kubeconfig);
+    api = std::make_unique<k8s::ApiClient>(k8s::load_cluster_config(kubeconfig));
+    scheduled = std::make_unique<k8s::ScheduledAllocations>(
+        *api, node_name,
+        [](const std::string& l) { fmt::print(stderr, "gpuorch device-plugin: {}\n", l); });
+    options.scheduled = scheduled.get();
+    fmt::print(stderr,
+               "gpuorch device-plugin: Allocate follows the GPUs recorded on pods bound to {} "
+               "({})\n",
+               node_name, api->config().server);
+  } else {
+    fmt::print(stderr,
+               "gpuorch device-plugin: no node name (--node-name, NODE_NAME): Allocate keeps the "
+               "kubelet's devices\n");
+  }
   k8s::PluginManager manager(host, config, std::move(resources), options);
   // The manager keeps its own copy of the host; health sources watch that one.
   std::unique_ptr<k8s::HealthFileWatcher> file_watch;
@@ -283,6 +312,13 @@ void add_device_plugin(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_flag("--dry-run", f->dry_run,
                 "Print the resources and devices that would be advertised (JSON) and exit");
+  cmd->add_option("--node-name", f->node_name,
+                  "This node's name: Allocate hands out the GPUs a gpuorch scheduler recorded on "
+                  "the pod (default: $NODE_NAME; none: the kubelet's devices)");
+  cmd->add_option("--kubeconfig", f->kubeconfig,
+                  "kubeconfig for reading the node's pods (default: $KUBECONFIG, else in-cluster)");
+  cmd->add_flag("!--no-follow-scheduler", f->follow_scheduler,
+                "Never look up pods: Allocate keeps the kubelet's devices");
   cmd->callback([f, &action] { action = [f] { return run_plugin(*f); }; });
 
   auto h = std::make_shared<HarnessFlags>();

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   gpuorch::cli::add_dmon(app, action);
   gpuorch::cli::add_exporter(app, action);
   gpuorch::cli::add_scheduler(app, action);
+  gpuorch::cli::add_extender(app, action);
   gpuorch::cli::add_bench(app, action);
   gpuorch::cli::add_tune(app, action);
   gpuorch::cli::add_device_plugin(app, action);

@@ -12,6 +12,7 @@
 #include <random>
 #include <thread>
 
+#include "cli/k8s_flags.hpp"
 #include "cli/verbs.hpp"
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/io/openb.hpp"
@@ -72,11 +73,7 @@ void check_access(k8s::ApiClient& api) {
 int run(const SchedulerFlags& f) {
   if (f.binders < 1 || f.binders > 64) base::fail_input("--binders must be in [1, 64]");
   if (f.retry_seconds < 1) base::fail_input("--retry-unschedulable must be at least 1 second");
-  std::string spec(sched::canonical_policy_name(f.policy.substr(0, f.policy.find(':'))));
-  if (const auto colon = f.policy.find(':'); colon != std::string::npos) {
-    spec += f.policy.substr(colon);
-  }
-  sched::check_policy_spec(spec);
+  const std::string spec = policy_spec(f.policy);
   k8s::SchedulerServiceOptions options;
   options.scheduler_name = f.scheduler_name;
   options.mirror.policy = spec;
@@ -100,11 +97,8 @@ int run(const SchedulerFlags& f) {
   k8s::ApiClient api(k8s::load_cluster_config(kubeconfig));
   check_access(api);
 
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::atomic<bool> stop{false};
+  std::jthread signal_thread = stop_on_signals(stop);
 
   k8s::SchedulerService service(api, options);
   std::atomic<bool> standby{f.leader_elect};
@@ -131,13 +125,6 @@ int run(const SchedulerFlags& f) {
                   "metrics on http://{}:{}/metrics",
                   f.scheduler_name, spec, f.seed, api.config().server, listen.address, port));
 
-  std::atomic<bool> stop{false};
-  std::jthread signal_thread([&stop, &stop_signals] {
-    while (!stop.load()) {
-      timespec wait{0, 200'000'000};
-      if (sigtimedwait(&stop_signals, nullptr, &wait) > 0) stop = true;
-    }
-  });
   int rc = 0;
   if (f.leader_elect) {
     k8s::LeaseOptions lease;
@@ -180,20 +167,10 @@ void add_scheduler(CLI::App& app, Action& action) {
       "Schedule the pods of a Kubernetes cluster whose spec.schedulerName is ours, with the same "
       "scheduler core and policies as `gpuorch sim` (docs/scheduler.md).\n"
       "Example: gpuorch scheduler --kubeconfig ~/.kube/config --policy efd --seed 42");
-  cmd->add_option("--kubeconfig", flags->kubeconfig,
-                  "kubeconfig file (default: $KUBECONFIG, else the in-cluster service account)");
+  add_core_flags(*cmd, flags->kubeconfig, flags->policy, flags->seed, flags->workload);
   cmd->add_option("--scheduler-name", flags->scheduler_name,
                   "Serve pods with this spec.schedulerName")
       ->capture_default_str();
-  cmd->add_option("--policy", flags->policy,
-                  "Placement policy, as sim fill --policy takes it (efd, fgd, best-fit, ...)")
-      ->capture_default_str();
-  cmd->add_option("--seed", flags->seed,
-                  "Seed of the tie-break ranking over node names (sim fill --tie-break names)")
-      ->capture_default_str();
-  cmd->add_option("--workload", flags->workload,
-                  "Workload history (openb pod CSV) that efd and fgd estimate the target workload "
-                  "from (default: the pods on the cluster when the first pod is scheduled)");
   cmd->add_option("--topology-levels", flags->topology_levels,
                   "Node label keys, outermost first, that gangs are kept under, e.g. "
                   "topology.kubernetes.io/zone,example.com/rack,kubernetes.io/hostname");

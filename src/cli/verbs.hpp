@@ -32,6 +32,8 @@ void add_manifests(CLI::App& app, Action& action);
 
 // `gpuorch scheduler`: the scheduler core on a Kubernetes cluster
 void add_scheduler(CLI::App& app, Action& action);
+// `gpuorch extender`: the scheduler core as kube-scheduler's HTTP extender
+void add_extender(CLI::App& app, Action& action);
 
 // `gpuorch launch [options] -- PROGRAM ARGS`
 void add_launch(CLI::App& app, Action& action);

@@ -17,10 +17,12 @@ namespace gpuorch::test {
 
 class SchedulerProcess {
  public:
-  // args: everything after `gpuorch scheduler`.
-  SchedulerProcess(const std::vector<std::string>& args, std::string log) : log_(std::move(log)) {
+  // args: everything after `gpuorch VERB` (`gpuorch scheduler`, `gpuorch extender`).
+  SchedulerProcess(const std::vector<std::string>& args, std::string log,
+                   const std::string& verb = "scheduler")
+      : log_(std::move(log)) {
     // Built before fork: the child only calls async-signal-safe functions.
-    std::vector<std::string> argv_storage{GPUORCH_BINARY, "scheduler"};
+    std::vector<std::string> argv_storage{GPUORCH_BINARY, verb};
     argv_storage.insert(argv_storage.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& a : argv_storage) argv.push_back(a.data());

@@ -36,8 +36,13 @@ std::mutex& umask_mutex() {  // the umask is the process's: one socket bound at 
 class DevicePluginService final : public v1beta1::DevicePlugin::Service {
  public:
   DevicePluginService(const topology::Host& host, const PluginConfig& config, const Resource& r,
-                      HealthState& health, std::string directory)
-      : host_(host), config_(config), r_(r), health_(health), dir_(std::move(directory)) {}
+                      HealthState& health, std::string directory, ScheduledAllocations* scheduled)
+      : host_(host),
+        config_(config),
+        r_(r),
+        health_(health),
+        dir_(std::move(directory)),
+        scheduled_(scheduled) {}
 
   // Streams notice within one wait (200 ms) and return, so the server can shut down.
   void stop() { stopping_ = true; }
@@ -74,7 +79,15 @@ class DevicePluginService final : public v1beta1::DevicePlugin::Service {
         const std::vector<std::string> must(c.must_include_deviceids().begin(),
                                             c.must_include_deviceids().end());
         auto* resp = out->add_container_responses();
-        for (const auto& id : preferred_allocation(host_, r_, avail, must, c.allocation_size())) {
+        // A pod a gpuorch scheduler placed here waits for these GPUs: prefer exactly them, so
+        // the kubelet's own accounting names the devices the pod will get.
+        std::optional<std::vector<std::string>> recorded;
+        if (scheduled_ != nullptr && must.empty()) {
+          recorded = scheduled_->preferred(r_, avail, c.allocation_size());
+        }
+        for (const auto& id : recorded ? *recorded
+                                       : preferred_allocation(host_, r_, avail, must,
+                                                              c.allocation_size())) {
           resp->add_deviceids(id);
         }
       }
@@ -93,7 +106,11 @@ class DevicePluginService final : public v1beta1::DevicePlugin::Service {
         o.config = &config_;
         o.device_plugin_dir = dir_;
         o.response_id = fmt::format("{}", ++responses_);
-        to_proto(allocate(host_, r_, ids, o), *out->add_container_responses());
+        const std::optional<ScheduledChoice> choice =
+            scheduled_ != nullptr ? scheduled_->claim(r_, ids) : std::nullopt;
+        ContainerAllocation a = allocate(host_, r_, choice ? choice->device_ids : ids, o);
+        if (choice) apply_scheduled_share(host_, r_, *choice, a);
+        to_proto(a, *out->add_container_responses());
       }
     } catch (const std::exception& e) {
       return {grpc::StatusCode::INVALID_ARGUMENT, e.what()};
@@ -112,6 +129,7 @@ class DevicePluginService final : public v1beta1::DevicePlugin::Service {
   const Resource& r_;
   HealthState& health_;
   std::string dir_;
+  ScheduledAllocations* scheduled_;
   std::atomic<bool> stopping_{false};
   std::atomic<long> responses_{0};
 };
@@ -159,7 +177,8 @@ struct PluginManager::Impl {
     std::error_code ec;
     fs::remove(e.path, ec);  // a stale socket of an earlier run
     e.service =
-        std::make_unique<DevicePluginService>(host, config, *e.resource, health, options.directory);
+        std::make_unique<DevicePluginService>(host, config, *e.resource, health, options.directory,
+                                              options.scheduled);
     grpc::ServerBuilder b;
     b.AddListeningPort("unix:" + e.path, grpc::InsecureServerCredentials());
     b.RegisterService(e.service.get());

@@ -13,6 +13,7 @@
 #include "gpuorch/k8s/config.hpp"
 #include "gpuorch/k8s/health.hpp"
 #include "gpuorch/k8s/resources.hpp"
+#include "gpuorch/k8s/scheduled_allocation.hpp"
 
 namespace gpuorch::k8s {
 
@@ -23,6 +24,9 @@ struct PluginOptions {
   std::chrono::milliseconds backoff_max{30000};
   std::chrono::milliseconds register_timeout{10000};
   std::function<void(const std::string&)> log;  // one line per event; stderr when empty
+  // Where the GPUs a gpuorch scheduler recorded on the pods of this node come from; null: every
+  // request keeps the kubelet's devices (no API server access).
+  ScheduledAllocations* scheduled = nullptr;
 };
 
 class PluginManager {

@@ -36,6 +36,7 @@ struct Resources {
   std::int64_t cpu_milli = 0;
   std::int64_t memory_mib = 0;
   std::int64_t gpus = 0;
+  std::int64_t share_milli = 0;  // the extended resource gpuorch.io/gpu-milli (a share of one GPU)
 };
 
 // A container's requests; limits stand in for a missing request, as the API server defaults them.
@@ -68,6 +69,13 @@ Resources container_resources(const json& c) {
       r.gpus += *q;
     }
   }
+  if (const auto v = value(kGpuMilliAnnotation)) {
+    const auto q = quantity_count(*v);
+    if (!q || *q < 1 || *q > 1000) {
+      throw BadPod(fmt::format("{} '{}' is not in 1..1000", kGpuMilliAnnotation, *v));
+    }
+    r.share_milli = *q;
+  }
   return r;
 }
 
@@ -82,6 +90,10 @@ Resources pod_resources(const json& spec) {
       sum.cpu_milli += r.cpu_milli;
       sum.memory_mib += r.memory_mib;
       sum.gpus += r.gpus;
+      if (r.share_milli > 0) {
+        if (sum.share_milli > 0) throw BadPod("more than one container asks for a GPU share");
+        sum.share_milli = r.share_milli;
+      }
     }
   }
   const json& init = field(spec, "initContainers");
@@ -197,7 +209,9 @@ void read_request(const json& obj, PodObject& p) {
   pod.gpu_count = static_cast<int>(r.gpus);
   pod.gpu_milli = r.gpus > 0 ? 1000 : 0;
   const std::string fraction = str(annotations, kGpuFractionAnnotation);
-  const std::string milli = str(annotations, kGpuMilliAnnotation);
+  // A share asked as the extended resource (what reaches `gpuorch extender`) or as an annotation.
+  const std::string milli = r.share_milli > 0 ? std::to_string(r.share_milli)
+                                              : str(annotations, kGpuMilliAnnotation);
   if (!fraction.empty() || !milli.empty()) {
     if (r.gpus > 0) {
       throw BadPod("asks for whole GPUs and a GPU fraction at once");

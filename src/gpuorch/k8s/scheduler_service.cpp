@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "gpuorch/k8s/binding.hpp"
 #include "gpuorch/k8s/informer.hpp"
 #include "gpuorch/k8s/node_object.hpp"
 
@@ -505,18 +506,8 @@ void SchedulerService::bind_loop(const std::atomic<bool>& stop) {
 
 void SchedulerService::bind(const BindJob& job) {
   try {
-    // The GPU choice travels in the Binding: the API server copies a Binding's annotations onto
-    // the pod in the same write that sets spec.nodeName, so nobody (the device plugin included)
-    // ever sees the pod bound without its GPUs, and a bind costs one call.
-    json binding = {{"apiVersion", "v1"},
-                    {"kind", "Binding"},
-                    {"metadata", {{"name", job.pod.name}, {"uid", job.pod.uid}}},
-                    {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", job.node}}}};
-    if (!job.gpus.empty()) {
-      json annotations = {{kGpusAnnotation, fmt::format("{}", fmt::join(job.gpus, ","))}};
-      if (job.gpu_milli > 0) annotations[kGpuMilliAnnotation] = std::to_string(job.gpu_milli);
-      binding["metadata"]["annotations"] = std::move(annotations);
-    }
+    const json binding = gpu_binding(job.pod.ns, job.pod.name, job.pod.uid, job.node, job.gpus,
+                                     job.gpu_milli);
     api_.create(pod_path(job.pod) + "/binding", binding);
     const double seconds = std::chrono::duration<double>(Clock::now() - job.decided).count();
     std::size_t b = 0;
@@ -540,7 +531,7 @@ void SchedulerService::bind(const BindJob& job) {
 std::string SchedulerService::metrics() const {
   std::string out;
   auto counter = [&out](const char* name, const char* help, std::uint64_t v) {
-    out += fmt::format("# HELP {0} {1}\n# TYPE {0} counter\n{0} {2}\n", name, help, v);
+    out += prometheus_counter(name, help, v);
   };
   counter("gpuorch_scheduler_attempts_total", "Scheduling decisions made.", counters_.attempts);
   counter("gpuorch_scheduler_binds_total", "Pods bound.", counters_.binds);

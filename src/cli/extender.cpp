@@ -1,0 +1,178 @@
+// gpuorch extender: the scheduler core as kube-scheduler's HTTP extender (docs/extender.md).
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include "cli/k8s_flags.hpp"
+#include "cli/verbs.hpp"
+#include "gpuorch/base/error.hpp"
+#include "gpuorch/io/openb.hpp"
+#include "gpuorch/k8s/extender_service.hpp"
+#include "gpuorch/k8s/kubeconfig.hpp"
+#include "gpuorch/sched/policy.hpp"
+#include "gpuorch/telemetry/exporter.hpp"
+#include "gpuorch/telemetry/http_server.hpp"
+
+namespace gpuorch::cli {
+namespace {
+
+struct ExtenderFlags {
+  std::string kubeconfig;
+  std::string policy = "efd";
+  std::uint64_t seed = 42;
+  std::string workload;
+  std::string listen = "127.0.0.1:10262";
+  std::string tls_cert, tls_key;
+  bool print_config = false;
+  bool all_pods = false;
+  int weight = 1;
+};
+
+void log_line(const std::string& line) {
+  const auto now = std::chrono::system_clock::now();
+  fmt::print(stderr, "{:%Y-%m-%dT%H:%M:%S}Z gpuorch extender: {}\n",
+             std::chrono::floor<std::chrono::seconds>(now), line);
+}
+
+// The KubeSchedulerConfiguration `extenders[]` entry that points kube-scheduler at us.
+std::string config_stanza(const ExtenderFlags& f, const std::string& address, int port) {
+  const bool tls = !f.tls_cert.empty();
+  return fmt::format(
+      "extenders:\n"
+      "- urlPrefix: {}://{}\n"
+      "  filterVerb: filter\n"
+      "  prioritizeVerb: prioritize\n"
+      "  bindVerb: bind\n"
+      "  weight: {}\n"
+      "  enableHTTPS: {}\n"
+      "  nodeCacheCapable: true\n"
+      "  httpTimeout: 5s\n"
+      "{}",
+      tls ? "https" : "http", telemetry::host_port(address, port), f.weight, tls ? "true" : "false",
+      // No managedResources: kube-scheduler sends every pod (shares then go by annotation only,
+      // since a resource no node advertises would fail kube-scheduler's own fit check).
+      f.all_pods ? std::string()
+                 : fmt::format("  managedResources:\n"
+                               "  - name: nvidia.com/gpu\n"
+                               "    ignoredByScheduler: false\n"
+                               "  - name: {}\n"
+                               "    ignoredByScheduler: true\n",
+                               k8s::kGpuMilliResource));
+}
+
+int run(const ExtenderFlags& f) {
+  if (f.tls_cert.empty() != f.tls_key.empty()) {
+    base::fail_input("--tls-cert and --tls-key go together");
+  }
+  if (f.weight < 1) base::fail_input("--weight must be at least 1");
+  const std::string spec = policy_spec(f.policy);
+  const telemetry::ExporterOptions listen = telemetry::parse_listen(f.listen, {});
+  if (f.print_config) {
+    fmt::print("{}", config_stanza(f, listen.address, listen.port));
+    return 0;
+  }
+  k8s::ExtenderOptions options;
+  options.mirror.policy = spec;
+  options.mirror.seed = f.seed;
+  options.log = log_line;
+  if (!f.workload.empty()) options.mirror.history = io::load_openb_pods(f.workload).pods;
+
+  const std::optional<std::string> kubeconfig =
+      f.kubeconfig.empty() ? std::nullopt : std::optional<std::string>(f.kubeconfig);
+  k8s::ApiClient api(k8s::load_cluster_config(kubeconfig));
+  try {
+    api.get("/api/v1/nodes?limit=1");
+    api.get("/api/v1/pods?limit=1");
+  } catch (const k8s::ApiError& e) {
+    if (e.status() == 401 || e.status() == 403) {
+      base::fail_input(fmt::format("{}: the API server refused the credentials: {}",
+                                   api.config().source, e.what()));
+    }
+    throw;
+  }
+
+  std::atomic<bool> stop{false};
+  std::jthread signal_thread = stop_on_signals(stop);
+  k8s::ExtenderService service(api, options);
+  std::unique_ptr<httplib::Server> http;
+  if (f.tls_cert.empty()) {
+    http = std::make_unique<httplib::Server>();
+  } else {
+    auto tls = std::make_unique<httplib::SSLServer>(f.tls_cert.c_str(), f.tls_key.c_str());
+    if (!tls->is_valid()) {
+      base::fail_input(fmt::format("--tls-cert {} / --tls-key {}: not a usable certificate and key",
+                                   f.tls_cert, f.tls_key));
+    }
+    http = std::move(tls);
+  }
+  for (const char* verb : {"filter", "prioritize", "bind"}) {
+    http->Post(fmt::format("/{}", verb),
+               [&service, verb](const httplib::Request& req, httplib::Response& res) {
+                 const k8s::ExtenderService::Reply r = service.call(verb, req.body);
+                 res.status = r.status;
+                 res.set_content(r.body, r.content_type.c_str());
+               });
+  }
+  http->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain");
+  });
+  http->Get("/readyz", [&service](const httplib::Request&, httplib::Response& res) {
+    res.status = service.synced() ? 200 : 503;
+    res.set_content(service.synced() ? "ok\n" : "informers not synced\n", "text/plain");
+  });
+  http->Get("/metrics", [&service](const httplib::Request&, httplib::Response& res) {
+    res.set_content(service.metrics(), "text/plain; version=0.0.4");
+  });
+  // An ExtenderArgs carries a Pod and the candidate node names: about 25 bytes a node, so 8 MiB
+  // holds a cluster of well over 100 000 nodes; larger bodies are refused (413).
+  telemetry::HttpLimits limits;
+  limits.max_payload = std::size_t{8} << 20;
+  limits.read_timeout = std::chrono::milliseconds(5000);
+  const int port = telemetry::harden_and_bind(*http, listen.address, listen.port, limits);
+  if (port < 0) base::fail_input(fmt::format("--listen {}: cannot bind", f.listen));
+  std::jthread http_thread([&http] { http->listen_after_bind(); });
+  log_line(fmt::format("extender (policy {}, seed {}) for the cluster at {}; serving on {}://{} ({})",
+                       spec, f.seed, api.config().server, f.tls_cert.empty() ? "http" : "https",
+                       telemetry::host_port(listen.address, port),
+                       telemetry::listen_scope(listen.address)));
+
+  service.run(stop);
+  stop = true;
+  http->stop();
+  log_line("stopped");
+  return 0;
+}
+
+}  // namespace
+
+void add_extender(CLI::App& app, Action& action) {
+  auto flags = std::make_shared<ExtenderFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "extender",
+      "kube-scheduler HTTP extender (filter, prioritize, bind) with the same scheduler core and "
+      "policies as `gpuorch scheduler` and `gpuorch sim` (docs/extender.md).\n"
+      "Example: gpuorch extender --kubeconfig ~/.kube/config --policy efd --listen "
+      "127.0.0.1:10262\n"
+      "         gpuorch extender --print-config   # the KubeSchedulerConfiguration extenders[]");
+  add_core_flags(*cmd, flags->kubeconfig, flags->policy, flags->seed, flags->workload);
+  cmd->add_option("--listen", flags->listen,
+                  "ADDRESS:PORT for the extender verbs, /metrics, /healthz and /readyz (port 0: "
+                  "any free port, logged)")
+      ->capture_default_str();
+  cmd->add_option("--tls-cert", flags->tls_cert, "PEM serving certificate: serve HTTPS");
+  cmd->add_option("--tls-key", flags->tls_key, "PEM private key of --tls-cert");
+  cmd->add_option("--weight", flags->weight, "weight written by --print-config")
+      ->capture_default_str();
+  cmd->add_flag("--print-config", flags->print_config,
+                "Print the KubeSchedulerConfiguration extenders[] entry for these flags and exit");
+  cmd->add_flag("--all-pods", flags->all_pods,
+                "With --print-config: no managedResources, so every pod (CPU-only ones too) goes "
+                "through the extender; shares are then asked by annotation (gpu-fraction)");
+  cmd->callback([flags, &action] { action = [flags] { return run(*flags); }; });
+}
+
+}  // namespace gpuorch::cli

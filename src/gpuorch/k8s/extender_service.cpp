@@ -1,0 +1,418 @@
+#include "gpuorch/k8s/extender_service.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <thread>
+#include <unordered_set>
+
+#include "gpuorch/k8s/binding.hpp"
+#include "gpuorch/k8s/informer.hpp"
+#include "gpuorch/k8s/node_object.hpp"
+#include "gpuorch/k8s/server_json.hpp"
+
+namespace gpuorch::k8s {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// kube-scheduler's extender scores run from 0 to 10 (MaxExtenderPriority).
+constexpr int kMaxExtenderPriority = 10;
+
+bool iequal(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// The v1 extender types have no json tags: kube-scheduler sends "Pod", "NodeNames", and Go's
+// decoder would take "pod" too. Match as it does.
+const json* find_ci(const json& obj, std::string_view key) {
+  if (!obj.is_object()) return nullptr;
+  if (const auto it = obj.find(std::string(key)); it != obj.end()) return &*it;
+  for (const auto& [k, v] : obj.items()) {
+    if (iequal(k, key)) return &v;
+  }
+  return nullptr;
+}
+
+std::string string_field(const json& obj, std::string_view key, std::string_view what) {
+  const json* v = find_ci(obj, key);
+  if (v == nullptr || !v->is_string() || v->get_ref<const std::string&>().empty()) {
+    throw BadExtenderRequest(fmt::format("{} has no {} string", what, key));
+  }
+  return v->get<std::string>();
+}
+
+// The candidate nodes of an ExtenderArgs: NodeNames (nodeCacheCapable) or Nodes.items (the
+// whole Node objects otherwise). `items` points at the objects in the second form.
+struct Candidates {
+  std::vector<std::string> names;
+  const json* items = nullptr;
+};
+
+Candidates candidates_of(const json& args) {
+  Candidates c;
+  if (const json* names = find_ci(args, "NodeNames"); names != nullptr && !names->is_null()) {
+    if (!names->is_array()) throw BadExtenderRequest("ExtenderArgs.NodeNames is not a list");
+    for (const json& n : *names) {
+      if (!n.is_string()) throw BadExtenderRequest("ExtenderArgs.NodeNames holds a non-string");
+      c.names.push_back(n.get<std::string>());
+    }
+    return c;
+  }
+  const json* nodes = find_ci(args, "Nodes");
+  if (nodes == nullptr || !nodes->is_object()) {
+    throw BadExtenderRequest("ExtenderArgs has neither NodeNames nor Nodes");
+  }
+  const json* items = find_ci(*nodes, "items");
+  if (items == nullptr || !items->is_array()) {
+    throw BadExtenderRequest("ExtenderArgs.Nodes has no items list");
+  }
+  for (const json& n : *items) {
+    const json* meta = find_ci(n, "metadata");
+    const json* name = meta != nullptr ? find_ci(*meta, "name") : nullptr;
+    if (name == nullptr || !name->is_string()) {
+      throw BadExtenderRequest("ExtenderArgs.Nodes.items holds a node without metadata.name");
+    }
+    c.names.push_back(name->get<std::string>());
+  }
+  c.items = items;
+  return c;
+}
+
+const json& pod_of(const json& args) {
+  if (!args.is_object()) throw BadExtenderRequest("the request is not a JSON object");
+  const json* pod = find_ci(args, "Pod");
+  if (pod == nullptr || !pod->is_object()) throw BadExtenderRequest("ExtenderArgs has no Pod");
+  return *pod;
+}
+
+std::string pod_path(const std::string& ns, const std::string& name) {
+  return fmt::format("/api/v1/namespaces/{}/pods/{}", ns, name);
+}
+
+}  // namespace
+
+ExtenderService::ExtenderService(ApiClient& api, ExtenderOptions options)
+    : api_(api), options_(std::move(options)), mirror_(options_.mirror) {}
+
+void ExtenderService::log(const std::string& line) const {
+  if (options_.log) options_.log(line);
+}
+
+void ExtenderService::run(const std::atomic<bool>& stop) {
+  auto handlers = [this](bool node, std::atomic<bool>& synced) {
+    InformerHandlers h;
+    h.on_add = h.on_update = [this, node](const json& o) {
+      node ? on_node(o, false) : on_pod(o, false);
+    };
+    h.on_delete = [this, node](const json& o) { node ? on_node(o, true) : on_pod(o, true); };
+    h.on_synced = [this, &synced] {
+      if (!synced.exchange(true) && synced_nodes_ && synced_pods_) {
+        const std::lock_guard lock(mutex_);
+        log(fmt::format("synced: {} nodes, {} pods", nodes_.size(), seen_.size()));
+      }
+    };
+    h.on_error = [this](const std::string& what) { log(fmt::format("watch: {}", what)); };
+    return h;
+  };
+  Informer nodes(api_, "/api/v1/nodes", handlers(true, synced_nodes_));
+  Informer pods(api_, "/api/v1/pods", handlers(false, synced_pods_),
+                "status.phase!=Succeeded,status.phase!=Failed");
+  std::jthread node_thread([&] { nodes.run(stop); });
+  pods.run(stop);
+}
+
+void ExtenderService::on_node(const json& obj, bool deleted) {
+  const auto parsed = node_from_json(obj);
+  const std::lock_guard lock(mutex_);
+  nodes_dirty_ = true;
+  if (const auto* spec = std::get_if<cluster::NodeSpec>(&parsed)) {
+    if (deleted) {
+      nodes_.erase(spec->name);
+    } else {
+      nodes_[spec->name] = *spec;
+    }
+    bad_nodes_.erase(spec->name);
+    return;
+  }
+  const std::string name = obj.value("/metadata/name"_json_pointer, json("")).is_string()
+                               ? obj.value("/metadata/name"_json_pointer, std::string())
+                               : std::string();
+  nodes_.erase(name);
+  const std::string& why = std::get<std::string>(parsed);
+  if (!deleted && bad_nodes_[name] != why) {
+    bad_nodes_[name] = why;
+    log(fmt::format("left out {}", why));
+  }
+}
+
+void ExtenderService::on_pod(const json& obj, bool deleted) {
+  const PodObject p = pod_from_json(obj);
+  if (p.uid.empty()) return;
+  const std::lock_guard lock(mutex_);
+  if (deleted || p.terminal()) {
+    pending_.erase(p.uid);
+    seen_.erase(p.uid);
+    decisions_.erase(p.uid);
+    mirror_.release(p.uid);
+    return;
+  }
+  if (p.error.empty()) seen_[p.uid] = p.spec;
+  if (p.node_name.empty()) {
+    pending_[p.uid] = p;
+    return;
+  }
+  pending_.erase(p.uid);
+  // Bound: by our bind (already counted where we decided) or by anyone else (counted now).
+  if (const auto d = decisions_.find(p.uid); d != decisions_.end()) {
+    if (d->second.node != p.node_name) mirror_.release(p.uid);
+    decisions_.erase(d);
+  }
+  if (!mirror_.accounted(p.uid)) mirror_.account(p);
+}
+
+bool ExtenderService::ensure_built_locked() {
+  if (nodes_dirty_) {
+    mirror_.set_nodes(nodes_);
+    nodes_dirty_ = false;
+  }
+  std::vector<workload::PodSpec> seen;
+  if (options_.mirror.history.empty()) {
+    seen.reserve(seen_.size());
+    for (const auto& [uid, spec] : seen_) seen.push_back(spec);
+    // A fixed order, so a rebuild does not depend on the hash map's.
+    std::sort(seen.begin(), seen.end(),
+              [](const workload::PodSpec& a, const workload::PodSpec& b) { return a.name < b.name; });
+  }
+  if (mirror_.ensure_built(seen)) {
+    log(fmt::format("cluster: {} nodes, {} GPUs", mirror_.cluster().node_count(),
+                    mirror_.cluster().gpu_total()));
+  }
+  return true;
+}
+
+void ExtenderService::forget_locked(const std::string& uid) {
+  const auto it = decisions_.find(uid);
+  if (it == decisions_.end()) return;
+  mirror_.release(uid);
+  decisions_.erase(it);
+}
+
+void ExtenderService::expire_locked() {
+  const auto now = Clock::now();
+  for (auto it = decisions_.begin(); it != decisions_.end();) {
+    if (now - it->second.when > options_.assume_ttl) {
+      log(fmt::format("{}: the decision for {} was never bound; forgotten", it->second.pod.key(),
+                      it->second.node));
+      mirror_.release(it->first);
+      it = decisions_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+json ExtenderService::filter(const json& args) {
+  ++counters_.filters;
+  const auto started = Clock::now();
+  const json& pod_json = pod_of(args);
+  const Candidates c = candidates_of(args);
+  const PodObject pod = pod_from_json(pod_json);
+  if (pod.uid.empty()) throw BadExtenderRequest("ExtenderArgs.Pod has no metadata.uid");
+
+  json failed = json::object();
+  json unresolvable = json::object();
+  std::string error;
+  std::vector<std::string> keep;
+  auto fail_all = [&](const std::string& why, bool infeasible) {
+    for (const auto& n : c.names) (infeasible ? unresolvable : failed)[n] = why;
+  };
+  if (!pod.error.empty()) {
+    fail_all(fmt::format("Infeasible: {}", pod.error), true);
+  } else {
+    const std::lock_guard lock(mutex_);
+    if (!synced()) {
+      error = "the extender's node and pod cache has not synced yet";
+    } else {
+      expire_locked();
+      forget_locked(pod.uid);  // asked again: its earlier decision did not go through
+      ensure_built_locked();
+      if (mirror_.accounted(pod.uid)) {
+        error = fmt::format("pod {} is already bound", pod.key());
+      } else {
+        const std::unordered_set<std::string> offered(c.names.begin(), c.names.end());
+        ClusterMirror::Result r = mirror_.schedule(pod);
+        const bool placed = r.decision.outcome == sched::Outcome::kPlaced;
+        if (placed && !offered.contains(r.node)) {
+          // kube-scheduler ruled the core's node out for a reason the core does not model
+          // (inter-pod affinity, volumes, ...): decide again among the nodes it offers.
+          mirror_.release(pod.uid);
+          PodObject among = pod;
+          among.spec.constraints.node_names = c.names;
+          r = mirror_.schedule(among);
+        }
+        if (r.decision.outcome == sched::Outcome::kPlaced) {
+          decisions_[pod.uid] = {pod, r.node, r.decision.placement.gpus, Clock::now()};
+          keep.push_back(r.node);
+          for (const auto& n : c.names) {
+            if (n != r.node) failed[n] = fmt::format("gpuorch placed the pod on {}", r.node);
+          }
+        } else {
+          ++counters_.unschedulable;
+          sched::RequestResolver resolver(mirror_.cluster());
+          const std::string msg = unschedulable_message(r, resolver.resolve(pod.spec),
+                                                        mirror_.cluster().node_count());
+          fail_all(msg, r.decision.outcome == sched::Outcome::kInfeasible);
+        }
+      }
+    }
+  }
+  json out = {{"FailedNodes", failed},
+              {"FailedAndUnresolvableNodes", unresolvable},
+              {"Error", error}};
+  // Answered in the form it was asked in.
+  if (c.items == nullptr) {
+    out["NodeNames"] = keep;
+    out["Nodes"] = nullptr;
+  } else {
+    json items = json::array();
+    for (const json& n : *c.items) {
+      const std::string name = n["metadata"]["name"].get<std::string>();
+      if (std::find(keep.begin(), keep.end(), name) != keep.end()) items.push_back(n);
+    }
+    out["Nodes"] = {{"metadata", json::object()}, {"items", std::move(items)}};
+    out["NodeNames"] = nullptr;
+  }
+  counters_.filter_us += static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count());
+  return out;
+}
+
+json ExtenderService::prioritize(const json& args) {
+  ++counters_.prioritizes;
+  const PodObject pod = pod_from_json(pod_of(args));
+  const Candidates c = candidates_of(args);
+  std::string chosen;
+  {
+    const std::lock_guard lock(mutex_);
+    if (const auto it = decisions_.find(pod.uid); it != decisions_.end()) chosen = it->second.node;
+  }
+  json out = json::array();
+  for (const auto& n : c.names) {
+    out.push_back({{"Host", n}, {"Score", n == chosen ? kMaxExtenderPriority : 0}});
+  }
+  return out;
+}
+
+json ExtenderService::bind(const json& args) {
+  ++counters_.binds;
+  if (!args.is_object()) throw BadExtenderRequest("the request is not a JSON object");
+  const std::string name = string_field(args, "PodName", "ExtenderBindingArgs");
+  const std::string ns = string_field(args, "PodNamespace", "ExtenderBindingArgs");
+  const std::string uid = string_field(args, "PodUID", "ExtenderBindingArgs");
+  const std::string node = string_field(args, "Node", "ExtenderBindingArgs");
+  auto refuse = [&](const std::string& why) {
+    ++counters_.bind_errors;
+    log(fmt::format("bind {}/{} to {} failed: {}", ns, name, node, why));
+    return json{{"Error", why}};
+  };
+  std::vector<std::int64_t> milli;
+  std::vector<int> gpus;
+  {
+    const std::lock_guard lock(mutex_);
+    auto it = decisions_.find(uid);
+    if (it == decisions_.end() || it->second.node != node) {
+      // Not what filter chose (a restarted extender, or another extender narrowed the choice):
+      // the core picks the GPUs on the node kube-scheduler bound to.
+      forget_locked(uid);
+      const auto p = pending_.find(uid);
+      if (p == pending_.end()) {
+        return refuse(fmt::format("pod {}/{} (uid {}) is not a pending pod in the extender's "
+                                  "cache",
+                                  ns, name, uid));
+      }
+      ensure_built_locked();
+      PodObject there = p->second;
+      there.spec.constraints.node_names = {node};
+      const ClusterMirror::Result r = mirror_.schedule(there);
+      if (r.decision.outcome != sched::Outcome::kPlaced) {
+        return refuse(fmt::format("the pod does not fit on {}", node));
+      }
+      it = decisions_.insert_or_assign(uid, Decision{p->second, node, r.decision.placement.gpus,
+                                                     Clock::now()})
+               .first;
+    }
+    gpus = it->second.gpus;
+    if (it->second.pod.spec.gpu_share()) milli.push_back(it->second.pod.spec.gpu_milli);
+    it->second.when = Clock::now();
+  }
+  const json binding =
+      gpu_binding(ns, name, uid, node, gpus, milli.empty() ? 0 : milli.front());
+  try {
+    api_.create(pod_path(ns, name) + "/binding", binding);
+  } catch (const std::exception& e) {
+    const std::lock_guard lock(mutex_);
+    forget_locked(uid);
+    return refuse(e.what());
+  }
+  log(fmt::format("bound {}/{} to {}{}", ns, name, node,
+                  gpus.empty() ? "" : fmt::format(" gpus {}", fmt::join(gpus, ","))));
+  return json{{"Error", ""}};
+}
+
+ExtenderService::Reply ExtenderService::call(std::string_view verb, std::string_view body) {
+  auto one_line = [this](int status, const std::string& what) {
+    ++counters_.bad_requests;
+    return Reply{status, what + "\n", "text/plain"};
+  };
+  json args;
+  try {
+    args = parse_server_json(body, fmt::format("{} request", verb));
+  } catch (const std::exception& e) {
+    return one_line(400, e.what());
+  }
+  try {
+    json out;
+    if (verb == "filter") {
+      out = filter(args);
+    } else if (verb == "prioritize") {
+      out = prioritize(args);
+    } else if (verb == "bind") {
+      out = bind(args);
+    } else {
+      return one_line(404, fmt::format("unknown verb '{}' (filter, prioritize, bind)", verb));
+    }
+    return Reply{200, out.dump(-1, ' ', false, json::error_handler_t::replace), "application/json"};
+  } catch (const BadExtenderRequest& e) {
+    return one_line(400, fmt::format("{} request: {}", verb, e.what()));
+  } catch (const std::exception& e) {
+    // A bug or an object the core cannot use costs this one answer, never the extender.
+    log(fmt::format("{} failed: {}", verb, e.what()));
+    return one_line(500, fmt::format("{} failed: {}", verb, e.what()));
+  }
+}
+
+std::string ExtenderService::metrics() const {
+  std::string out;
+  auto counter = [&out](const char* name, const char* help, std::uint64_t v) {
+    out += prometheus_counter(name, help, v);
+  };
+  counter("gpuorch_extender_filter_total", "Filter calls.", counters_.filters);
+  counter("gpuorch_extender_prioritize_total", "Prioritize calls.", counters_.prioritizes);
+  counter("gpuorch_extender_bind_total", "Bind calls.", counters_.binds);
+  counter("gpuorch_extender_bind_errors_total", "Bind calls that failed.", counters_.bind_errors);
+  counter("gpuorch_extender_bad_requests_total", "Requests answered 4xx/5xx.",
+          counters_.bad_requests);
+  counter("gpuorch_extender_unschedulable_total", "Filter calls that found no node.",
+          counters_.unschedulable);
+  counter("gpuorch_extender_filter_microseconds_total", "Time spent deciding in filter.",
+          counters_.filter_us);
+  return out;
+}
+
+}  // namespace gpuorch::k8s
