@@ -1,5 +1,6 @@
 #include "gpuorch/base/csv.hpp"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -63,6 +64,47 @@ TEST(ParseCsv, RejectsEmptyAndBinaryText) {
               HasSubstr("f.csv: not a text CSV file"));
   EXPECT_THAT(input_error([] { parse_csv("a,b\n1,\x01\n", "f.csv"); }),
               HasSubstr("binary content"));
+}
+
+TEST(ParseCsv, RefusesALineOverTheMaximumAndControlCharactersInAnyField) {
+  const std::string long_line(kCsvMaxLineBytes + 1, 'x');
+  EXPECT_EQ(input_error([&] { parse_csv("a\n" + long_line + "\n", "f.csv"); }),
+            fmt::format("f.csv:2: line longer than {} bytes", kCsvMaxLineBytes));
+  // Exactly the maximum, with a CR before the LF, is taken.
+  const std::string longest(kCsvMaxLineBytes, 'y');
+  EXPECT_EQ(parse_csv("a\r\n" + longest + "\r\n", "f.csv").rows.at(0).fields.at(0), longest);
+  std::string text = "a,b\n";
+  while (text.size() < 9000) text += "1,2\n";
+  EXPECT_EQ(input_error([&] { parse_csv(text + "1,x\x1b[2J\n", "f.csv"); }),
+            fmt::format("f.csv:{}: column 'b' holds a control character (0x1b) at byte 1",
+                        (text.size() - 4) / 4 + 2));
+  EXPECT_EQ(input_error([] { parse_csv("a,b\x7f\n", "f.csv"); }),
+            "f.csv:1: field 2 holds a control character (0x7f) at byte 1");
+  EXPECT_EQ(input_error([] { parse_csv("a\n\"x\ty\"\n", "f.csv"); }),
+            "f.csv:2: column 'a' holds a control character (0x09) at byte 1");
+}
+
+// The streamed reader gives the same table and the same errors as the one on text in memory,
+// whatever way its 64 KiB reads cut the lines.
+TEST(ReadCsv, StreamsLongFilesLikeParseCsv) {
+  const test::TempDir dir;
+  const std::string path = dir.file("t.csv");
+  std::string text = "name,value\r\n";
+  for (int i = 0; text.size() < 300'000; ++i) {
+    text += fmt::format("row-{},{}\r\n", i, std::string(static_cast<std::size_t>(i % 5000), 'v'));
+  }
+  test::write_text(path, text);
+  const CsvTable streamed = read_csv(path);
+  const CsvTable parsed = parse_csv(text, path);
+  ASSERT_EQ(streamed.rows.size(), parsed.rows.size());
+  for (std::size_t i = 0; i < parsed.rows.size(); ++i) {
+    EXPECT_EQ(streamed.rows[i].line, parsed.rows[i].line);
+    EXPECT_EQ(streamed.rows[i].fields, parsed.rows[i].fields);
+  }
+  test::write_text(path, text + std::string(kCsvMaxLineBytes + 2, 'z'));  // no final newline
+  EXPECT_EQ(input_error([&] { read_csv(path); }),
+            fmt::format("{}:{}: line longer than {} bytes", path, parsed.rows.size() + 2,
+                        kCsvMaxLineBytes));
 }
 
 TEST(ReadCsv, ReadsAFileAndReportsAMissingOne) {

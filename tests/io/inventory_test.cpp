@@ -1,6 +1,7 @@
 // gpuorch's YAML inventory: node templates times a count; every bad input is one located line.
 #include "gpuorch/io/inventory.hpp"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -99,7 +100,8 @@ TEST(ParseInventory, EveryBadInputIsOneLocatedLine) {
       {"list_for_integer", "nodes:\n  - name: a\n    cpu_milli: [1, 2]\n    memory_mib: 1000\n", 3,
        "'cpu_milli' must be an integer"},
       {"negative", "nodes:\n" + kTemplate + "    count: -2\n", 5, "'count' is negative"},
-      {"huge_count", "nodes:\n" + kTemplate + "    count: 2000000\n", 2, "'count' above 1000000"},
+      {"huge_count", "nodes:\n" + kTemplate + "    count: 2000000\n", 2,
+       "the inventory expands past 100000 nodes (the limit)"},
       {"too_many_gpus", "nodes:\n" + kTemplate + "    gpu: {model: T4, count: 65}\n", 5,
        "'count' above 64 GPUs per node"},
       {"empty_model", "nodes:\n" + kTemplate + "    gpu: {model: '', count: 1}\n", 5,
@@ -229,8 +231,8 @@ TEST(ParseInventory, MessagesQuotingTheInputStayOneLine) {
               parse_inventory(
                   "nodes:\n  - name: a\n    cpu_milli: 1\n    memory_mib: 1\n    \"gp\\nu\": 1\n",
                   "inv.yaml");
-            }).rfind("inv.yaml:5: unknown key 'gp\\nu' in a node template", 0),
-            0U);
+            }),
+            "inv.yaml:5: a key in a node template holds a control character (0x0a) at byte 2");
   const std::string bad_escape =
       test::input_error([] { parse_inventory("nodes:\n  - name: \"a\\\n\"\n", "inv.yaml"); });
   EXPECT_THAT(bad_escape, StartsWith("inv.yaml:"));
@@ -245,6 +247,65 @@ TEST(LoadInventory, MissingAndBinaryFiles) {
   test::write_text(path, std::string("nodes:\n\0\0\x01", 10));
   EXPECT_EQ(test::input_error([&] { load_inventory(path); }),
             path + ": not a YAML text file (binary content)");
+}
+
+// 50 templates x 1,000,000 nodes in under 5 KB of YAML: refused from the counts alone, before a
+// node is made (the expansion itself would take gigabytes).
+TEST(ParseInventory, RefusesWhatExpandsPastTheNodeLimitBeforeExpanding) {
+  std::string text = "nodes:\n";
+  for (int i = 0; i < 50; ++i) {
+    text += fmt::format(
+        "  - name: t{:02d}\n    count: 1000000\n    cpu_milli: 96000\n    memory_mib: 1\n", i);
+  }
+  ASSERT_LT(text.size(), 5000U);
+  // The first template alone passes the default limit of 100000 nodes: the message names it.
+  EXPECT_EQ(test::input_error([&] { parse_inventory(text, "big.yaml"); }),
+            "big.yaml:2: the inventory expands past 100000 nodes (the limit)");
+  // The check is on the sum: the second template crosses a limit the first stays under.
+  const std::string two =
+      "nodes:\n  - {name: a, count: 60, cpu_milli: 1, memory_mib: 1}\n"
+      "  - {name: b, count: 60, cpu_milli: 1, memory_mib: 1}\n";
+  EXPECT_EQ(test::input_error([&] { parse_inventory(two, "two.yaml", InventoryLimits{100}); }),
+            "two.yaml:3: the inventory expands past 100 nodes (the limit)");
+  EXPECT_EQ(parse_inventory(two, "two.yaml", InventoryLimits{120}).size(), 120U);
+}
+
+TEST(ParseInventory, RefusesWhatExpandsPastTheGpuAndByteLimits) {
+  const std::string gpus =
+      "nodes:\n  - {name: a, count: 20000, cpu_milli: 1, memory_mib: 1, gpu: {model: H100, "
+      "count: 64}}\n";
+  EXPECT_EQ(test::input_error([&] { parse_inventory(gpus, "g.yaml"); }),
+            "g.yaml:2: the inventory expands past 1000000 GPUs (the limit)");
+  // Many labels on each of many nodes: few nodes and GPUs, but the labels are copied per node.
+  std::string labels = "nodes:\n  - name: a\n    count: 100000\n    cpu_milli: 1\n"
+                       "    memory_mib: 1\n    labels:\n";
+  for (int i = 0; i < 200; ++i) labels += fmt::format("      label-{:03d}: value-{:03d}\n", i, i);
+  EXPECT_EQ(test::input_error([&] { parse_inventory(labels, "l.yaml"); }),
+            "l.yaml:2: the inventory expands past 1024 MiB of nodes (the limit)");
+}
+
+TEST(ParseInventory, RefusesControlCharactersInEveryField) {
+  const std::string head = "nodes:\n  - name: a\n    cpu_milli: 1\n    memory_mib: 1\n";
+  // An ESC that YAML's escapes produce (no raw control byte in the file).
+  EXPECT_EQ(test::input_error([&] {
+              parse_inventory(head + "    gpu: {model: \"T4\\e[2J\", count: 1}\n", "c.yaml");
+            }),
+            "c.yaml:5: 'model' holds a control character (0x1b) at byte 2");
+  EXPECT_EQ(test::input_error([&] {
+              parse_inventory("nodes:\n  - name: \"a\\0b\"\n    cpu_milli: 1\n    memory_mib: 1\n",
+                              "c.yaml");
+            }),
+            "c.yaml:2: 'name' holds a control character (0x00) at byte 1");
+  EXPECT_EQ(test::input_error([&] {
+              parse_inventory(head + "    labels: {zone: \"a\\tb\"}\n", "c.yaml");
+            }),
+            "c.yaml:5: label 'zone' holds a control character (0x09) at byte 1");
+  EXPECT_EQ(test::input_error([&] {
+              parse_inventory(head + "    labels: {\"z\\x9b\": a}\n", "c.yaml");
+            }),
+            "c.yaml:5: a label name holds a control character (0x9b) at byte 1");
+  EXPECT_EQ(test::input_error([&] { parse_inventory(head + "    \"x\\ay\": 1\n", "c.yaml"); }),
+            "c.yaml:5: a key in a node template holds a control character (0x07) at byte 1");
 }
 
 }  // namespace

@@ -2,8 +2,12 @@
 // "file:line: problem" (InputError).
 #include "gpuorch/io/openb.hpp"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <fstream>
 
 #include "gpuorch/cluster/cluster.hpp"
 #include "support/test_support.hpp"
@@ -186,6 +190,46 @@ TEST(LoadOpenbNodes, EveryBadInputIsOneLocatedLine) {
       {"binary", "PK\x03\x04\x14\0\x08\0"s, 0, "binary content"},
   };
   for (const auto& c : cases) check_bad(c, false);
+}
+
+// The first 8 KiB look like text; the control byte comes later, in a field kept for output.
+TEST(LoadOpenb, ControlCharactersPastTheFirstBytesNameTheirLineAndColumn) {
+  std::string nodes = kNodeHeader;
+  for (int i = 0; i < 400; ++i) nodes += fmt::format("node-{:04d},64000,262144,8,V100\n", i);
+  ASSERT_GT(nodes.size(), 8192U);
+  check_bad({"esc_in_model", nodes + "evil,1000,1000,1,T4\x1b[2J\n", 402,
+             "column 'model' holds a control character (0x1b) at byte 2"},
+            false);
+  std::string pods = kPodHeader;
+  for (int i = 0; i < 300; ++i) pods += fmt::format("pod-{:04d},1000,100,1,500,,LS,R,0,1,2\n", i);
+  ASSERT_GT(pods.size(), 8192U);
+  check_bad({"nul_in_name", pods + "p\0d,1000,100,1,500,,LS,R,0,1,2\n"s, 302,
+             "column 'name' holds a control character (0x00) at byte 1"},
+            true);
+  check_bad({"tab_in_spec", pods + "pod-x,1000,100,1,500,A\tB,LS,R,0,1,2\n"s, 302,
+             "column 'gpu_spec' holds a control character (0x09) at byte 1"},
+            true);
+}
+
+// A 10 MB line is refused at kCsvMaxLineBytes while it is read: the reader never holds it whole
+// (before, one such line of commas took 560 MB).
+TEST(LoadOpenb, ALineOverTheMaximumIsRefusedWithoutBufferingIt) {
+  const test::TempDir dir;
+  const std::string path = dir.file("long.csv");
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << kNodeHeader << "a,1,1,1,T4\n";
+    const std::string commas(1 << 20, ',');
+    for (int i = 0; i < 10; ++i) out << commas;
+    out << "\n";
+  }
+  rusage before{};
+  getrusage(RUSAGE_SELF, &before);
+  EXPECT_EQ(test::input_error([&] { load_openb_nodes(path); }),
+            fmt::format("{}:3: line longer than {} bytes", path, base::kCsvMaxLineBytes));
+  rusage after{};
+  getrusage(RUSAGE_SELF, &after);
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 16 * 1024);  // KiB
 }
 
 TEST(LoadOpenb, MissingFileIsAnInputError) {

@@ -4,9 +4,9 @@
 
 #include <charconv>
 #include <fstream>
-#include <sstream>
 
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/base/text_check.hpp"
 
 namespace gpuorch::base {
 namespace {
@@ -39,54 +39,111 @@ std::vector<std::string> split_fields(std::string_view line) {
   return fields;
 }
 
+// Only the first bytes: a file that starts as text and turns binary later is caught field by
+// field (require_no_control), with its line.
 bool looks_binary(std::string_view text) {
-  std::size_t control = 0;
   for (const char c : text.substr(0, 8192)) {
     const auto u = static_cast<unsigned char>(c);
-    if (u == 0) return true;
-    if (u < 0x20 && c != '\n' && c != '\r' && c != '\t') ++control;
+    if (u < 0x20 && c != '\n' && c != '\r' && c != '\t') return true;
   }
-  return control > 0;
+  return false;
 }
+
+[[noreturn]] void fail_long_line(const std::string& path, std::size_t line_no) {
+  fail_input(path, line_no, fmt::format("line longer than {} bytes", kCsvMaxLineBytes));
+}
+
+// Builds the table one line at a time, for the in-memory and the streamed reader alike.
+class TableBuilder {
+ public:
+  explicit TableBuilder(const std::string& path) { table_.path = path; }
+
+  void add(std::string_view line) {
+    ++line_no_;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.size() > kCsvMaxLineBytes) fail_long_line(table_.path, line_no_);
+    if (line.empty()) return;
+    auto fields = split_fields(line);
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+      if (find_control(fields[i]) == std::string_view::npos) continue;
+      const bool named = !table_.header.empty() && i < table_.header.size();
+      require_no_control(fields[i], table_.path, line_no_,
+                         named ? fmt::format("column '{}'", table_.header[i])
+                               : fmt::format("field {}", i + 1));
+    }
+    if (table_.header.empty()) {
+      table_.header = std::move(fields);
+      return;
+    }
+    if (fields.size() != table_.header.size()) {
+      fail_input(table_.path, line_no_,
+                 fmt::format("expected {} columns ({}), found {}", table_.header.size(),
+                             fmt::join(table_.header, ","), fields.size()));
+    }
+    table_.rows.push_back(CsvRow{line_no_, std::move(fields)});
+  }
+
+  // The number of the line add() takes next.
+  std::size_t next_line() const { return line_no_ + 1; }
+
+  CsvTable finish() {
+    if (table_.header.empty()) fail_input(table_.path, 0, "empty file (no header line)");
+    return std::move(table_);
+  }
+
+ private:
+  CsvTable table_;
+  std::size_t line_no_ = 0;
+};
 
 }  // namespace
 
 CsvTable parse_csv(std::string_view text, const std::string& path) {
   if (looks_binary(text)) fail_input(path, 0, "not a text CSV file (binary content)");
-  CsvTable table;
-  table.path = path;
-  std::size_t line_no = 0;
+  TableBuilder builder(path);
   std::size_t pos = 0;
   while (pos < text.size()) {
     std::size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
+    builder.add(text.substr(pos, end - pos));
     pos = end + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) continue;
-    auto fields = split_fields(line);
-    if (table.header.empty()) {
-      table.header = std::move(fields);
-      continue;
-    }
-    if (fields.size() != table.header.size()) {
-      fail_input(path, line_no,
-                 fmt::format("expected {} columns ({}), found {}", table.header.size(),
-                             fmt::join(table.header, ","), fields.size()));
-    }
-    table.rows.push_back(CsvRow{line_no, std::move(fields)});
   }
-  if (table.header.empty()) fail_input(path, 0, "empty file (no header line)");
-  return table;
+  return builder.finish();
 }
 
 CsvTable read_csv(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail_input(path, 0, "cannot open file");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return parse_csv(buffer.str(), path);
+  TableBuilder builder(path);
+  std::string chunk(64 * 1024, '\0');
+  std::string partial;  // the line not yet ended, never over kCsvMaxLineBytes + "\r"
+  bool first = true;
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    const auto got = static_cast<std::size_t>(in.gcount());
+    if (got == 0) break;
+    std::string_view data(chunk.data(), got);
+    if (first && looks_binary(data)) fail_input(path, 0, "not a text CSV file (binary content)");
+    first = false;
+    for (std::size_t nl = data.find('\n'); nl != std::string_view::npos; nl = data.find('\n')) {
+      if (partial.empty()) {
+        builder.add(data.substr(0, nl));
+      } else {
+        if (partial.size() + nl > kCsvMaxLineBytes + 1) fail_long_line(path, builder.next_line());
+        partial.append(data.substr(0, nl));
+        builder.add(partial);
+        partial.clear();
+      }
+      data.remove_prefix(nl + 1);
+    }
+    if (partial.size() + data.size() > kCsvMaxLineBytes + 1) {
+      fail_long_line(path, builder.next_line());
+    }
+    partial.append(data);
+  }
+  if (in.bad()) fail_input(path, 0, "cannot read file");
+  if (!partial.empty()) builder.add(partial);
+  return builder.finish();
 }
 
 std::int64_t parse_nonnegative_int(const CsvTable& table, const CsvRow& row, std::size_t column) {

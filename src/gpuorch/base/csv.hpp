@@ -19,8 +19,14 @@ struct CsvTable {
   std::vector<CsvRow> rows;
 };
 
-// Reads the whole file. Rejects an unreadable, empty or binary file and a row whose field count
-// differs from the header's.
+// The longest line taken, in bytes (without its line break): openb's lines are under 200 bytes,
+// and a longer one is refused as it is read, so a file of one huge line costs no more memory
+// than this.
+inline constexpr std::size_t kCsvMaxLineBytes = 64 * 1024;
+
+// Reads the file line by line. Rejects an unreadable, empty or binary file, a line longer than
+// kCsvMaxLineBytes, a field holding a control character (tab included; base/text_check.hpp) and a
+// row whose field count differs from the header's, each as "path:line: ...".
 CsvTable read_csv(const std::string& path);
 CsvTable parse_csv(std::string_view text, const std::string& path);
 

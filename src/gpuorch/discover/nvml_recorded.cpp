@@ -110,6 +110,9 @@ std::unique_ptr<Nvml> open_recorded_nvml(const std::string& path, const std::str
   } catch (const Json::parse_error& e) {
     diag.problem(display, fmt::format("not JSON (byte {})", e.byte));
     return nullptr;
+  } catch (const Json::exception&) {  // a number past the double range (2e996): no byte offset
+    diag.problem(display, "not JSON (a number out of range)");
+    return nullptr;
   }
   try {
     if (str(root, "format", "top level") != kFormat) {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/base/text_check.hpp"
 
 namespace gpuorch::io {
 namespace {
@@ -31,6 +32,7 @@ void check_keys(const Context& ctx, const YAML::Node& map, const std::set<std::s
                        fmt::format("a key in {} is not a name", where));
     }
     const auto key = kv.first.as<std::string>();
+    base::require_no_control(key, ctx.path, line_of(kv.first), fmt::format("a key in {}", where));
     if (allowed.count(key) == 0) {
       base::fail_input(
           ctx.path, line_of(kv.first),
@@ -62,7 +64,9 @@ std::string text(const Context& ctx, const YAML::Node& map, const char* key, boo
   }
   if (!v.IsScalar())
     base::fail_input(ctx.path, line_of(v), fmt::format("'{}' must be a string", key));
-  return v.as<std::string>();
+  auto out = v.as<std::string>();
+  base::require_no_control(out, ctx.path, line_of(v), fmt::format("'{}'", key));
+  return out;
 }
 
 // An integer in [lo, hi]; `what` names it in the error.
@@ -156,9 +160,44 @@ std::vector<std::uint8_t> gpu_links(const Context& ctx, const YAML::Node& gpu, i
   return m;
 }
 
+// What the templates read so far expand into, checked against the limits before anything is
+// expanded. Counts are at most INT64_MAX each; the sums stop at the first one over a limit, so
+// they cannot overflow.
+struct Totals {
+  std::int64_t nodes = 0;
+  std::int64_t gpus = 0;
+  std::int64_t bytes = 0;
+
+  void add(const Context& ctx, std::size_t line, std::int64_t count, const cluster::NodeSpec& spec,
+           const InventoryLimits& limits) {
+    std::int64_t per_node = static_cast<std::int64_t>(sizeof(cluster::NodeSpec)) + 32 +
+                            static_cast<std::int64_t>(spec.gpu_links.size() + spec.gpu_model.size());
+    for (const auto& [k, v] : spec.labels) {
+      per_node += static_cast<std::int64_t>(2 * sizeof(std::string) + k.size() + v.size());
+    }
+    if (count > limits.nodes - nodes) {
+      base::fail_input(ctx.path, line,
+                       fmt::format("the inventory expands past {} nodes (the limit)", limits.nodes));
+    }
+    nodes += count;
+    if (spec.gpu_count > 0 && count > (limits.gpus - gpus) / spec.gpu_count) {
+      base::fail_input(ctx.path, line,
+                       fmt::format("the inventory expands past {} GPUs (the limit)", limits.gpus));
+    }
+    gpus += count * spec.gpu_count;
+    if (count > 0 && per_node > (limits.bytes - bytes) / count) {
+      base::fail_input(ctx.path, line,
+                       fmt::format("the inventory expands past {} MiB of nodes (the limit)",
+                                   limits.bytes >> 20));
+    }
+    bytes += count * per_node;
+  }
+};
+
 }  // namespace
 
-std::vector<cluster::NodeSpec> parse_inventory(const std::string& source, const std::string& path) {
+std::vector<cluster::NodeSpec> parse_inventory(const std::string& source, const std::string& path,
+                                               const InventoryLimits& limits) {
   const Context ctx{path};
   YAML::Node root;
   try {
@@ -172,7 +211,13 @@ std::vector<cluster::NodeSpec> parse_inventory(const std::string& source, const 
   if (!templates || !templates.IsSequence() || templates.size() == 0) {
     base::fail_input(path, line_of(root), "'nodes' must be a non-empty list of node templates");
   }
-  std::vector<cluster::NodeSpec> nodes;
+  struct Template {
+    std::string name;
+    std::int64_t count = 0;
+    cluster::NodeSpec spec;
+  };
+  std::vector<Template> read;
+  Totals totals;
   std::set<std::string> names;
   for (const auto& t : templates) {
     check_keys(ctx, t, {"name", "count", "cpu_milli", "memory_mib", "gpu", "labels"},
@@ -183,7 +228,6 @@ std::vector<cluster::NodeSpec> parse_inventory(const std::string& source, const 
       base::fail_input(path, line_of(t), fmt::format("duplicate template name '{}'", name));
     }
     const std::int64_t count = nonnegative(ctx, t, "count", false, 1);
-    if (count > 1'000'000) base::fail_input(path, line_of(t), "'count' above 1000000");
     cluster::NodeSpec spec;
     spec.cpu_milli = nonnegative(ctx, t, "cpu_milli", true);
     spec.memory_mib = nonnegative(ctx, t, "memory_mib", true);
@@ -209,20 +253,31 @@ std::vector<cluster::NodeSpec> parse_inventory(const std::string& source, const 
         if (!kv.second.IsScalar()) {
           base::fail_input(path, line_of(kv.second), "label values must be strings");
         }
-        spec.labels.emplace_back(kv.first.as<std::string>(), kv.second.as<std::string>());
+        auto label = kv.first.as<std::string>();
+        auto value = kv.second.as<std::string>();
+        base::require_no_control(label, path, line_of(kv.first), "a label name");
+        base::require_no_control(value, path, line_of(kv.second), fmt::format("label '{}'", label));
+        spec.labels.emplace_back(std::move(label), std::move(value));
       }
     }
-    for (std::int64_t i = 0; i < count; ++i) {
-      cluster::NodeSpec node = spec;
-      node.name = fmt::format("{}-{:04d}", name, i);
+    totals.add(ctx, line_of(t), count, spec, limits);
+    read.push_back(Template{name, count, std::move(spec)});
+  }
+  if (totals.nodes == 0) base::fail_input(path, 0, "the inventory has no nodes (every count is 0)");
+  std::vector<cluster::NodeSpec> nodes;
+  nodes.reserve(static_cast<std::size_t>(totals.nodes));
+  for (const auto& t : read) {
+    for (std::int64_t i = 0; i < t.count; ++i) {
+      cluster::NodeSpec node = t.spec;
+      node.name = fmt::format("{}-{:04d}", t.name, i);
       nodes.push_back(std::move(node));
     }
   }
-  if (nodes.empty()) base::fail_input(path, 0, "the inventory has no nodes (every count is 0)");
   return nodes;
 }
 
-std::vector<cluster::NodeSpec> load_inventory(const std::string& path) {
+std::vector<cluster::NodeSpec> load_inventory(const std::string& path,
+                                              const InventoryLimits& limits) {
   std::ifstream in(path, std::ios::binary);
   if (!in) base::fail_input(path, 0, "cannot open file");
   std::ostringstream buffer;
@@ -230,7 +285,7 @@ std::vector<cluster::NodeSpec> load_inventory(const std::string& path) {
   const std::string source = buffer.str();
   if (source.find('\0') != std::string::npos)
     base::fail_input(path, 0, "not a YAML text file (binary content)");
-  return parse_inventory(source, path);
+  return parse_inventory(source, path, limits);
 }
 
 }  // namespace gpuorch::io

@@ -41,7 +41,13 @@ std::vector<std::string> split_models(const std::string& spec) {
 }  // namespace
 
 std::vector<cluster::NodeSpec> load_openb_nodes(const std::string& path) {
-  const base::CsvTable table = base::read_csv(path);
+  return openb_nodes(base::read_csv(path));
+}
+
+PodTrace load_openb_pods(const std::string& path) { return openb_pods(base::read_csv(path)); }
+
+std::vector<cluster::NodeSpec> openb_nodes(const base::CsvTable& table) {
+  const std::string& path = table.path;
   expect_header(table, {"sn", "cpu_milli", "memory_mib", "gpu", "model"}, 5);
   if (table.rows.empty()) base::fail_input(path, 0, "no nodes (header only)");
   std::vector<cluster::NodeSpec> nodes;
@@ -71,8 +77,8 @@ std::vector<cluster::NodeSpec> load_openb_nodes(const std::string& path) {
   return nodes;
 }
 
-PodTrace load_openb_pods(const std::string& path) {
-  const base::CsvTable table = base::read_csv(path);
+PodTrace openb_pods(const base::CsvTable& table) {
+  const std::string& path = table.path;
   const std::vector<std::string> columns{
       "name", "cpu_milli", "memory_mib",    "num_gpu",       "gpu_milli",     "gpu_spec",
       "qos",  "pod_phase", "creation_time", "deletion_time", "scheduled_time"};

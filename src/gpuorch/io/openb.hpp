@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "gpuorch/base/csv.hpp"
 #include "gpuorch/cluster/node_spec.hpp"
 #include "gpuorch/workload/pod_spec.hpp"
 
@@ -25,6 +26,9 @@ struct PodTrace {
 
 std::vector<cluster::NodeSpec> load_openb_nodes(const std::string& path);
 PodTrace load_openb_pods(const std::string& path);
+// The same from a table already read (base::parse_csv of bytes in memory, for the fuzzers).
+std::vector<cluster::NodeSpec> openb_nodes(const base::CsvTable& table);
+PodTrace openb_pods(const base::CsvTable& table);
 
 // One warning line per GPU model that pods ask for and the cluster lacks
 // ("file:line: GPU model 'X' is not in the cluster; 12 pods ask only for models it lacks").

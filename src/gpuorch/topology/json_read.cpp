@@ -10,6 +10,7 @@
 #include <set>
 
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/base/json_check.hpp"
 #include "gpuorch/base/read_file.hpp"
 #include "gpuorch/topology/json.hpp"
 
@@ -242,6 +243,7 @@ Host host_from_json_text(const std::string& text, const std::string& file) {
   }
   const Reader r{file};
   if (!j.is_object()) r.fail("top level", "not a JSON object");
+  base::require_no_control_json(j, file);
   const std::string schema = r.str(j, "top level", "schema");
   if (schema != kTopologySchema) {
     r.fail("schema", fmt::format("\"{}\" is not {} (the output of `gpuorch topo --json`)", schema,

@@ -1,0 +1,35 @@
+#include "gpuorch/base/json_check.hpp"
+
+#include <fmt/format.h>
+
+#include <utility>
+#include <vector>
+
+#include "gpuorch/base/text_check.hpp"
+
+namespace gpuorch::base {
+
+void require_no_control_json(const nlohmann::json& doc, const std::string& file) {
+  // An explicit stack: a document nested thousands deep must not exhaust the call stack.
+  std::vector<std::pair<const nlohmann::json*, std::string>> todo{{&doc, ""}};
+  while (!todo.empty()) {
+    auto [value, pointer] = std::move(todo.back());
+    todo.pop_back();
+    if (value->is_string()) {
+      require_no_control(value->get_ref<const std::string&>(), file, 0,
+                         pointer.empty() ? std::string("/") : pointer);
+    } else if (value->is_object()) {
+      for (auto it = value->begin(); it != value->end(); ++it) {
+        require_no_control(it.key(), file, 0,
+                           fmt::format("a key in {}", pointer.empty() ? "/" : pointer));
+        todo.emplace_back(&it.value(), pointer + "/" + it.key());
+      }
+    } else if (value->is_array()) {
+      for (std::size_t i = 0; i < value->size(); ++i) {
+        todo.emplace_back(&(*value)[i], fmt::format("{}/{}", pointer, i));
+      }
+    }
+  }
+}
+
+}  // namespace gpuorch::base
