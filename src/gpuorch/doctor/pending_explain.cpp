@@ -106,8 +106,14 @@ class Explainer {
       raw_[p.uid] = &j;
       pods_.push_back(std::move(p));
     }
-    if (node_count_ == 0) return;
-    mirror_.ensure_built(seen);
+    if (node_count_ == 0 || pods_.empty()) return;
+    try {
+      mirror_.ensure_built(seen);
+    } catch (const std::exception& e) {
+      // What gpuorch scheduler reports on the pod in this case, too.
+      build_error_ = fmt::format("the scheduler cannot build its policy: {}", e.what());
+      return;
+    }
     for (const auto& p : pods_) {
       if (!p.node_name.empty()) mirror_.account(p);
     }
@@ -119,6 +125,10 @@ class Explainer {
     if (!pod.node_name.empty()) {
       return {Severity::kInfo, "pod.bound", fmt::format("{} is bound to {}", pod.key(), pod.node_name),
               fmt::format("phase {}", pod.phase), ""};
+    }
+    if (!build_error_.empty()) {
+      return {Severity::kError, "pod.infeasible", fmt::format("{}: {}", pod.key(), build_error_),
+              evidence(pod), "pass --policy efd-online, or the history the scheduler is given"};
     }
     Finding f = node_count_ == 0
                     ? Finding{Severity::kError, "pod.infeasible",
@@ -244,6 +254,7 @@ class Explainer {
   std::vector<PodObject> pods_;
   std::map<std::string, const nlohmann::json*> raw_;
   std::size_t node_count_ = 0;
+  std::string build_error_;
 };
 
 }  // namespace

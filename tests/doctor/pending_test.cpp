@@ -1,0 +1,86 @@
+// doctor pod on recorded API objects (a kubectl List): waiting vs infeasible, a gang short of
+// members, a pod that fits, bound pods counted whatever their scheduler.
+#include <gtest/gtest.h>
+
+#include "doctor/doctor_test_util.hpp"
+#include "gpuorch/doctor/pending.hpp"
+
+namespace gpuorch {
+namespace {
+
+using nlohmann::json;
+
+json node(const std::string& name) {
+  const json res = {{"cpu", "96"}, {"memory", "768Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "8"}};
+  return {{"apiVersion", "v1"},
+          {"kind", "Node"},
+          {"metadata", {{"name", name}, {"labels", {{"nvidia.com/gpu.product", "H100"}}}}},
+          {"status", {{"capacity", res}, {"allocatable", res}}}};
+}
+
+json pod(const std::string& name, int gpus, const std::string& bound_to = "") {
+  json p = {{"apiVersion", "v1"},
+            {"kind", "Pod"},
+            {"metadata", {{"name", name}, {"namespace", "ml"}, {"uid", "uid-" + name}}},
+            {"spec",
+             {{"schedulerName", "default-scheduler"},
+              {"containers",
+               json::array({{{"name", "c"},
+                             {"resources",
+                              {{"requests", {{"cpu", "4"}, {"nvidia.com/gpu", std::to_string(gpus)}}},
+                               {"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}})}}},
+            {"status", {{"phase", bound_to.empty() ? "Pending" : "Running"}}}};
+  if (!bound_to.empty()) p["spec"]["nodeName"] = bound_to;
+  return p;
+}
+
+std::vector<doctor::Finding> explain(const json& items, const std::string& which = "") {
+  const auto objects = doctor::cluster_from_list({{"kind", "List"}, {"items", items}}, "list.json");
+  return doctor::explain_pending(objects, which, {});
+}
+
+TEST(DoctorPending, WaitingWhenANodeWouldFitOnceFreed) {
+  const json items = json::array({node("n1"), pod("busy", 8, "n1"), pod("next", 1)});
+  const auto f = explain(items, "ml/next");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].id, "pod.waiting");
+  EXPECT_NE(f[0].what.find("ml/next: 0/1 nodes are available: "), std::string::npos) << f[0].what;
+  EXPECT_NE(f[0].what.find("Waiting: the pod fits once resources on a node are freed."),
+            std::string::npos)
+      << f[0].what;
+}
+
+TEST(DoctorPending, InfeasibleWhenNoNodeCouldEverHoldIt) {
+  const auto f = explain(json::array({node("n1"), pod("huge", 16)}), "ml/huge");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].id, "pod.infeasible");
+  EXPECT_NE(f[0].what.find("Infeasible"), std::string::npos) << f[0].what;
+  EXPECT_NE(f[0].fix.find("fewer GPUs"), std::string::npos) << f[0].fix;
+}
+
+TEST(DoctorPending, FitsWhenNoSchedulerActedAndEveryPendingPodExplained) {
+  json gang = pod("g-0", 1);
+  gang["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] = "g";
+  const json group = {{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+                      {"kind", "PodGroup"},
+                      {"metadata", {{"name", "g"}, {"namespace", "ml"}}},
+                      {"spec", {{"minMember", 2}}}};
+  const auto f = explain(json::array({node("n1"), pod("small", 1), gang, group}));
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(test::problem_ids(f), (std::vector<std::string>{"pod.fits", "pod.gang-incomplete"}));
+  for (const auto& x : f) {
+    if (x.id == "pod.gang-incomplete") {
+      EXPECT_EQ(x.what, "ml/g-0: gang ml/g: 1 of minMember 2 pods exist (0 bound); waiting for the rest");
+    } else {
+      EXPECT_NE(x.fix.find("'default-scheduler'"), std::string::npos) << x.fix;
+    }
+  }
+  EXPECT_EQ(explain(json::array({node("n1"), pod("busy", 8, "n1")}))[0].id, "pod.none-pending");
+  EXPECT_EQ(test::input_error([] { explain(json::array({node("n1")}), "ml/nope"); }),
+            "pod ml/nope not found (or it has finished)");
+  EXPECT_EQ(test::input_error([] { doctor::cluster_from_list(json::array(), "x.json"); }),
+            "x.json: not a Kubernetes List (kubectl get nodes,pods -A -o json)");
+}
+
+}  // namespace
+}  // namespace gpuorch
