@@ -3,8 +3,9 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
-#include <charconv>
 #include <nlohmann/json.hpp>
+
+#include "gpuorch/launch/etcd_answer.hpp"
 
 namespace gpuorch::launch {
 namespace {
@@ -12,73 +13,6 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-// A field of an answer that is not what the gateway writes; decode() says where.
-struct BadField : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// The gateway writes int64 fields as JSON strings and leaves out zero values.
-std::int64_t int64_field(const Json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key)) return 0;
-  const auto& v = j.at(key);
-  if (v.is_string()) {
-    const auto& s = v.get_ref<const std::string&>();
-    std::int64_t out = 0;
-    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-    if (ec != std::errc{} || end != s.data() + s.size() || s.empty()) {
-      throw BadField(fmt::format("\"{}\" is not a 64-bit integer: {}", key, v.dump()));
-    }
-    return out;
-  }
-  if (v.is_number_integer()) return v.get<std::int64_t>();
-  if (v.is_null()) return 0;
-  throw BadField(fmt::format("\"{}\" is not a 64-bit integer: {}", key, v.dump()));
-}
-
-std::string string_field(const Json& j, const char* key) {
-  if (!j.contains(key) || j.at(key).is_null()) return {};
-  if (!j.at(key).is_string()) throw BadField(fmt::format("\"{}\" is not a string", key));
-  return j.at(key).get<std::string>();
-}
-
-KeyValue kv_of(const Json& j) {
-  if (!j.is_object()) throw BadField("a key-value is not an object");
-  KeyValue kv;
-  kv.key = base64_decode(string_field(j, "key"));
-  kv.value = base64_decode(string_field(j, "value"));
-  kv.mod_revision = int64_field(j, "mod_revision");
-  kv.version = int64_field(j, "version");
-  kv.lease = int64_field(j, "lease");
-  return kv;
-}
-
-// The first bytes of an answer, on one line, for a message.
-std::string excerpt(const std::string& text) {
-  std::string out;
-  for (const char c : text.substr(0, 120)) {
-    const auto u = static_cast<unsigned char>(c);
-    out += u >= 0x20 && u < 0x7f ? std::string(1, c) : fmt::format("\\x{:02x}", u);
-  }
-  return text.size() > 120 ? out + "..." : out;
-}
-
-// Parses an answer of the gateway and reads it with `f`; anything unexpected (not JSON, not an
-// object, a field of the wrong type or an int64 that is not one) is an EtcdError naming `where`.
-template <typename F>
-auto decode(const std::string& where, const std::string& text, F&& f) {
-  const Json j = Json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    throw EtcdError(fmt::format("{}: the answer is not a JSON object: {}", where, excerpt(text)));
-  }
-  try {
-    return f(j);
-  } catch (const BadField& e) {
-    throw EtcdError(fmt::format("{}: unexpected answer: {}", where, e.what()));
-  } catch (const Json::exception&) {
-    throw EtcdError(fmt::format("{}: unexpected answer: {}", where, excerpt(text)));
-  }
-}
 
 // The smallest key greater than every key with this prefix (etcd's range_end convention).
 std::string prefix_end(std::string prefix) {
@@ -191,24 +125,13 @@ std::string EtcdClient::where(const std::string& path) const {
 
 std::optional<KeyValue> EtcdClient::get(const std::string& key) {
   const std::string path = "/v3/kv/range";
-  return decode(where(path), post(path, Json{{"key", base64_encode(key)}}.dump()),
-                [](const Json& j) -> std::optional<KeyValue> {
-                  if (!j.contains("kvs") || j.at("kvs").empty()) return std::nullopt;
-                  return kv_of(j.at("kvs").at(0));
-                });
+  return range_first(where(path), post(path, Json{{"key", base64_encode(key)}}.dump()));
 }
 
 std::vector<KeyValue> EtcdClient::get_prefix(const std::string& prefix, std::int64_t* revision) {
   const Json req{{"key", base64_encode(prefix)}, {"range_end", base64_encode(prefix_end(prefix))}};
   const std::string path = "/v3/kv/range";
-  return decode(where(path), post(path, req.dump()), [&](const Json& j) {
-    if (revision) *revision = int64_field(j.value("header", Json::object()), "revision");
-    std::vector<KeyValue> out;
-    const Json kvs = j.value("kvs", Json::array());
-    if (!kvs.is_array()) throw BadField("\"kvs\" is not an array");
-    for (const auto& kv : kvs) out.push_back(kv_of(kv));
-    return out;
-  });
+  return range_all(where(path), post(path, req.dump()), revision);
 }
 
 void EtcdClient::put(const std::string& key, const std::string& value, std::int64_t lease) {
@@ -232,23 +155,19 @@ bool EtcdClient::put_if(const std::string& key, const std::string& value,
   const Json req{{"compare", Json::array({compare})},
                  {"success", Json::array({Json{{"request_put", put}}})}};
   const std::string path = "/v3/kv/txn";
-  return decode(where(path), post(path, req.dump()),
-                [](const Json& j) { return j.value("succeeded", false); });
+  return txn_succeeded(where(path), post(path, req.dump()));
 }
 
 std::int64_t EtcdClient::grant_lease(std::int64_t ttl_seconds) {
   const std::string path = "/v3/lease/grant";
-  const auto id = decode(where(path), post(path, Json{{"TTL", ttl_seconds}}.dump()),
-                         [](const Json& j) { return int64_field(j, "ID"); });
+  const auto id = granted_lease(where(path), post(path, Json{{"TTL", ttl_seconds}}.dump()));
   if (id == 0) throw EtcdError(where(path) + ": granted no lease");
   return id;
 }
 
 bool EtcdClient::keep_alive(std::int64_t lease) {
   const std::string path = "/v3/lease/keepalive";
-  return decode(
-      where(path), post(path, Json{{"ID", std::to_string(lease)}}.dump()),
-      [](const Json& j) { return int64_field(j.value("result", Json::object()), "TTL") > 0; });
+  return lease_alive(where(path), post(path, Json{{"ID", std::to_string(lease)}}.dump()));
 }
 
 void EtcdClient::revoke_lease(std::int64_t lease) {
@@ -276,18 +195,7 @@ bool EtcdClient::wait_for_change(const std::string& key, std::int64_t after_revi
   std::string buffer;
   r.content_receiver = [&](const char* data, std::size_t n, std::uint64_t, std::uint64_t) {
     buffer.append(data, n);
-    for (auto nl = buffer.find('\n'); nl != std::string::npos; nl = buffer.find('\n')) {
-      const auto line = buffer.substr(0, nl);
-      buffer.erase(0, nl + 1);
-      const auto j = Json::parse(line, nullptr, false);
-      if (j.is_discarded()) continue;
-      const auto& result = j.contains("result") ? j.at("result") : j;
-      if (result.contains("events") && !result.at("events").empty()) changed = true;
-    }
-    if (!changed && buffer.find("\"events\"") != std::string::npos) {
-      const auto j = Json::parse(buffer, nullptr, false);
-      if (!j.is_discarded()) changed = true;
-    }
+    changed = watch_saw_change(buffer);
     return !changed;  // stop reading once something changed
   };
   watcher.send(r);  // ends by timeout (no change) or cancellation (change)

@@ -1,0 +1,11 @@
+// openb node CSV (sn,cpu_milli,memory_mib,gpu,model) through the CSV reader and the node checks.
+#include "fuzz_support.hpp"
+#include "gpuorch/base/csv.hpp"
+#include "gpuorch/io/openb.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string text = gpuorch::fuzz::text_of(data, size);
+  gpuorch::fuzz::input_errors_only(
+      [&] { gpuorch::io::openb_nodes(gpuorch::base::parse_csv(text, "nodes.csv")); });
+  return 0;
+}
