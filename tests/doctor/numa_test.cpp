@@ -1,6 +1,9 @@
 // doctor numa on recorded /proc trees against a recorded 8-GPU host (dgx-h100: GPU0-3 on NUMA
 // node 0, cores 0-55,112-167; GPU4-7 on node 1), and the kubelet's policies.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <filesystem>
 
 #include "doctor/doctor_test_util.hpp"
 #include "gpuorch/discover/tree.hpp"
@@ -57,6 +60,31 @@ TEST(Numa, ReadsProcessesFromProc) {
   EXPECT_EQ(p[0].cpus_allowed.size(), 224u);
   EXPECT_EQ(p[0].pages.at(1), 210100);
   EXPECT_TRUE(procs("no-gpu-process").empty());
+}
+
+// A training process has thousands of mappings: numa_maps beyond the 1 MiB of a sysfs attribute
+// is still read.
+TEST(Numa, ReadsALargeNumaMaps) {
+  test::TempDir dir;
+  const auto proc = dir.path() / "proc/77";
+  std::filesystem::create_directories(proc / "fd");
+  std::filesystem::create_symlink("/dev/nvidia4", proc / "fd/3");
+  test::write_text((proc / "status").string(),
+                   "Name:\tpython3\nCpus_allowed_list:\t56-69\nMems_allowed_list:\t0-1\n");
+  std::string maps;
+  for (int i = 0; i < 30000; ++i) {
+    maps += fmt::format("7f{:010x} default anon=8 dirty=8 N0=8 kernelpagesize_kB=4\n", i);
+  }
+  ASSERT_GT(maps.size(), std::size_t{1} << 20);
+  test::write_text((proc / "numa_maps").string(), maps);
+  discover::Diagnostics diag;
+  const discover::Tree t(dir.path(), &diag);
+  const auto procs = doctor::find_gpu_processes(t);
+  ASSERT_EQ(procs.size(), 1u);
+  EXPECT_EQ(procs[0].pages.at(0), 240000);
+  EXPECT_EQ(diag.problems(), std::vector<std::string>{});
+  // GPU4 is on node 1: all of it remote.
+  EXPECT_EQ(problem_ids(doctor::check_numa(dgx(), procs)), Ids{"numa.memory"});
 }
 
 TEST(Numa, FindingsNameTheCoresToBindTo) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "gpuorch/doctor/numa.hpp"
@@ -52,6 +53,24 @@ void read_numa_maps(const std::string& text, GpuProcess& p) {
   }
 }
 
+// numa_maps has a line per mapping: a training process with thousands of mappings outgrows the
+// Tree's 1 MiB bound for sysfs attributes, so it is read here with a bound of its own.
+std::optional<std::string> read_numa_maps_file(const discover::Tree& tree, const std::string& rel) {
+  constexpr std::size_t kMax = std::size_t{64} << 20;
+  std::ifstream in(tree.absolute(rel), std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string out;
+  char buf[65536];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    out.append(buf, static_cast<std::size_t>(in.gcount()));
+    if (out.size() > kMax) {
+      tree.problem(rel, "larger than 64 MiB; memory placement not read");
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<GpuProcess> find_gpu_processes(const discover::Tree& tree) {
@@ -82,7 +101,7 @@ std::vector<GpuProcess> find_gpu_processes(const discover::Tree& tree) {
         topology::parse_id_list(status_field(*status, "Cpus_allowed_list")).value_or(topology::IdSet{});
     p.mems_allowed =
         topology::parse_id_list(status_field(*status, "Mems_allowed_list")).value_or(topology::IdSet{});
-    if (const auto maps = tree.text(dir + "numa_maps")) read_numa_maps(*maps, p);
+    if (const auto maps = read_numa_maps_file(tree, dir + "numa_maps")) read_numa_maps(*maps, p);
     out.push_back(std::move(p));
   }
   return out;
