@@ -139,6 +139,10 @@ int run_plugin(const PluginFlags& f) {
         *api, node_name,
         [](const std::string& l) { fmt::print(stderr, "gpuorch device-plugin: {}\n", l); });
     options.scheduled = scheduled.get();
+  }
+  // Constructed first: a bad plugin directory is the one line a failing start prints.
+  k8s::PluginManager manager(host, config, std::move(resources), options);
+  if (scheduled) {
     fmt::print(stderr,
                "gpuorch device-plugin: Allocate follows the GPUs recorded on pods bound to {} "
                "({})\n",
@@ -148,7 +152,6 @@ int run_plugin(const PluginFlags& f) {
                "gpuorch device-plugin: no node name (--node-name, NODE_NAME): Allocate keeps the "
                "kubelet's devices\n");
   }
-  k8s::PluginManager manager(host, config, std::move(resources), options);
   // The manager keeps its own copy of the host; health sources watch that one.
   std::unique_ptr<k8s::HealthFileWatcher> file_watch;
   if (!f.health_file.empty()) {
