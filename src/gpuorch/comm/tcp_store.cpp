@@ -7,6 +7,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <array>
@@ -25,12 +26,22 @@ namespace {
 
 using namespace wire;
 
+// One thread serves every connection, so a peer that sends requests and never reads the answers
+// must not stall it: a send that makes no progress for this long gives that peer up. A peer that
+// reads at all drains far faster (the kernel buffers megabytes per socket).
+constexpr timeval kStoreSendTimeout{1, 0};
+
 void send_fd(int fd, const std::vector<char>& bytes) {
   std::size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // the peer went away: its connection is dropped on the next read
+    if (n <= 0) {
+      // Gone, or stuck past kStoreSendTimeout: half an answer is no answer, so end the
+      // connection; the server drops it when poll reports the hang-up.
+      ::shutdown(fd, SHUT_RDWR);
+      return;
+    }
     done += static_cast<std::size_t>(n);
   }
 }
@@ -154,6 +165,7 @@ void TcpStoreServer::serve() {
         ::close(fd);  // full: the client sees the connection closed
       } else if (fd >= 0) {
         set_nodelay(fd);
+        ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &kStoreSendTimeout, sizeof kStoreSendTimeout);
         conns[fd] = Conn{};
       }
     }
