@@ -1,5 +1,11 @@
 #pragma once
 // Network helpers for tests that start several processes on loopback.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdint>
 #include <stdexcept>
 
 #include "gpuorch/launch/net.hpp"
@@ -11,6 +17,24 @@ inline int free_loopback_port() {
   const int port = launch::pick_free_port("127.0.0.1");
   if (port == 0) throw std::runtime_error("no free loopback port");
   return port;
+}
+
+// A TCP connection to 127.0.0.1:port that a test drives by hand; -1 when refused. A receive
+// buffer > 0 is set before connecting (a small one makes a peer that reads slowly).
+inline int open_loopback(int port, int receive_buffer = 0) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (receive_buffer > 0) {
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+  }
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 }  // namespace gpuorch::test

@@ -15,6 +15,7 @@
 #include "gpuorch/telemetry/exporter.hpp"
 #include "gpuorch/telemetry/http_server.hpp"
 #include "gpuorch/telemetry/prometheus.hpp"
+#include "support/net.hpp"
 
 namespace gpuorch::telemetry {
 namespace {
@@ -141,19 +142,7 @@ TEST(Exporter, ServesMetricsAndHealth) {
   e.stop();
 }
 
-// A TCP connection to 127.0.0.1:port that this test drives by hand; -1 when refused.
-int open_loopback(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<std::uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
+using test::open_loopback;
 
 // Seconds one GET /metrics takes on a fresh connection; a negative number when it failed.
 double time_scrape(int port) {
