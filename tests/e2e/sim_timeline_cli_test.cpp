@@ -10,6 +10,14 @@
 namespace gpuorch::test {
 namespace {
 
+// `--json` prints one object per line.
+std::vector<nlohmann::json> json_lines(const std::string& out) {
+  std::istringstream lines(out);
+  std::vector<nlohmann::json> objects;
+  for (std::string line; std::getline(lines, line);) objects.push_back(nlohmann::json::parse(line));
+  return objects;
+}
+
 TEST(SimTimelineCli, JsonHasOneObjectPerPolicyWithPerJobJcts) {
   GPUORCH_REQUIRE_POLLUX(dir);
   TempDir tmp;
@@ -18,9 +26,7 @@ TEST(SimTimelineCli, JsonHasOneObjectPerPolicyWithPerJobJcts) {
                           "tiresias,fifo", "--json", "--csv", tmp.file("jobs.csv")},
                          tmp);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::istringstream lines(r.out);
-  std::vector<nlohmann::json> objects;
-  for (std::string line; std::getline(lines, line);) objects.push_back(nlohmann::json::parse(line));
+  const std::vector<nlohmann::json> objects = json_lines(r.out);
   ASSERT_EQ(objects.size(), 2U);
   EXPECT_EQ(objects[0]["policy"], "tiresias");
   EXPECT_EQ(objects[1]["policy"], "fifo");
@@ -93,9 +99,7 @@ TEST(SimTimelineCli, GpusSweepRunsEachClusterSize) {
                           "tiresias", "--gpus", "48:64:16", "--json"},
                          tmp);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::istringstream lines(r.out);
-  std::vector<nlohmann::json> objects;
-  for (std::string line; std::getline(lines, line);) objects.push_back(nlohmann::json::parse(line));
+  const std::vector<nlohmann::json> objects = json_lines(r.out);
   ASSERT_EQ(objects.size(), 2U);
   EXPECT_EQ(objects[0]["gpus"], 48);
   EXPECT_EQ(objects[0]["nodes"], 12);
