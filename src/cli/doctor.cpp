@@ -1,7 +1,6 @@
 // gpuorch doctor: the troubleshooting table as checks that run. Each sub-check prints its findings
 // one line each (or --json); exit 0 when all is well, 1 when a problem was found, 2 on bad usage.
 #include <fmt/format.h>
-
 #include <fmt/ranges.h>
 
 #include <cstdio>
@@ -10,10 +9,12 @@
 #include <memory>
 #include <sstream>
 
+#include "cli/doctor_measure.hpp"
 #include "cli/verbs.hpp"
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/base/read_file.hpp"
 #include "gpuorch/discover/diagnostics.hpp"
+#include "gpuorch/discover/discover.hpp"
 #include "gpuorch/discover/tree.hpp"
 #include "gpuorch/doctor/finding.hpp"
 #include "gpuorch/doctor/nccl_log.hpp"
@@ -22,10 +23,9 @@
 #include "gpuorch/doctor/numa.hpp"
 #include "gpuorch/doctor/pending.hpp"
 #include "gpuorch/k8s/kubeconfig.hpp"
-#include "gpuorch/sched/policy.hpp"
-#include "gpuorch/discover/discover.hpp"
-#include "gpuorch/topology/json_read.hpp"
 #include "gpuorch/launch/worker_env.hpp"
+#include "gpuorch/sched/policy.hpp"
+#include "gpuorch/topology/json_read.hpp"
 
 namespace gpuorch::cli {
 namespace {
@@ -66,7 +66,8 @@ void read_env(const DoctorFlags& f, std::map<std::string, std::string>& env, std
     }
     sources.push_back("env file " + file);
   }
-  source = sources.empty() ? std::string("no environment") : fmt::format("{}", fmt::join(sources, " + "));
+  source = sources.empty() ? std::string("no environment")
+                           : fmt::format("{}", fmt::join(sources, " + "));
 }
 
 // The live host or a recording; problems reading it go to stderr, once each.
@@ -86,19 +87,10 @@ struct HostTree {
   }
 };
 
-int print(const std::vector<doctor::Report>& reports, bool json) {
-  if (json) {
-    fmt::print("{}\n", doctor::to_json(reports).dump(2));
-  } else {
-    fmt::print("{}", doctor::render_text(reports));
-  }
-  return doctor::exit_code(reports);
-}
-
 int run_nccl_log(const DoctorFlags& f) {
   const std::string text = base::read_input_file(f.nccl_log, "NCCL log");
   const auto log = doctor::parse_nccl_log(text, f.nccl_log);
-  return print({{"nccl-log", f.nccl_log, doctor::check_nccl_log(log)}}, f.json);
+  return print_findings({{"nccl-log", f.nccl_log, doctor::check_nccl_log(log)}}, f.json);
 }
 
 int run_network(const DoctorFlags& f) {
@@ -107,7 +99,7 @@ int run_network(const DoctorFlags& f) {
   read_env(f, state.env, state.env_source);
   auto findings = doctor::check_network(state);
   host.warn();
-  return print({{"network", host.input(), std::move(findings)}}, f.json);
+  return print_findings({{"network", host.input(), std::move(findings)}}, f.json);
 }
 
 int run_numa(const DoctorFlags& f) {
@@ -129,9 +121,10 @@ int run_numa(const DoctorFlags& f) {
     reports.push_back({"numa", tree.input(), doctor::check_numa(host, procs)});
   }
   if (!f.kubelet_config.empty()) {
-    reports.push_back({"kubelet", f.kubelet_config, doctor::check_kubelet_config(f.kubelet_config)});
+    reports.push_back(
+        {"kubelet", f.kubelet_config, doctor::check_kubelet_config(f.kubelet_config)});
   }
-  return print(reports, f.json);
+  return print_findings(reports, f.json);
 }
 
 // The scheduler's options, read as `gpuorch scheduler` reads them, so both decide alike.
@@ -160,12 +153,11 @@ int run_host(const DoctorFlags& f) {
   o.root = f.root;
   auto d = discover::discover_host(o);
   const auto procs = doctor::find_gpu_processes(host.tree);
-  std::vector<doctor::Report> reports{
-      {"network", host.input(), doctor::check_network(state)},
-      {"numa", host.input(), doctor::check_numa(d.host, procs)}};
+  std::vector<doctor::Report> reports{{"network", host.input(), doctor::check_network(state)},
+                                      {"numa", host.input(), doctor::check_numa(d.host, procs)}};
   for (const auto& p : d.problems) fmt::print(stderr, "gpuorch: warning: {}\n", p);
   host.warn();
-  return print(reports, f.json);
+  return print_findings(reports, f.json);
 }
 
 int run_pod(const DoctorFlags& f) {
@@ -192,7 +184,7 @@ int run_pod(const DoctorFlags& f) {
     objects = doctor::list_cluster(api);
     input = api.config().server;
   }
-  return print({{"pod", input, doctor::explain_pending(objects, f.pod, options)}}, f.json);
+  return print_findings({{"pod", input, doctor::explain_pending(objects, f.pod, options)}}, f.json);
 }
 
 void add_root(CLI::App& cmd, DoctorFlags& f) {
@@ -208,12 +200,22 @@ void add_json(CLI::App& cmd, DoctorFlags& f) {
 
 }  // namespace
 
+int print_findings(const std::vector<doctor::Report>& reports, bool json) {
+  if (json) {
+    fmt::print("{}\n", doctor::to_json(reports).dump(2));
+  } else {
+    fmt::print("{}", doctor::render_text(reports));
+  }
+  return doctor::exit_code(reports);
+}
+
 void add_doctor(CLI::App& app, Action& action) {
   auto f = std::make_shared<DoctorFlags>();
   CLI::App* doctor = app.add_subcommand(
       "doctor",
       "Explain problems: each check prints one line per finding (severity, what is wrong, the "
-      "evidence, the fix). Exit 0: all well, 1: a problem found, 2: bad usage. See docs/doctor.md.");
+      "evidence, the fix). Exit 0: all well, 1: a problem found, 2: bad usage. See "
+      "docs/doctor.md.");
   doctor->require_subcommand(0, 1);
   add_root(*doctor, *f);
   add_json(*doctor, *f);
@@ -224,7 +226,8 @@ void add_doctor(CLI::App& app, Action& action) {
 
   CLI::App* nccl = doctor->add_subcommand(
       "nccl-log",
-      "Read an NCCL_DEBUG=INFO log: transport per peer (P2P, SHM, NET/IB with or without GPUDirect, "
+      "Read an NCCL_DEBUG=INFO log: transport per peer (P2P, SHM, NET/IB with or without "
+      "GPUDirect, "
       "NET/Socket fallback), rings and trees, NCCL WARN lines, collective timeouts and which rank "
       "stopped.\nExample: NCCL_DEBUG=INFO torchrun ... 2>&1 | tee job.log; gpuorch doctor nccl-log "
       "job.log");
@@ -286,6 +289,8 @@ void add_doctor(CLI::App& app, Action& action) {
                   "Node label keys gangs are kept under, as gpuorch scheduler --topology-levels");
   add_json(*pod, *f);
   pod->callback([f, &action] { action = [f] { return run_pod(*f); }; });
+
+  add_doctor_measure(*doctor, action);
 }
 
 }  // namespace gpuorch::cli

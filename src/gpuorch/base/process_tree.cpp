@@ -14,11 +14,10 @@
 #include <thread>
 
 namespace gpuorch::base {
-namespace {
 
 // /proc/PID/stat: "pid (comm) state ppid ...", comm may hold spaces and parentheses, so the
-// fields are counted from the last ')'. The start time is field 22.
-bool parse_stat(const std::string& text, ProcessEntry& e) {
+// fields are counted from the last ')'. utime and stime are fields 14 and 15, the start time 22.
+bool parse_proc_stat(const std::string& text, ProcessEntry& e) {
   const auto close = text.rfind(')');
   if (close == std::string::npos || close + 2 >= text.size()) return false;
   e.state = text[close + 2];
@@ -27,16 +26,16 @@ bool parse_stat(const std::string& text, ProcessEntry& e) {
   e.ppid = static_cast<pid_t>(std::strtol(p, &end, 10));
   if (end == p) return false;
   p = end;
-  for (int field = 5; field < 22; ++field) {  // fields 5..21 skipped
-    std::strtoull(p, &end, 10);
+  e.cpu_ticks = 0;
+  for (int field = 5; field < 22; ++field) {  // fields 5..21: only utime and stime are kept
+    const unsigned long long v = std::strtoull(p, &end, 10);
     if (end == p) return false;
+    if (field == 14 || field == 15) e.cpu_ticks += v;
     p = end;
   }
   e.start = std::strtoull(p, &end, 10);
   return end != p;
 }
-
-}  // namespace
 
 std::vector<ProcessEntry> list_processes() {
   std::vector<ProcessEntry> out;
@@ -55,7 +54,7 @@ std::vector<ProcessEntry> list_processes() {
     if (n <= 0) continue;
     ProcessEntry e;
     e.pid = static_cast<pid_t>(pid);
-    if (parse_stat(std::string(buf, static_cast<std::size_t>(n)), e)) out.push_back(e);
+    if (parse_proc_stat(std::string(buf, static_cast<std::size_t>(n)), e)) out.push_back(e);
   }
   ::closedir(dir);
   return out;

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace gpuorch::base {
@@ -13,9 +14,14 @@ namespace gpuorch::base {
 struct ProcessEntry {
   pid_t pid = 0;
   pid_t ppid = 0;
-  char state = '?';                // 'R', 'S', 'T', 'Z', ... as in /proc/PID/stat
-  unsigned long long start = 0;    // start time in clock ticks since boot: pid + start is unique
+  char state = '?';                  // 'R', 'S', 'T', 'Z', ... as in /proc/PID/stat
+  unsigned long long start = 0;      // start time in clock ticks since boot: pid + start is unique
+  unsigned long long cpu_ticks = 0;  // utime + stime: CPU time used so far, in clock ticks
 };
+
+// One /proc/PID/stat (or /proc/PID/task/TID/stat) line into `e` (all but pid); false when it is
+// not one.
+bool parse_proc_stat(const std::string& text, ProcessEntry& e);
 
 // Every process /proc shows; one that ends while being read is left out.
 std::vector<ProcessEntry> list_processes();

@@ -14,13 +14,17 @@ namespace gpuorch::doctor {
 
 struct GpuProcess {
   int pid = 0;
-  std::string command;         // /proc/PID/comm
-  std::vector<int> gpu_minors;  // /dev/nvidiaN it has open
-  topology::IdSet cpus_allowed;  // Cpus_allowed_list
-  topology::IdSet mems_allowed;  // Mems_allowed_list
-  std::map<int, long long> pages;  // NUMA node -> resident pages, summed over numa_maps
+  std::string command;                        // /proc/PID/comm
+  std::vector<int> gpu_minors;                // /dev/nvidiaN it has open
+  topology::IdSet cpus_allowed;               // Cpus_allowed_list
+  topology::IdSet mems_allowed;               // Mems_allowed_list
+  std::map<int, long long> pages;             // NUMA node -> resident pages, summed over numa_maps
   std::map<std::string, long long> policies;  // "default", "bind:1" -> mappings with it
 };
+
+// The N of every /dev/nvidiaN that process `pid` has open (sorted, once each; not nvidiactl,
+// nvidia-uvm); empty when it has none or its fds cannot be read. doctor utilisation uses it too.
+std::vector<int> gpu_minors_open(const discover::Tree& tree, int pid);
 
 // Processes with a /dev/nvidiaN open, from /proc/PID/fd (so it needs no NVML and sees processes
 // of every container on the host when run as root). Unreadable processes are skipped: they may

@@ -13,7 +13,8 @@ namespace gpuorch::doctor {
 namespace {
 
 bool all_digits(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
 // "/dev/nvidia3" -> 3; not /dev/nvidiactl, -uvm, -caps.
@@ -73,6 +74,21 @@ std::optional<std::string> read_numa_maps_file(const discover::Tree& tree, const
 
 }  // namespace
 
+std::vector<int> gpu_minors_open(const discover::Tree& tree, int pid) {
+  std::vector<int> minors;
+  const std::string dir = "proc/" + std::to_string(pid) + "/fd";
+  std::error_code ec;
+  for (const auto& fd : tree.list(dir)) {
+    // fd links point outside the tree (at /dev), so they are read, not followed.
+    const auto target = std::filesystem::read_symlink(tree.absolute(dir + "/" + fd), ec);
+    if (ec) continue;
+    if (const auto minor = nvidia_minor(target.string())) minors.push_back(*minor);
+  }
+  std::sort(minors.begin(), minors.end());
+  minors.erase(std::unique(minors.begin(), minors.end()), minors.end());
+  return minors;
+}
+
 std::vector<GpuProcess> find_gpu_processes(const discover::Tree& tree) {
   std::vector<GpuProcess> out;
   std::vector<int> pids;
@@ -84,23 +100,15 @@ std::vector<GpuProcess> find_gpu_processes(const discover::Tree& tree) {
     const std::string dir = "proc/" + std::to_string(pid) + "/";
     GpuProcess p;
     p.pid = pid;
-    std::error_code ec;
-    for (const auto& fd : tree.list(dir + "fd")) {
-      // fd links point outside the tree (at /dev), so they are read, not followed.
-      const auto target = std::filesystem::read_symlink(tree.absolute(dir + "fd/" + fd), ec);
-      if (ec) continue;
-      if (const auto minor = nvidia_minor(target.string())) p.gpu_minors.push_back(*minor);
-    }
+    p.gpu_minors = gpu_minors_open(tree, pid);
     if (p.gpu_minors.empty()) continue;
-    std::sort(p.gpu_minors.begin(), p.gpu_minors.end());
-    p.gpu_minors.erase(std::unique(p.gpu_minors.begin(), p.gpu_minors.end()), p.gpu_minors.end());
     const auto status = tree.text(dir + "status");
     if (!status) continue;  // exited meanwhile
     p.command = tree.line(dir + "comm").value_or(status_field(*status, "Name"));
-    p.cpus_allowed =
-        topology::parse_id_list(status_field(*status, "Cpus_allowed_list")).value_or(topology::IdSet{});
-    p.mems_allowed =
-        topology::parse_id_list(status_field(*status, "Mems_allowed_list")).value_or(topology::IdSet{});
+    p.cpus_allowed = topology::parse_id_list(status_field(*status, "Cpus_allowed_list"))
+                         .value_or(topology::IdSet{});
+    p.mems_allowed = topology::parse_id_list(status_field(*status, "Mems_allowed_list"))
+                         .value_or(topology::IdSet{});
     if (const auto maps = read_numa_maps_file(tree, dir + "numa_maps")) read_numa_maps(*maps, p);
     out.push_back(std::move(p));
   }
