@@ -1,13 +1,14 @@
 // The whole simulation on the artifact's workloads: Tiresias reproduces the shipped per-job
 // completion times exactly (the artifact's own code does too, timeline-protocol.md "Verified
 // here"), and a run is a function of its inputs and seed.
+#include "gpuorch/sim/timeline_engine.hpp"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "gpuorch/sim/timeline_engine.hpp"
 #include "gpuorch/sim/timeline_metrics.hpp"
 #include "gpuorch/sim/timeline_workload.hpp"
 #include "sim/timeline_support.hpp"
@@ -51,21 +52,49 @@ TEST(TimelineEngine, SameInputsSameResult) {
   EXPECT_EQ(summarize(a).finished, a.jobs.size());
 }
 
-TEST(TimelineEngine, IdleTimeIsSkippedNotStepped) {
-  // Two rigid jobs a day apart: the scheduler ticks while one is active, not through the gap.
-  std::vector<JobSpec> jobs(2);
-  for (std::size_t i = 0; i < 2; ++i) {
+// Rigid jobs of 90 s on one 4-GPU node under FIFO; job i asks for gpus[i] GPUs at submit[i].
+TimelineResult run_rigid(const std::vector<int>& gpus, const std::vector<Seconds>& submit) {
+  std::vector<JobSpec> jobs(gpus.size());
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
     jobs[i].id = i;
     jobs[i].name = fmt::format("j{}", i);
-    jobs[i].replicas = 1;
+    jobs[i].replicas = gpus[i];
     jobs[i].duration = 90;
-    jobs[i].submit = static_cast<Seconds>(i) * 86400;
+    jobs[i].submit = submit[i];
   }
   auto p = make_timeline_policy("fifo", PolicyOptions{});
-  const auto r = run_timeline(jobs, {}, uniform_nodes(1, 4), *p, "fifo", TimelineOptions{});
+  return run_timeline(jobs, {}, uniform_nodes(1, 4), *p, "fifo", TimelineOptions{});
+}
+
+TEST(TimelineEngine, IdleTimeIsSkippedNotStepped) {
+  // Two rigid jobs a day apart: the scheduler ticks while one is active, not through the gap.
+  const auto r = run_rigid({1, 1}, {0, 86400});
   EXPECT_EQ(r.jobs[0].completion, 60 + 30 + 90);
   EXPECT_EQ(r.jobs[1].completion, 86400 + 30 + 90);
   EXPECT_LT(r.ticks, 10U);
+}
+
+TEST(TimelineEngine, SamplesRecordAllocationGoodputAndQueuePerTick) {
+  // A 1-GPU and a 4-GPU job, both at 0: the second waits for the first.
+  const auto r = run_rigid({1, 4}, {0, 0});
+  ASSERT_EQ(r.samples.size(), 5U);
+  // 60 s: j0 runs, j1 waits; the first 30 s are j0's restart delay, so half a GPU of goodput.
+  EXPECT_EQ(r.samples[0].time, 60);
+  EXPECT_EQ(r.samples[0].allocated_gpus, 1);
+  EXPECT_EQ(r.samples[0].queued, 1);
+  EXPECT_DOUBLE_EQ(r.samples[0].goodput_gpus, 0.5);
+  EXPECT_DOUBLE_EQ(r.samples[1].goodput_gpus, 1.0);  // 120 s: training all along
+  // 180 s: j0 finished, j1 starts: 4 GPUs, 30 s of delay then 30 s of training.
+  EXPECT_EQ(r.samples[2].time, 180);
+  EXPECT_EQ(r.samples[2].allocated_gpus, 4);
+  EXPECT_EQ(r.samples[2].queued, 0);
+  EXPECT_DOUBLE_EQ(r.samples[2].goodput_gpus, 2.0);
+  EXPECT_DOUBLE_EQ(r.samples[3].goodput_gpus, 4.0);
+  // 300 s: j1 finished and handed its GPUs back: the cluster turns idle, one sample of zeros.
+  EXPECT_EQ(r.samples[4].time, 300);
+  EXPECT_EQ(r.samples[4].allocated_gpus, 0);
+  EXPECT_EQ(r.samples[4].running, 0);
+  EXPECT_DOUBLE_EQ(r.samples[4].goodput_gpus, 0.0);
 }
 
 TEST(TimelineMetrics, PercentileInterpolatesBetweenOrderStatistics) {

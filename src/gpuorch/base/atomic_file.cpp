@@ -36,6 +36,33 @@ void write_file_atomically(const std::string& path, std::string_view content) {
   }
 }
 
+void write_folder_atomically(const std::string& path,
+                             const std::function<void(const std::filesystem::path&)>& write_into) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  if (fs::exists(target) && !fs::is_directory(target)) {
+    fail_input(fmt::format("{}: exists and is not a folder", path));
+  }
+  const fs::path staging(fmt::format("{}.tmp.{}", path, ::getpid()));
+  fs::remove_all(staging);
+  fs::create_directories(staging);
+  try {
+    write_into(staging);
+    if (fs::exists(target)) {
+      const fs::path old(fmt::format("{}.old.{}", path, ::getpid()));
+      fs::rename(target, old);
+      fs::rename(staging, target);
+      fs::remove_all(old);
+    } else {
+      fs::rename(staging, target);
+    }
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(staging, ec);
+    throw;
+  }
+}
+
 void check_output(const std::string& flag, const std::string& path, OutputKind kind) {
   namespace fs = std::filesystem;
   const auto fail = [&](const std::string& why) {

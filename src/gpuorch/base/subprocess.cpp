@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,7 +12,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <system_error>
 #include <thread>
 
@@ -137,8 +140,7 @@ Spawned spawn(const SpawnOptions& o) {
     const std::string what = fatal->kind == kChdirFailed
                                  ? fmt::format("{}: cannot change directory", o.cwd)
                                  : fmt::format("{}: cannot execute", o.path);
-    throw SpawnError(fmt::format("{}: {}", what, std::strerror(fatal->error)), fatal->error,
-                     true);
+    throw SpawnError(fmt::format("{}: {}", what, std::strerror(fatal->error)), fatal->error, true);
   }
   return s;
 }
@@ -222,6 +224,25 @@ int stop_group(pid_t pid, std::chrono::milliseconds grace) {
   const auto status = wait_for(pid, grace);
   signal_group(pid, SIGKILL);  // the group's other members, or the leader itself
   return status ? *status : wait(pid);
+}
+
+std::optional<std::string> find_in_path(const std::string& program) {
+  const char* path_env = std::getenv("PATH");
+  const std::string path = path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
+  std::string_view rest = path;
+  for (;;) {
+    const auto end = rest.find(':');
+    const std::string_view dir = rest.substr(0, end);
+    const std::string candidate =
+        fmt::format("{}/{}", dir.empty() ? std::string_view(".") : dir, program);
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+    if (end == std::string_view::npos) return std::nullopt;
+    rest.remove_prefix(end + 1);
+  }
 }
 
 }  // namespace gpuorch::base

@@ -74,6 +74,11 @@ class SpawnError : public std::runtime_error {
   bool in_child;
 };
 
+// PATH lookup as execvp does it (an empty entry is the current folder), done before spawn, which
+// takes a path: the first executable regular file named `program`; nullopt when there is none.
+// `program` without a '/'.
+std::optional<std::string> find_in_path(const std::string& program);
+
 // Returns once the child has exec'ed (or failed to: the child is then reaped and SpawnError
 // thrown, naming the path and exec's error).
 Spawned spawn(const SpawnOptions& options);

@@ -10,9 +10,7 @@
 
 #include <cerrno>
 #include <csignal>
-#include <cstdlib>
 #include <cstring>
-#include <string_view>
 
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/base/subprocess.hpp"
@@ -44,19 +42,7 @@ std::string resolve_program(const std::string& program) {
     }
     return program;
   }
-  const char* path_env = std::getenv("PATH");
-  const std::string path = path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
-  std::string_view rest = path;
-  for (;;) {
-    const auto end = rest.find(':');
-    const std::string_view dir = rest.substr(0, end);
-    // An empty PATH entry means the current directory, as for execvp.
-    const std::string candidate =
-        fmt::format("{}/{}", dir.empty() ? std::string_view(".") : dir, program);
-    if (executable(candidate)) return candidate;
-    if (end == std::string_view::npos) break;
-    rest.remove_prefix(end + 1);
-  }
+  if (auto found = base::find_in_path(program)) return *found;
   base::fail_input(fmt::format("{}: program not found in PATH", program));
 }
 

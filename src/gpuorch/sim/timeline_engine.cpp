@@ -48,9 +48,8 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
   // Arrivals in submission order (ties in workload order).
   std::vector<std::size_t> arrival(jobs.size());
   for (std::size_t i = 0; i < arrival.size(); ++i) arrival[i] = i;
-  std::stable_sort(arrival.begin(), arrival.end(), [&](std::size_t a, std::size_t b) {
-    return specs[a].submit < specs[b].submit;
-  });
+  std::stable_sort(arrival.begin(), arrival.end(),
+                   [&](std::size_t a, std::size_t b) { return specs[a].submit < specs[b].submit; });
 
   TimelineResult result;
   result.policy = policy_name;
@@ -66,7 +65,12 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
     if (active.empty() && next_arrival < arrival.size()) {
       next = std::max(next, next_tick_at_or_after(specs[arrival[next_arrival]].submit, dt));
     }
+    // What the allocation of the last sample was worth is known once it has run.
+    double useful = 0;  // goodput GPU-seconds of this interval
+    for (const Job* j : running) useful -= j->useful_gpu_seconds();
     for (Job* j : running) j->advance(now, next - now);
+    for (const Job* j : running) useful += j->useful_gpu_seconds();
+    if (!running.empty()) result.samples.back().goodput_gpus = useful / double(next - now);
     now = next;
     ++result.ticks;
     // Arrivals join in workload order, the order the policies see them in.
@@ -87,13 +91,14 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
       return true;
     });
     if (active.empty()) {
+      if (!running.empty()) result.samples.push_back({now, 0, 0, 0, 0});
       running.clear();
       if (options.on_progress) options.on_progress(done, jobs.size());
       continue;
     }
     Allocations next_alloc = policy.schedule(now, active, cluster);
     running.clear();
-    TimelineSample sample{now, 0, 0, 0};
+    TimelineSample sample{now, 0, 0, 0, 0};
     for (std::size_t i = 0; i < active.size(); ++i) {
       Job* j = active[i];
       if (!same_allocation(next_alloc[i], *j)) j->reallocate(now, std::move(next_alloc[i]));
@@ -116,7 +121,8 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
   }
   for (const Job& j : jobs) {
     result.jobs.push_back({j.spec().name, j.spec().submit, j.first_start(), j.completion(),
-                           j.attained_service(), j.useful_gpu_seconds(), std::max(j.restarts(), 0)});
+                           j.attained_service(), j.useful_gpu_seconds(),
+                           std::max(j.restarts(), 0)});
   }
   return result;
 }

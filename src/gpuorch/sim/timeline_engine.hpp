@@ -25,26 +25,30 @@ struct TimelineOptions {
 struct JobOutcome {
   std::string name;
   Seconds submit = 0;
-  Seconds start = -1;       // first tick with GPUs
-  Seconds completion = -1;  // -1: did not finish
-  double gpu_seconds = 0;   // GPUs held, restart delays included
+  Seconds start = -1;             // first tick with GPUs
+  Seconds completion = -1;        // -1: did not finish
+  double gpu_seconds = 0;         // GPUs held, restart delays included
   double useful_gpu_seconds = 0;  // weighted by statistical efficiency
   int restarts = 0;
 };
 
-// The cluster at one scheduling tick, after the policy's decision.
+// The cluster at one scheduling tick, after the policy's decision; it holds until the next
+// sample. An idle cluster (no active job) is one sample of zeros.
 struct TimelineSample {
   Seconds time = 0;
   int allocated_gpus = 0;
   int running = 0;
   int queued = 0;  // active without GPUs
+  // Allocated GPUs weighted by statistical efficiency, averaged over the time until the next
+  // tick (a GPU in its restart delay counts 0): what the allocation was worth in training.
+  double goodput_gpus = 0;
 };
 
 struct TimelineResult {
   std::string policy;
   int total_gpus = 0;
-  std::vector<JobOutcome> jobs;  // in workload order
-  std::vector<TimelineSample> samples;
+  std::vector<JobOutcome> jobs;         // in workload order
+  std::vector<TimelineSample> samples;  // one per tick with active jobs or turning idle
   std::size_t ticks = 0;
 };
 
