@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "cli/command_line.hpp"
 #include "cli/progress.hpp"
 #include "cli/verbs.hpp"
 #include "gpuorch/base/atomic_file.hpp"
@@ -18,6 +19,7 @@
 #include "gpuorch/io/openb.hpp"
 #include "gpuorch/report/fill_html.hpp"
 #include "gpuorch/report/fill_output.hpp"
+#include "gpuorch/report/gnuplot.hpp"
 #include "gpuorch/sched/policy.hpp"
 #include "gpuorch/sim/fill.hpp"
 #include "gpuorch/sim/openb_like.hpp"
@@ -143,7 +145,10 @@ int run(const FillFlags& f) {
   // Every destination checked before the work: a run that fails writes nothing.
   const auto seeds = checked_seeds(f, "--csv", f.csv);
   if (!f.placements.empty()) base::check_output("--placements", f.placements);
-  if (!f.report.empty()) base::check_output("--report", f.report, base::OutputKind::kFolder);
+  if (!f.report.empty()) {
+    base::check_output("--report", f.report, base::OutputKind::kFolder);
+    report::find_gnuplot();
+  }
 
   report::FillMeta meta;
   meta.tune = f.tune;
@@ -166,7 +171,11 @@ int run(const FillFlags& f) {
   const std::string csv = f.csv.empty() ? "" : report::fill_csv(runs);
   const std::string placements =
       f.placements.empty() ? "" : report::fill_placements_csv(input, runs);
-  if (!f.report.empty()) report::write_fill_html(f.report, meta, runs);
+  if (!f.report.empty()) {
+    const report::RunHeader header{command_line(),
+                                   fmt::format("{} ({} seeds)", f.seeds, seeds.size())};
+    report::write_fill_html(f.report, meta, header, runs);
+  }
   if (!f.csv.empty()) base::write_file_atomically(f.csv, csv);
   if (!f.placements.empty()) base::write_file_atomically(f.placements, placements);
   if (f.json) {

@@ -144,13 +144,20 @@ TEST(Spawn, DeathSignalEndsTheChildWithItsSpawningThread) {
   EXPECT_EQ(WTERMSIG(*status), SIGKILL);
 }
 
-// The launcher, `tune nccl` and `bench --np` start programs through base::spawn only: no other
-// fork/exec of their own.
-TEST(Spawn, TheOnlyForkInLaunchAndCommIsBase) {
+TEST(FindInPath, FindsExecutablesAsExecvpWouldAndNothingElse) {
+  const auto sh = find_in_path("sh");
+  ASSERT_TRUE(sh.has_value());
+  EXPECT_EQ(::access(sh->c_str(), X_OK), 0);
+  EXPECT_FALSE(find_in_path("gpuorch-no-such-program").has_value());
+}
+
+// The launcher, `tune nccl`, `bench --np` and the reports' gnuplot start programs through
+// base::spawn only: no other fork/exec of their own.
+TEST(Spawn, TheOnlyForkInLaunchCommAndReportIsBase) {
   const std::filesystem::path src = std::filesystem::path(GPUORCH_SOURCE_DIR) / "src/gpuorch";
-  const std::regex forks(R"((::|\b)(fork|vfork|execve|execvp|posix_spawnp?)\s*\()");
+  const std::regex forks(R"((::|\b)(fork|vfork|exec[lv]p?e?|posix_spawnp?|popen|system)\s*\()");
   int files = 0;
-  for (const char* layer : {"launch", "comm"}) {
+  for (const char* layer : {"launch", "comm", "report"}) {
     for (const auto& e : std::filesystem::directory_iterator(src / layer)) {
       std::ifstream in(e.path());
       std::stringstream s;
@@ -159,7 +166,7 @@ TEST(Spawn, TheOnlyForkInLaunchAndCommIsBase) {
       ++files;
     }
   }
-  EXPECT_GT(files, 10);
+  EXPECT_GT(files, 20);
 }
 
 }  // namespace

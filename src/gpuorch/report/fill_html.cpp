@@ -1,47 +1,14 @@
 #include "gpuorch/report/fill_html.hpp"
 
 #include <fmt/format.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <stdexcept>
 
 #include "gpuorch/base/atomic_file.hpp"
-#include "gpuorch/base/error.hpp"
-#include "gpuorch/report/fill_summary.hpp"
+#include "gpuorch/report/gnuplot.hpp"
 
 namespace gpuorch::report {
 namespace fs = std::filesystem;
-namespace {
 
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (const char c : s) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out.push_back(c);
-    }
-  }
-  return out;
-}
-
-// One block per policy (gnuplot "index"): x mean min max frag_amount frag_ratio.
-std::string curve_data(const std::vector<PolicySummary>& summaries) {
+std::string fill_curve_data(const std::vector<PolicySummary>& summaries) {
   std::string out;
   for (const auto& s : summaries) {
     out += fmt::format("# {}\n", s.policy);
@@ -57,28 +24,28 @@ std::string curve_data(const std::vector<PolicySummary>& summaries) {
   return out;
 }
 
-std::string plot_script(const std::vector<PolicySummary>& summaries) {
-  std::string s =
-      "set terminal svg size 900,520 dynamic enhanced font 'sans,12'\n"
-      "set key left top\nset grid\nset xlabel 'arrived GPU workload (% of cluster GPU capacity)'\n"
-      "set style fill transparent solid 0.2 noborder\n";
+std::string fill_plot_script(const std::vector<PolicySummary>& summaries) {
+  std::string s = plot_preamble() +
+                  "set xlabel 'arrived GPU workload (% of cluster GPU capacity)'\n"
+                  "set style fill transparent solid 0.15 noborder\n";
+  const std::size_t n = summaries.size();
   auto plot = [&](const std::string& file, const std::string& ylabel, const std::string& yrange,
                   const std::string& xrange, bool band, int column) {
     s += fmt::format("set output '{}'\nset ylabel '{}'\nset yrange {}\nset xrange {}\n", file,
                      ylabel, yrange, xrange);
     std::vector<std::string> parts;
-    for (std::size_t p = 0; p < summaries.size(); ++p) {
-      const int color = static_cast<int>(p) + 1;
-      if (band) {
-        parts.push_back(
-            fmt::format("'curves.dat' index {} using 1:3:4 with filledcurves lc {} "
-                        "notitle",
-                        p, color));
+    // Bands first, all under every line; then the lines in policy order (curve_style: the
+    // earlier a line, the wider, so none hides another).
+    if (band) {
+      for (std::size_t p = 0; p < n; ++p) {
+        parts.push_back(fmt::format(
+            "'curves.dat' index {} using 1:3:4 with filledcurves {} notitle", p, curve_colour(p)));
       }
-      parts.push_back(
-          fmt::format("'curves.dat' index {} using 1:{} with lines lw 2 lc {} title "
-                      "'{}'",
-                      p, column, color, summaries[p].policy));
+    }
+    for (std::size_t p = 0; p < n; ++p) {
+      parts.push_back(fmt::format("'curves.dat' index {} using 1:{} with linespoints {} title {}",
+                                  p, column, curve_style(p, n, sim::kCurvePoints),
+                                  gnuplot_quote(summaries[p].policy)));
     }
     s += fmt::format("plot {}\n", fmt::join(parts, ", \\\n     "));
   };
@@ -89,44 +56,14 @@ std::string plot_script(const std::vector<PolicySummary>& summaries) {
   return s;
 }
 
-void run_gnuplot(const fs::path& dir) {
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("cannot start gnuplot (fork failed)");
-  if (pid == 0) {
-    if (::chdir(dir.c_str()) != 0) ::_exit(127);
-    ::execlp("gnuplot", "gnuplot", "plots.gp", static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) == 127) {
-    throw std::runtime_error("--report needs gnuplot (Debian package gnuplot-nox)");
-  }
-  if (WEXITSTATUS(status) != 0) throw std::runtime_error("gnuplot failed on the report's plots");
-}
-
-}  // namespace
-
-void write_fill_html(const std::string& dir, const FillMeta& meta,
+void write_fill_html(const std::string& dir, const FillMeta& meta, const RunHeader& header,
                      const std::vector<sim::FillRun>& runs) {
-  const fs::path target(dir);
-  if (fs::exists(target) && !fs::is_directory(target)) {
-    base::fail_input(fmt::format("--report {}: exists and is not a folder", dir));
-  }
-  const fs::path staging = fs::path(target.string() + fmt::format(".tmp.{}", ::getpid()));
-  fs::remove_all(staging);
-  fs::create_directories(staging);
-  try {
+  base::write_folder_atomically(dir, [&](const fs::path& staging) {
     const auto summaries = summarize(runs);
-    base::write_file_atomically((staging / "curves.dat").string(), curve_data(summaries));
-    base::write_file_atomically((staging / "plots.gp").string(), plot_script(summaries));
-    run_gnuplot(staging);
-    std::string html = fmt::format(
-        "<!doctype html>\n<html><head><meta charset='utf-8'><title>gpuorch sim fill: {0}</title>\n"
-        "<style>body{{font-family:sans-serif;max-width:960px;margin:2em auto}}"
-        "pre{{background:#f6f6f6;padding:1em;overflow-x:auto}}</style></head><body>\n"
-        "<h1>gpuorch sim fill: {0}</h1>\n",
-        html_escape(meta.workload));
+    base::write_file_atomically((staging / "curves.dat").string(), fill_curve_data(summaries));
+    base::write_file_atomically((staging / "plots.gp").string(), fill_plot_script(summaries));
+    run_gnuplot(staging, "plots.gp");
+    std::string html = html_page_start("gpuorch sim fill: " + meta.workload, header);
     if (meta.synthetic) {
       html +=
           "<p><strong>SYNTHETIC workload</strong>: the embedded openb-like cluster and pod mix, "
@@ -144,21 +81,10 @@ void write_fill_html(const std::string& dir, const FillMeta& meta,
     html += fmt::format("<h2>Summary</h2>\n<pre>{}</pre>\n", html_escape(fill_table(meta, runs)));
     html +=
         "<p>Data: <a href='curves.dat'>curves.dat</a>, plot script: "
-        "<a href='plots.gp'>plots.gp</a>.</p>\n</body></html>\n";
+        "<a href='plots.gp'>plots.gp</a>.</p>\n" +
+        html_page_end();
     base::write_file_atomically((staging / "index.html").string(), html);
-    if (fs::exists(target)) {
-      const fs::path old = fs::path(target.string() + fmt::format(".old.{}", ::getpid()));
-      fs::rename(target, old);
-      fs::rename(staging, target);
-      fs::remove_all(old);
-    } else {
-      fs::rename(staging, target);
-    }
-  } catch (...) {
-    std::error_code ec;
-    fs::remove_all(staging, ec);
-    throw;
-  }
+  });
 }
 
 }  // namespace gpuorch::report
