@@ -5,14 +5,15 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdio>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
+#include "cli/command_line.hpp"
 #include "cli/progress.hpp"
 #include "cli/verbs.hpp"
 #include "gpuorch/base/atomic_file.hpp"
@@ -20,6 +21,8 @@
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/io/inventory.hpp"
 #include "gpuorch/io/openb.hpp"
+#include "gpuorch/report/gnuplot.hpp"
+#include "gpuorch/report/timeline_html.hpp"
 #include "gpuorch/sim/timeline_engine.hpp"
 #include "gpuorch/sim/timeline_metrics.hpp"
 #include "gpuorch/sim/timeline_workload.hpp"
@@ -38,6 +41,7 @@ struct TimelineFlags {
   std::string limit = "0";
   std::string csv;
   std::string gpus;
+  std::string report;
   bool json = false;
 };
 
@@ -134,6 +138,10 @@ int run(const TimelineFlags& f) {
   const auto interval = whole_number("--interval", f.interval, 1);
   const auto limit = whole_number("--limit", f.limit, 0);
   if (!f.csv.empty()) base::check_output("--csv", f.csv);
+  if (!f.report.empty()) {
+    base::check_output("--report", f.report, base::OutputKind::kFolder);
+    report::find_gnuplot();
+  }
   const auto policies = policy_list(f.policy);
   std::vector<std::vector<cluster::NodeSpec>> clusters;
   if (!f.gpus.empty()) {
@@ -142,9 +150,10 @@ int run(const TimelineFlags& f) {
     long long a = 0, b = 0, step = 0;
     if (std::sscanf(f.gpus.c_str(), "%lld:%lld:%lld", &a, &b, &step) != 3 || a < 1 || b < a ||
         step < 1 || a % g != 0 || step % g != 0 || (b - a) / step > 1000) {
-      base::fail_input(fmt::format("--gpus: '{}' is not A:B:step with A <= B, A and step "
-                                   "multiples of --gpus-per-node {}",
-                                   f.gpus, g));
+      base::fail_input(
+          fmt::format("--gpus: '{}' is not A:B:step with A <= B, A and step "
+                      "multiples of --gpus-per-node {}",
+                      f.gpus, g));
     }
     for (long long n = a; n <= b; n += step) {
       clusters.push_back(sim::uniform_nodes(static_cast<int>(n / g), static_cast<int>(g)));
@@ -184,14 +193,16 @@ int run(const TimelineFlags& f) {
     for (const auto& name : policies) {
       auto p = sim::make_timeline_policy(name, po);
       if (!p) {
-        base::fail_input(fmt::format("--policy: unknown policy '{}' (fifo, sjf, tiresias, optimus, "
-                                     "pollux, lasgo, default, all)",
-                                     name));
+        base::fail_input(
+            fmt::format("--policy: unknown policy '{}' (fifo, sjf, tiresias, optimus, "
+                        "pollux, lasgo, default, all)",
+                        name));
       }
       if (p->needs_profiles() && philly) {
-        base::fail_input(fmt::format("{}: policy {} needs application profiles (a Pollux-format "
-                                     "workload); Philly rows are rigid jobs",
-                                     f.workload, name));
+        base::fail_input(
+            fmt::format("{}: policy {} needs application profiles (a Pollux-format "
+                        "workload); Philly rows are rigid jobs",
+                        f.workload, name));
       }
       if (p->rigid()) {
         for (const auto& j : jobs) {
@@ -217,7 +228,9 @@ int run(const TimelineFlags& f) {
       const std::size_t k = c * policies.size() + i;
       sim::TimelineOptions o;
       o.interval = interval;
-      o.on_progress = [&](std::size_t done, std::size_t n) { progress.update(k * n + done, all * n); };
+      o.on_progress = [&](std::size_t done, std::size_t n) {
+        progress.update(k * n + done, all * n);
+      };
       const auto t0 = std::chrono::steady_clock::now();
       results.push_back(
           sim::run_timeline(jobs, apps, clusters[c], *runs[c].made[i], policies[i], o));
@@ -228,35 +241,48 @@ int run(const TimelineFlags& f) {
   }
   progress.finish();
 
+  // Everything rendered first, then the report (gnuplot: the likeliest to fail), then the files.
+  std::string csv;
   if (!f.csv.empty()) {
-    std::string out = "policy,name,submit_s,start_s,completion_s,jct_s,restarts,gpu_hours\n";
+    csv = "policy,name,submit_s,start_s,completion_s,jct_s,restarts,gpu_hours\n";
     for (const auto& r : results) {
       for (const auto& o : r.jobs) {
-        out += fmt::format("{},{},{},{},{},{},{},{:.4f}\n", base::csv_field(r.policy),
+        csv += fmt::format("{},{},{},{},{},{},{},{:.4f}\n", base::csv_field(r.policy),
                            base::csv_field(o.name), o.submit, o.start, o.completion,
                            o.completion >= 0 ? o.completion - o.submit : -1, o.restarts,
                            o.gpu_seconds / 3600.0);
       }
     }
-    base::write_file_atomically(f.csv, out);
   }
+  if (!f.report.empty()) {
+    const report::TimelineMeta meta{f.workload, jobs.size(), interval};
+    report::write_timeline_html(
+        f.report, meta,
+        {command_line(), f.seed + " (no timeline policy draws random numbers today)"}, results);
+  }
+  if (!f.csv.empty()) base::write_file_atomically(f.csv, csv);
   if (f.json) {
     for (std::size_t i = 0; i < results.size(); ++i) {
-      fmt::print("{}\n", to_json(results[i], sim::summarize(results[i]), node_counts[i], elapsed[i]).dump());
+      fmt::print(
+          "{}\n",
+          to_json(results[i], sim::summarize(results[i]), node_counts[i], elapsed[i]).dump());
     }
     return 0;
   }
   fmt::print("sim timeline: {} ({} jobs), interval {} s\n", f.workload, jobs.size(), interval);
   fmt::print("{:>6} {:<10} {:>10} {:>10} {:>10} {:>10} {:>11} {:>10} {:>7} {:>8} {:>8}\n", "GPUs",
-             "policy", "avg JCT h", "median h", "p99 h", "queue h", "makespan h", "GPU-h", "util", "goodput",
-             "time s");
+             "policy", "avg JCT h", "median h", "p99 h", "queue h", "makespan h", "GPU-h", "util",
+             "goodput", "time s");
   for (std::size_t i = 0; i < results.size(); ++i) {
     const auto s = sim::summarize(results[i]);
-    fmt::print("{:>6} {:<10} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f} {:>11.2f} {:>10.1f} {:>6.1f}% {:>7.1f}% {:>8.3f}\n",
-               results[i].total_gpus, results[i].policy, s.avg_jct_s / 3600, s.median_jct_s / 3600, s.p99_jct_s / 3600,
-               s.avg_queue_s / 3600, s.makespan_s / 3600, s.gpu_hours, 100 * s.utilisation,
-               100 * s.goodput_utilisation, elapsed[i]);
+    fmt::print(
+        "{:>6} {:<10} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f} {:>11.2f} {:>10.1f} {:>6.1f}% "
+        "{:>7.1f}% {:>8.3f}\n",
+        results[i].total_gpus, results[i].policy, s.avg_jct_s / 3600, s.median_jct_s / 3600,
+        s.p99_jct_s / 3600, s.avg_queue_s / 3600, s.makespan_s / 3600, s.gpu_hours,
+        100 * s.utilisation, 100 * s.goodput_utilisation, elapsed[i]);
   }
+  if (!f.report.empty()) fmt::print("\nreport: {}/index.html\n", f.report);
   return 0;
 }
 
@@ -277,14 +303,16 @@ void add_sim_timeline(CLI::App& sim, Action& action) {
       "  gpuorch sim timeline --workload ../shared/traces/pollux_philly/workload-6.csv \\\n"
       "      --policy tiresias,optimus,pollux,default --json\n"
       "  gpuorch sim timeline --workload ../shared/traces/pollux_philly/workload-6.csv \\\n"
-      "      --policy pollux,default --gpus 32:128:32     # makespan, JCT, GPU-hours per size");
+      "      --policy pollux,default --gpus 32:128:32     # makespan, JCT, GPU-hours per size\n"
+      "  gpuorch sim timeline --workload ../shared/traces/pollux_philly/workload-6.csv \\\n"
+      "      --policy tiresias,pollux,default --report out/w6   # HTML: JCT CDF, utilisation, "
+      "queue");
   c->add_option("--workload", f->workload, "Workload CSV (Pollux format or philly.csv)")
       ->required();
   c->add_option("--apps", f->apps,
                 "Application profiles folder (default: apps/ next to the workload, or above it)");
   c->add_option("--policy", f->policy, "Policies, comma-separated, or all")->capture_default_str();
-  c->add_option("--nodes", f->nodes,
-                "Node count, or a node list (openb CSV, YAML inventory)")
+  c->add_option("--nodes", f->nodes, "Node count, or a node list (openb CSV, YAML inventory)")
       ->capture_default_str();
   c->add_option("--gpus-per-node", f->gpus_per_node, "GPUs per node with --nodes N")
       ->capture_default_str();
@@ -294,6 +322,7 @@ void add_sim_timeline(CLI::App& sim, Action& action) {
   c->add_option("--csv", f->csv, "Write per-job results (all policies) to this CSV file");
   c->add_option("--gpus", f->gpus,
                 "What-if: clusters of A..B GPUs in steps (A:B:step, --gpus-per-node each)");
+  c->add_option("--report", f->report, "Also write an HTML report with plots to this folder");
   c->add_flag("--json", f->json, "One JSON object per policy and line, with per_job");
   c->callback([f, &action] { action = [f] { return run(*f); }; });
 }
