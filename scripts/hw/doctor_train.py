@@ -163,8 +163,10 @@ def allreduce(args, device):
 def main():
     args = parse_args()
     local = int(os.environ.get("LOCAL_RANK", "0"))
-    torch.cuda.set_device(local)
-    device = torch.device("cuda", local)
+    # A launcher that shows each rank only its own GPU leaves one device: index 0.
+    index = local if local < torch.cuda.device_count() else 0
+    torch.cuda.set_device(index)
+    device = torch.device("cuda", index)
     result = allreduce(args, device) if args.mode == "allreduce" else train(args, device)
     result["pid"] = os.getpid()
     print(json.dumps(result), flush=True)
