@@ -202,7 +202,9 @@ void add_json(CLI::App& cmd, DoctorFlags& f) {
 
 int print_findings(const std::vector<doctor::Report>& reports, bool json) {
   if (json) {
-    fmt::print("{}\n", doctor::to_json(reports).dump(2));
+    // Process names come from /proc and may hold any bytes: invalid UTF-8 is replaced.
+    fmt::print("{}\n", doctor::to_json(reports).dump(
+                           2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
   } else {
     fmt::print("{}", doctor::render_text(reports));
   }

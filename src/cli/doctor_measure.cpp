@@ -65,7 +65,10 @@ doctor::UtilRecording take_window(const UtilFlags& f, std::string& input) {
   }
   auto r = doctor::sample_utilisation(tree, *nvml, f.seconds, f.interval);
   if (!f.record.empty()) {
-    base::write_file_atomically(f.record, doctor::utilisation_json(r).dump(1) + "\n");
+    // Process names come from /proc and may hold any bytes: invalid UTF-8 is replaced.
+    const auto text = doctor::utilisation_json(r).dump(
+        1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    base::write_file_atomically(f.record, text + "\n");
     input += " (recorded to " + f.record + ")";
   }
   return r;

@@ -58,7 +58,7 @@ TEST(DoctorMeasureCli, UtilisationRecordsARecordedTreeAndReplaysIt) {
   const std::string stat = "4242 (python3) R 1 1 1 0 -1 0 0 0 0 0 700 20 0 0 20 0 1 0 9 0 0\n";
   test::write_text((p / "stat").string(), stat);
   test::write_text((p / "task/4242/stat").string(), stat);
-  test::write_text((p / "comm").string(), "python3\n");
+  test::write_text((p / "comm").string(), "python3\xff\n");  // not UTF-8: replaced in JSON
   test::write_text(dir.file("tree/proc/stat"),
                    "cpu  10 0 10 80 0 0 0 0 0 0\ncpu0 10 0 10 80 0 0 0 0 0 0\n");
   test::write_text(dir.file("tree/nvml.json"), R"({"format": "gpuorch-nvml-recording/1",
@@ -77,7 +77,7 @@ TEST(DoctorMeasureCli, UtilisationRecordsARecordedTreeAndReplaysIt) {
   EXPECT_NE(r.out.find("(recorded to " + rec + ")"), std::string::npos) << r.out;
   const auto again = run_cli({"doctor", "utilisation", "--replay", rec}, dir);
   EXPECT_EQ(again.exit_code, 0) << again.err;
-  EXPECT_NE(again.out.find("pid 4242 (python3)"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("pid 4242 (python3\xef\xbf\xbd)"), std::string::npos) << again.out;
   // A tree without nvml.json, a recording that is not one, flags out of range: exit 2.
   fs::remove(dir.file("tree/nvml.json"));
   const auto no_nvml = run_cli({"doctor", "utilisation", "--sysfs-root", dir.file("tree")}, dir);

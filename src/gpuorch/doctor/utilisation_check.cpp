@@ -176,16 +176,17 @@ std::vector<Finding> check_utilisation(const UtilRecording& r, const UtilThresho
 
   const auto fams = families(r);
   for (const auto& g : r.gpus) {
-    std::vector<double> sm, used, rx;
+    std::vector<double> sm, used, rx, tx;
     for (const auto& s : r.snapshots) {
       for (const auto& reading : s.gpus) {
         if (reading.index != g.index) continue;
         if (reading.sm_util) sm.push_back(*reading.sm_util);
         if (reading.memory_used_mib) used.push_back(*reading.memory_used_mib);
         if (reading.pcie_rx_mbps) rx.push_back(*reading.pcie_rx_mbps);
+        if (reading.pcie_tx_mbps) tx.push_back(*reading.pcie_tx_mbps);
       }
     }
-    const Stats s = stats(sm), mem = stats(used), in = stats(rx);
+    const Stats s = stats(sm), mem = stats(used), in = stats(rx), out_stats = stats(tx);
     const std::string label =
         fmt::format("GPU{}{}", g.index, g.name.empty() ? "" : " (" + g.name + ")");
     std::string evidence = fmt::format(
@@ -198,6 +199,7 @@ std::vector<Finding> check_utilisation(const UtilRecording& r, const UtilThresho
     evidence +=
         in.n ? fmt::format("; PCIe RX median {:.0f} MB/s, peak {:.0f} MB/s", in.median, in.max)
              : std::string("; PCIe RX not read");
+    if (out_stats.n) evidence += fmt::format(", TX median {:.0f} MB/s", out_stats.median);
     std::vector<FamilyUse> uses;
     for (const auto& f : fams) {
       if (f.minors.count(g.minor)) uses.push_back(use_of(f, t));
