@@ -1,5 +1,7 @@
 // doctor numa on recorded /proc trees against a recorded 8-GPU host (dgx-h100: GPU0-3 on NUMA
 // node 0, cores 0-55,112-167; GPU4-7 on node 1), and the kubelet's policies.
+#include "gpuorch/doctor/numa.hpp"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -7,7 +9,6 @@
 
 #include "doctor/doctor_test_util.hpp"
 #include "gpuorch/discover/tree.hpp"
-#include "gpuorch/doctor/numa.hpp"
 #include "gpuorch/topology/json_read.hpp"
 
 namespace gpuorch {
@@ -85,6 +86,23 @@ TEST(Numa, ReadsALargeNumaMaps) {
   EXPECT_EQ(diag.problems(), std::vector<std::string>{});
   // GPU4 is on node 1: all of it remote.
   EXPECT_EQ(problem_ids(doctor::check_numa(dgx(), procs)), Ids{"numa.memory"});
+}
+
+// nvidia-persistenced and DCGM hold every GPU's file to manage it: not a job to bind.
+TEST(Numa, GpuManagersAreNotJobs) {
+  test::TempDir dir;
+  for (const auto& [pid, comm] : {std::pair{"10", "nvidia-persiste"}, std::pair{"11", "python3"},
+                                  std::pair{"12", "nv-hostengine"}}) {
+    const auto proc = dir.path() / "proc" / pid;
+    std::filesystem::create_directories(proc / "fd");
+    std::filesystem::create_symlink("/dev/nvidia0", proc / "fd/3");
+    test::write_text((proc / "status").string(), "Name:\tx\nCpus_allowed_list:\t0-3\n");
+    test::write_text((proc / "comm").string(), std::string(comm) + "\n");
+  }
+  const discover::Tree t(dir.path(), nullptr);
+  const auto found = doctor::find_gpu_processes(t);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].pid, 11);
 }
 
 TEST(Numa, FindingsNameTheCoresToBindTo) {

@@ -66,6 +66,14 @@ TEST(Utilisation, LoaderBoundNamesThePeggedThreadAndTheFix) {
   EXPECT_NE(idle->what.find("GPU1"), std::string::npos);
 }
 
+// idle.json: GPU0 is held only by nvidia-persistenced, which keeps it initialised and computes
+// nothing.
+TEST(Utilisation, AGpuHeldOnlyByAManagerIsIdle) {
+  const auto idle = find_id(doctor::check_utilisation(recording("idle")), "util.idle");
+  ASSERT_TRUE(idle);
+  EXPECT_NE(idle->what.find("GPU0"), std::string::npos);
+}
+
 TEST(Utilisation, WorkersCountAsTheJobsThreads) {
   const auto findings = doctor::check_utilisation(recording("fed"));
   const auto busy = find_id(findings, "util.busy");

@@ -23,12 +23,18 @@ struct GpuProcess {
 };
 
 // The N of every /dev/nvidiaN that process `pid` has open (sorted, once each; not nvidiactl,
-// nvidia-uvm); empty when it has none or its fds cannot be read. doctor utilisation uses it too.
+// nvidia-uvm); empty when it has none or its fds cannot be read, and for this process itself on
+// the live host (it may hold them through NVML). doctor utilisation uses it too.
 std::vector<int> gpu_minors_open(const discover::Tree& tree, int pid);
 
+// Whether a process of this /proc/PID/comm holds GPU files to manage the GPUs, not to compute on
+// them (nvidia-persistenced, nv-hostengine, dcgm-exporter, nvidia-smi, NVIDIA's device plugin):
+// such a holder is neither a job to bind nor a sign that a GPU is in use.
+bool gpu_manager(const std::string& command);
+
 // Processes with a /dev/nvidiaN open, from /proc/PID/fd (so it needs no NVML and sees processes
-// of every container on the host when run as root). Unreadable processes are skipped: they may
-// have exited, or belong to another user.
+// of every container on the host when run as root), GPU managers left out. Unreadable processes are
+// skipped: they may have exited, or belong to another user.
 std::vector<GpuProcess> find_gpu_processes(const discover::Tree& tree);
 
 std::vector<Finding> check_numa(const topology::Host& host, const std::vector<GpuProcess>& procs);

@@ -1,6 +1,8 @@
 // Reading GPU processes from procfs. numa_maps lines look like
 // "7f1c2a000000 bind:1 anon=512 dirty=512 active=0 N1=512 kernelpagesize_kB=4" (proc(5)); the
 // second word is the mapping's memory policy, each N<node>=<pages> its resident pages per node.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
@@ -74,8 +76,18 @@ std::optional<std::string> read_numa_maps_file(const discover::Tree& tree, const
 
 }  // namespace
 
+bool gpu_manager(const std::string& command) {
+  // /proc/PID/comm is cut at 15 characters: "nvidia-persistenced" reads "nvidia-persiste".
+  static const char* const kManagers[] = {"nvidia-persiste", "nv-hostengine", "dcgm-exporter",
+                                          "nvidia-smi", "nvidia-device-p"};
+  return std::any_of(std::begin(kManagers), std::end(kManagers),
+                     [&](const char* m) { return command.rfind(m, 0) == 0; });
+}
+
 std::vector<int> gpu_minors_open(const discover::Tree& tree, int pid) {
   std::vector<int> minors;
+  // gpuorch itself may hold the GPUs' files through NVML (discovery, sampling): not a GPU job.
+  if (tree.live() && pid == ::getpid()) return minors;
   const std::string dir = "proc/" + std::to_string(pid) + "/fd";
   std::error_code ec;
   for (const auto& fd : tree.list(dir)) {
@@ -105,6 +117,7 @@ std::vector<GpuProcess> find_gpu_processes(const discover::Tree& tree) {
     const auto status = tree.text(dir + "status");
     if (!status) continue;  // exited meanwhile
     p.command = tree.line(dir + "comm").value_or(status_field(*status, "Name"));
+    if (gpu_manager(p.command)) continue;
     p.cpus_allowed = topology::parse_id_list(status_field(*status, "Cpus_allowed_list"))
                          .value_or(topology::IdSet{});
     p.mems_allowed = topology::parse_id_list(status_field(*status, "Mems_allowed_list"))

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/doctor/numa.hpp"
 #include "gpuorch/doctor/utilisation.hpp"
 
 namespace gpuorch::doctor {
@@ -57,6 +58,7 @@ std::vector<Family> families(const UtilRecording& r) {
   std::map<std::pair<int, int>, Seen> seen;
   for (const auto& s : r.snapshots) {
     for (const auto& p : s.processes) {
+      if (gpu_manager(p.command)) continue;
       parent[p.pid] = p.ppid;
       last[p.pid] = &p;
       minors[p.pid].insert(p.gpu_minors.begin(), p.gpu_minors.end());
