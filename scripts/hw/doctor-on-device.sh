@@ -88,10 +88,16 @@ start_job() {
   log "$name: not ready after $waited s ($*); last lines: $(tail -3 "$out/$name-log.txt" | tr '\n' ' ')"
   return 1
 }
+# stop_job NAME: the stop file, 30 s to act on it, then SIGTERM (timeout passes it on).
 stop_job() {
-  local name=$1
+  local name=$1 waited=0
   [ -n "$JOB" ] || return 0
   touch "$out/$name.stop"
+  while kill -0 "$JOB" 2>/dev/null && [ $waited -lt 30 ]; do
+    sleep 1
+    waited=$((waited + 1))
+  done
+  kill -0 "$JOB" 2>/dev/null && kill -TERM "$JOB" && log "$name: still running 30 s after its stop file, SIGTERM"
   wait "$JOB"
   log "$name: job exit $?"
   JOB=

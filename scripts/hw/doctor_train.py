@@ -20,9 +20,13 @@ import json
 import os
 import time
 
-import numpy as np
 import torch
 import torch.nn as nn
+
+try:
+    import numpy as np
+except ImportError:  # torch without numpy: the same work in torch ops, on one thread
+    np = None
 
 
 def parse_args():
@@ -62,8 +66,12 @@ class Images(torch.utils.data.Dataset):
     random flip (light) or, with aug_iters > 0, a smoothing pass repeated on the CPU (heavy)."""
 
     def __init__(self, size, aug_iters, pool=256, length=1 << 30):
-        rng = np.random.default_rng(0)
-        self.pool = rng.integers(0, 255, size=(pool, 3, size, size), dtype=np.uint8)
+        if np is not None:
+            rng = np.random.default_rng(0)
+            self.pool = rng.integers(0, 255, size=(pool, 3, size, size), dtype=np.uint8)
+        else:
+            self.pool = torch.randint(0, 255, (pool, 3, size, size), dtype=torch.uint8,
+                                      generator=torch.Generator().manual_seed(0))
         self.aug_iters = aug_iters
         self.length = length
 
@@ -72,6 +80,8 @@ class Images(torch.utils.data.Dataset):
 
     def __getitem__(self, i):
         x = self.pool[i % len(self.pool)]
+        if np is None:
+            return self.torch_item(x, i), i % 1000
         if i % 2:
             x = x[:, :, ::-1]
         if self.aug_iters:
@@ -80,6 +90,16 @@ class Images(torch.utils.data.Dataset):
                 y = 0.25 * (np.roll(y, 1, 1) + np.roll(y, -1, 1) + np.roll(y, 1, 2) + np.roll(y, -1, 2))
             x = y.clip(0, 255).astype(np.uint8)
         return torch.from_numpy(np.ascontiguousarray(x)), i % 1000
+
+    def torch_item(self, x, i):
+        if i % 2:
+            x = torch.flip(x, (2,))
+        if self.aug_iters:
+            y = x.float()
+            for _ in range(self.aug_iters):
+                y = 0.25 * (torch.roll(y, 1, 1) + torch.roll(y, -1, 1) + torch.roll(y, 1, 2) + torch.roll(y, -1, 2))
+            x = y.clamp(0, 255).to(torch.uint8)
+        return x.contiguous()
 
 
 def touch(path):
@@ -110,6 +130,8 @@ def train(args, device):
         source = batches()
     else:
         fed = args.mode == "fed"
+        if np is None and not fed:
+            torch.set_num_threads(1)  # the augmentation stays on the main thread, as numpy's does
         extra = {"persistent_workers": True, "prefetch_factor": 4} if fed else {}
         loader = torch.utils.data.DataLoader(
             Images(args.size, 0 if fed else args.aug_iters), batch_size=args.batch,
