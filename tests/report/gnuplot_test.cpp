@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "gpuorch/report/fill_html.hpp"
@@ -66,6 +67,38 @@ TEST(FillReport, EveryPolicyDrawnDistinctlyBandsUnderLinesKeyOutside) {
   const auto alloc = script.substr(start, script.find("set output", start + 1) - start);
   EXPECT_LT(alloc.rfind("filledcurves"), alloc.find("with linespoints"));
   EXPECT_NE(alloc.find("filledcurves"), alloc.rfind("filledcurves"));
+}
+
+TEST(FillReport, PageStartsWithHowTheRunWasMadeAndHasEveryPlot) {
+  if (!test::has_gnuplot()) GTEST_SKIP() << "gnuplot is not installed";
+  std::vector<sim::FillRun> runs;
+  for (const char* policy : {"efd", "efd-online"}) {
+    sim::FillRun r;
+    r.policy = policy;
+    r.seed = 42;
+    for (std::size_t x = 0; x < sim::kCurvePoints; ++x) {
+      r.curves.alloc[x] = std::min(double(x), 95.0);
+      r.curves.frag_amount[x] = 1.0;
+      r.curves.frag_ratio[x] = 10.0;
+    }
+    runs.push_back(r);
+  }
+  FillMeta meta;
+  meta.workload = "openb_pod_list_default";
+  meta.gpu_count = 8;
+  const test::TempDir tmp;
+  const std::string dir = tmp.file("report");
+  write_fill_html(dir, meta, {"gpuorch sim fill --seeds 42 --report r", "42 (1 seeds)"}, runs);
+  const std::string html = test::read_text(dir + "/index.html");
+  EXPECT_THAT(html, HasSubstr("<pre>gpuorch sim fill --seeds 42 --report r</pre>"));
+  EXPECT_THAT(html, HasSubstr("Seeds: 42 (1 seeds)"));
+  EXPECT_THAT(html, HasSubstr("gpuorch " GPUORCH_VERSION));
+  EXPECT_THAT(html, HasSubstr(" UTC"));
+  EXPECT_LT(html.find("Seeds:"), html.find("<h2>"));  // at the top
+  for (const char* svg : {"alloc.svg", "alloc_zoom.svg", "frag_amount.svg", "frag_ratio.svg"}) {
+    EXPECT_THAT(test::read_text(dir + "/" + svg), HasSubstr("<svg")) << svg;
+  }
+  EXPECT_EQ(test::folder_entries(tmp.path()), std::vector<std::string>{"report"});
 }
 
 }  // namespace
