@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <ostream>
 
 #include "doctor/doctor_test_util.hpp"
 #include "gpuorch/base/process_tree.hpp"
@@ -30,6 +32,9 @@ struct Case {
   Ids problems;
 };
 
+// How gtest (and so ctest's test names) shows a case: its fixture's name.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
 class UtilisationFixture : public ::testing::TestWithParam<Case> {};
 
 TEST_P(UtilisationFixture, RaisesExactlyItsFindings) {
@@ -43,7 +48,12 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, UtilisationFixture,
                                            Case{"cpu-bound", {"util.cpu-bound"}},
                                            Case{"copy-bound", {"util.copy-bound"}},
                                            Case{"launch-bound", {"util.launch-bound"}},
-                                           Case{"launch-bound-workers", {"util.launch-bound"}}));
+                                           Case{"launch-bound-workers", {"util.launch-bound"}}),
+                         [](const ::testing::TestParamInfo<Case>& param) {
+                           std::string name = param.param.name;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 TEST(Utilisation, LoaderBoundNamesThePeggedThreadAndTheFix) {
   const auto findings = doctor::check_utilisation(recording("loader-bound"));
