@@ -12,7 +12,7 @@
 # Run from the repository root with the portable build carried (build/portable/dist):
 #   OUT=/some/dir bash scripts/hw/doctor-on-device.sh
 # Every step runs under `timeout`; its exit code goes to steps.txt and the script goes on. The
-# whole run stays under 7 minutes (steps are skipped once BUDGET seconds, default 380, are used).
+# whole run stays under 7 minutes (steps are skipped once BUDGET seconds, default 360, are used).
 # The device returns at most 8 files: everything is written to $OUT/run and packed into
 # $OUT/doctor-run.tar.gz at the end; summary.txt stays beside it. NCCL_NVLS_ENABLE=0 throughout.
 set -uo pipefail
@@ -26,7 +26,7 @@ G=${GPUORCH:-build/portable/dist/bin/gpuorch}
 PY=${PYTHON:-python3}
 TRAIN=scripts/hw/doctor_train.py
 DATA_DIR=${DATA_DIR:-/var/tmp}
-BUDGET=${BUDGET:-380}
+BUDGET=${BUDGET:-360}
 t0=$SECONDS
 
 log() { echo "[$((SECONDS - t0)) s] $*" | tee -a "$out/steps.txt"; }
@@ -142,6 +142,7 @@ gnode=$(cat "/sys/bus/pci/devices/$bus/numa_node" 2>/dev/null || echo -1)
 [ "$gnode" -lt 0 ] 2>/dev/null && gnode=0
 far=
 for n in /sys/devices/system/node/node[0-9]*; do
+  [ -d "$n" ] || continue
   id=${n##*node}
   if [ "$id" != "$gnode" ] && [ -z "$far" ]; then far=$id; fi
 done
