@@ -26,7 +26,7 @@ function(gpuorch_layer name)
   set_property(GLOBAL APPEND PROPERTY GPUORCH_LAYERS ${target})
 endfunction()
 
-gpuorch_layer(base LIBS fmt::fmt nlohmann_json::nlohmann_json Threads::Threads ${CMAKE_DL_LIBS})
+gpuorch_layer(base LIBS fmt::fmt nlohmann_json::nlohmann_json yaml-cpp Threads::Threads ${CMAKE_DL_LIBS})
 gpuorch_layer(cluster DEPS base)
 gpuorch_layer(workload DEPS base)
 gpuorch_layer(mig DEPS base)

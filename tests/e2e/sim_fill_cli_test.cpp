@@ -222,7 +222,7 @@ TEST(SimFillCli, BadInputExitsTwoWithOneLocatedLineAndNoOutputs) {
        "unknown key 'gpus'"},
       {"yaml_wrong_type", "inv.yaml",
        "nodes:\n  - name: a\n    cpu_milli: many\n    memory_mib: 1\n", true, 3,
-       "'cpu_milli' must be an integer"},
+       "'cpu_milli' must be a whole number"},
       {"yaml_syntax", "inv.yaml", "nodes:\n  - name: [a\n", true, 0, ""},
   };
   for (const auto& c : cases) {

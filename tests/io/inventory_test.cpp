@@ -94,11 +94,11 @@ TEST(ParseInventory, EveryBadInputIsOneLocatedLine) {
        "nodes:\n" + kTemplate + "    gpu:\n      model: T4\n      count: 1\n      mig: 7g\n", 8,
        "unknown key 'mig' in 'gpu'"},
       {"not_an_integer", "nodes:\n  - name: a\n    cpu_milli: lots\n    memory_mib: 1000\n", 3,
-       "'cpu_milli' must be an integer"},
+       "'cpu_milli' must be a whole number"},
       {"fraction", "nodes:\n  - name: a\n    cpu_milli: 1.5\n    memory_mib: 1000\n", 3,
-       "'cpu_milli' must be an integer"},
+       "'cpu_milli' must be a whole number"},
       {"list_for_integer", "nodes:\n  - name: a\n    cpu_milli: [1, 2]\n    memory_mib: 1000\n", 3,
-       "'cpu_milli' must be an integer"},
+       "'cpu_milli' must be a single value"},
       {"negative", "nodes:\n" + kTemplate + "    count: -2\n", 5, "'count' is negative"},
       {"huge_count", "nodes:\n" + kTemplate + "    count: 2000000\n", 2,
        "the inventory expands past 100000 nodes (the limit)"},
@@ -110,13 +110,13 @@ TEST(ParseInventory, EveryBadInputIsOneLocatedLine) {
       {"missing_name", "nodes:\n  - cpu_milli: 1\n    memory_mib: 1\n", 2, "missing key 'name'"},
       {"missing_cpu", "nodes:\n  - name: a\n    memory_mib: 1\n", 2, "missing key 'cpu_milli'"},
       {"name_not_string", "nodes:\n  - name: [a]\n    cpu_milli: 1\n    memory_mib: 1\n", 2,
-       "'name' must be a string"},
+       "'name' must be a single value"},
       {"empty_name", "nodes:\n  - name: ''\n    cpu_milli: 1\n    memory_mib: 1\n", 2,
        "'name' is empty"},
       {"labels_not_map", "nodes:\n" + kTemplate + "    labels: [a, b]\n", 5,
        "'labels' must be a mapping"},
       {"label_value_not_string", "nodes:\n" + kTemplate + "    labels:\n      zone: [a]\n", 6,
-       "label values must be strings"},
+       "the value of 'zone' in 'labels' must be a single value"},
       {"links_and_islands",
        "nodes:\n" + kTemplate +
            "    gpu:\n      model: T4\n      count: 2\n      links: [[0, 1], [1, 0]]\n"
@@ -138,7 +138,7 @@ TEST(ParseInventory, EveryBadInputIsOneLocatedLine) {
        "nodes:\n" + kTemplate +
            "    gpu:\n      model: T4\n      count: 2\n      links:\n        - [0, fast]\n        "
            "- [1, 0]\n",
-       9, "'links' row 0 column 1 must be an integer"},
+       9, "'links' row 0 column 1 must be a whole number"},
       {"links_too_large",
        "nodes:\n" + kTemplate +
            "    gpu:\n      model: T4\n      count: 2\n      links:\n        - [0, 256]\n        - "
@@ -277,8 +277,9 @@ TEST(ParseInventory, RefusesWhatExpandsPastTheGpuAndByteLimits) {
   EXPECT_EQ(test::input_error([&] { parse_inventory(gpus, "g.yaml"); }),
             "g.yaml:2: the inventory expands past 1000000 GPUs (the limit)");
   // Many labels on each of many nodes: few nodes and GPUs, but the labels are copied per node.
-  std::string labels = "nodes:\n  - name: a\n    count: 100000\n    cpu_milli: 1\n"
-                       "    memory_mib: 1\n    labels:\n";
+  std::string labels =
+      "nodes:\n  - name: a\n    count: 100000\n    cpu_milli: 1\n"
+      "    memory_mib: 1\n    labels:\n";
   for (int i = 0; i < 200; ++i) labels += fmt::format("      label-{:03d}: value-{:03d}\n", i, i);
   EXPECT_EQ(test::input_error([&] { parse_inventory(labels, "l.yaml"); }),
             "l.yaml:2: the inventory expands past 1024 MiB of nodes (the limit)");
@@ -296,14 +297,12 @@ TEST(ParseInventory, RefusesControlCharactersInEveryField) {
                               "c.yaml");
             }),
             "c.yaml:2: 'name' holds a control character (0x00) at byte 1");
-  EXPECT_EQ(test::input_error([&] {
-              parse_inventory(head + "    labels: {zone: \"a\\tb\"}\n", "c.yaml");
-            }),
-            "c.yaml:5: label 'zone' holds a control character (0x09) at byte 1");
-  EXPECT_EQ(test::input_error([&] {
-              parse_inventory(head + "    labels: {\"z\\x9b\": a}\n", "c.yaml");
-            }),
-            "c.yaml:5: a label name holds a control character (0x9b) at byte 1");
+  EXPECT_EQ(test::input_error(
+                [&] { parse_inventory(head + "    labels: {zone: \"a\\tb\"}\n", "c.yaml"); }),
+            "c.yaml:5: the value of 'zone' in 'labels' holds a control character (0x09) at byte 1");
+  EXPECT_EQ(
+      test::input_error([&] { parse_inventory(head + "    labels: {\"z\\x9b\": a}\n", "c.yaml"); }),
+      "c.yaml:5: a key in 'labels' holds a control character (0x9b) at byte 1");
   EXPECT_EQ(test::input_error([&] { parse_inventory(head + "    \"x\\ay\": 1\n", "c.yaml"); }),
             "c.yaml:5: a key in a node template holds a control character (0x07) at byte 1");
 }

@@ -7,43 +7,34 @@
 
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/base/read_file.hpp"
+#include "gpuorch/base/yaml_reader.hpp"
 #include "gpuorch/doctor/numa.hpp"
 
 namespace gpuorch::doctor {
 namespace {
 
-std::string field(const YAML::Node& doc, const std::string& path, const char* key,
+std::string field(const base::YamlReader& yaml, const YAML::Node& doc, const char* key,
                   const char* fallback) {
   const YAML::Node n = doc[key];
-  if (!n) return fallback;
-  if (!n.IsScalar()) {
-    base::fail_input(path, static_cast<std::size_t>(n.Mark().line + 1),
-                     fmt::format("{} must be a string", key));
-  }
-  return n.as<std::string>();
+  return n ? yaml.scalar(n, key) : fallback;
 }
 
 }  // namespace
 
 std::vector<Finding> check_kubelet_config(const std::string& path) {
-  const std::string text = base::read_input_file(path, "kubelet config");
-  YAML::Node doc;
-  try {
-    doc = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    base::fail_input(path, static_cast<std::size_t>(e.mark.line + 1), e.msg);
-  }
+  const base::YamlReader yaml(path);
+  const YAML::Node doc = yaml.load(base::read_input_file(path, "kubelet config"));
   if (!doc.IsMap() || !doc["kind"] || doc["kind"].as<std::string>("") != "KubeletConfiguration") {
     base::fail_input(path, 1, "not a KubeletConfiguration (kind: KubeletConfiguration)");
   }
-  const std::string cpu = field(doc, path, "cpuManagerPolicy", "none");
-  const std::string topo = field(doc, path, "topologyManagerPolicy", "none");
-  const std::string scope = field(doc, path, "topologyManagerScope", "container");
-  const std::string memory = field(doc, path, "memoryManagerPolicy", "None");
-  const std::string evidence =
-      fmt::format("{}: cpuManagerPolicy {}, topologyManagerPolicy {}, topologyManagerScope {}, "
-                  "memoryManagerPolicy {}",
-                  path, cpu, topo, scope, memory);
+  const std::string cpu = field(yaml, doc, "cpuManagerPolicy", "none");
+  const std::string topo = field(yaml, doc, "topologyManagerPolicy", "none");
+  const std::string scope = field(yaml, doc, "topologyManagerScope", "container");
+  const std::string memory = field(yaml, doc, "memoryManagerPolicy", "None");
+  const std::string evidence = fmt::format(
+      "{}: cpuManagerPolicy {}, topologyManagerPolicy {}, topologyManagerScope {}, "
+      "memoryManagerPolicy {}",
+      path, cpu, topo, scope, memory);
   std::vector<Finding> out;
   if (cpu != "static") {
     out.push_back({Severity::kWarning, "kubelet.cpu-manager",
@@ -74,8 +65,8 @@ std::vector<Finding> check_kubelet_config(const std::string& path) {
                    evidence, ""});
   }
   if (out.empty()) {
-    out.push_back({Severity::kInfo, "kubelet.policies", "GPU pods are aligned to NUMA nodes",
-                   evidence, ""});
+    out.push_back(
+        {Severity::kInfo, "kubelet.policies", "GPU pods are aligned to NUMA nodes", evidence, ""});
   }
   return out;
 }

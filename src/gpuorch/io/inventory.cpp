@@ -9,120 +9,71 @@
 #include <sstream>
 
 #include "gpuorch/base/error.hpp"
-#include "gpuorch/base/text_check.hpp"
+#include "gpuorch/base/yaml_reader.hpp"
 
 namespace gpuorch::io {
 namespace {
 
-struct Context {
-  const std::string& path;
-};
+using base::YamlReader;
 
-std::size_t line_of(const YAML::Node& node) {
-  return static_cast<std::size_t>(node.Mark().line + 1);
-}
+std::size_t line_of(const YAML::Node& node) { return YamlReader::line_of(node); }
 
-void check_keys(const Context& ctx, const YAML::Node& map, const std::set<std::string>& allowed,
-                const std::string& where) {
-  if (!map.IsMap())
-    base::fail_input(ctx.path, line_of(map), fmt::format("{} must be a mapping", where));
-  for (const auto& kv : map) {
-    if (!kv.first.IsScalar()) {
-      base::fail_input(ctx.path, line_of(kv.first),
-                       fmt::format("a key in {} is not a name", where));
-    }
-    const auto key = kv.first.as<std::string>();
-    base::require_no_control(key, ctx.path, line_of(kv.first), fmt::format("a key in {}", where));
-    if (allowed.count(key) == 0) {
-      base::fail_input(
-          ctx.path, line_of(kv.first),
-          fmt::format("unknown key '{}' in {} (known: {})", key, where, fmt::join(allowed, ", ")));
-    }
-  }
-}
-
-std::int64_t nonnegative(const Context& ctx, const YAML::Node& map, const char* key, bool required,
-                         std::int64_t fallback = 0) {
+std::int64_t nonnegative(const YamlReader& yaml, const YAML::Node& map, const char* key,
+                         bool required, std::int64_t fallback = 0) {
   const YAML::Node v = map[key];
   if (!v) {
-    if (required) base::fail_input(ctx.path, line_of(map), fmt::format("missing key '{}'", key));
+    if (required) yaml.fail(map, fmt::format("missing key '{}'", key));
     return fallback;
   }
-  std::int64_t out = 0;
-  if (!v.IsScalar() || !YAML::convert<std::int64_t>::decode(v, out)) {
-    base::fail_input(ctx.path, line_of(v), fmt::format("'{}' must be an integer", key));
-  }
-  if (out < 0) base::fail_input(ctx.path, line_of(v), fmt::format("'{}' is negative", key));
+  const std::int64_t out = yaml.integer(v, fmt::format("'{}'", key));
+  if (out < 0) yaml.fail(v, fmt::format("'{}' is negative", key));
   return out;
 }
 
-std::string text(const Context& ctx, const YAML::Node& map, const char* key, bool required) {
+std::string text(const YamlReader& yaml, const YAML::Node& map, const char* key, bool required) {
   const YAML::Node v = map[key];
   if (!v) {
-    if (required) base::fail_input(ctx.path, line_of(map), fmt::format("missing key '{}'", key));
+    if (required) yaml.fail(map, fmt::format("missing key '{}'", key));
     return {};
   }
-  if (!v.IsScalar())
-    base::fail_input(ctx.path, line_of(v), fmt::format("'{}' must be a string", key));
-  auto out = v.as<std::string>();
-  base::require_no_control(out, ctx.path, line_of(v), fmt::format("'{}'", key));
-  return out;
-}
-
-// An integer in [lo, hi]; `what` names it in the error.
-std::int64_t integer_in(const Context& ctx, const YAML::Node& v, const std::string& what,
-                        std::int64_t lo, std::int64_t hi) {
-  std::int64_t out = 0;
-  if (!v.IsScalar() || !YAML::convert<std::int64_t>::decode(v, out)) {
-    base::fail_input(ctx.path, line_of(v), fmt::format("{} must be an integer", what));
-  }
-  if (out < lo || out > hi) {
-    base::fail_input(ctx.path, line_of(v),
-                     fmt::format("{} is {}, outside {}..{}", what, out, lo, hi));
-  }
-  return out;
+  return yaml.scalar(v, fmt::format("'{}'", key));
 }
 
 // The GPU link matrix (cluster::NodeSpec::gpu_links) from `links` (the matrix itself) or
 // `nvlink_islands` (lists of GPUs joined by NVLink: 100 inside an island, 10 between); empty
 // when the template has neither.
-std::vector<std::uint8_t> gpu_links(const Context& ctx, const YAML::Node& gpu, int count) {
+std::vector<std::uint8_t> gpu_links(const YamlReader& yaml, const YAML::Node& gpu, int count) {
   const YAML::Node links = gpu["links"];
   const YAML::Node islands = gpu["nvlink_islands"];
   if (!links && !islands) return {};
   if (links && islands) {
-    base::fail_input(ctx.path, line_of(islands), "give 'links' or 'nvlink_islands', not both");
+    yaml.fail(islands, "give 'links' or 'nvlink_islands', not both");
   }
   const char* key = links ? "links" : "nvlink_islands";
   if (count < 2) {
-    base::fail_input(ctx.path, line_of(links ? links : islands),
-                     fmt::format("'{}' needs a 'count' of at least 2 GPUs", key));
+    yaml.fail(links ? links : islands, fmt::format("'{}' needs a 'count' of at least 2 GPUs", key));
   }
   const auto n = static_cast<std::size_t>(count);
   std::vector<std::uint8_t> m(n * n, 0);
   if (links) {
     if (!links.IsSequence() || links.size() != n) {
-      base::fail_input(ctx.path, line_of(links),
-                       fmt::format("'links' must be a list of {} rows, one per GPU", n));
+      yaml.fail(links, fmt::format("'links' must be a list of {} rows, one per GPU", n));
     }
     for (std::size_t a = 0; a < n; ++a) {
       const YAML::Node row = links[a];
       if (!row.IsSequence() || row.size() != n) {
-        base::fail_input(ctx.path, line_of(row),
-                         fmt::format("row {} of 'links' must be a list of {} integers", a, n));
+        yaml.fail(row, fmt::format("row {} of 'links' must be a list of {} integers", a, n));
       }
       for (std::size_t b = 0; b < n; ++b) {
         const std::int64_t v =
-            integer_in(ctx, row[b], fmt::format("'links' row {} column {}", a, b), 0, 255);
+            yaml.integer(row[b], fmt::format("'links' row {} column {}", a, b), 0, 255);
         if (a == b && v != 0) {
-          base::fail_input(ctx.path, line_of(row[b]),
-                           fmt::format("'links' row {} column {}: the diagonal must be 0", a, b));
+          yaml.fail(row[b], fmt::format("'links' row {} column {}: the diagonal must be 0", a, b));
         }
         if (b < a && v != m[b * n + a]) {
-          base::fail_input(ctx.path, line_of(row[b]),
-                           fmt::format("'links' is not symmetric: row {} column {} is {}, row {} "
-                                       "column {} is {}",
-                                       a, b, v, b, a, m[b * n + a]));
+          yaml.fail(row[b], fmt::format("'links' is not symmetric: row {} column {} is {}, row {} "
+                                        "column {} is {}",
+                                        a, b, v, b, a, m[b * n + a]));
         }
         m[a * n + b] = static_cast<std::uint8_t>(v);
       }
@@ -130,22 +81,19 @@ std::vector<std::uint8_t> gpu_links(const Context& ctx, const YAML::Node& gpu, i
     return m;
   }
   if (!islands.IsSequence() || islands.size() == 0) {
-    base::fail_input(ctx.path, line_of(islands),
-                     "'nvlink_islands' must be a non-empty list of lists of GPU indices");
+    yaml.fail(islands, "'nvlink_islands' must be a non-empty list of lists of GPU indices");
   }
   std::vector<int> island_of(n, -1);
   int i = 0;
   for (const auto& island : islands) {
     if (!island.IsSequence() || island.size() == 0) {
-      base::fail_input(ctx.path, line_of(island),
-                       "an NVLink island must be a non-empty list of GPU indices");
+      yaml.fail(island, "an NVLink island must be a non-empty list of GPU indices");
     }
     for (const auto& g : island) {
-      const auto idx = static_cast<std::size_t>(integer_in(
-          ctx, g, "a GPU index in 'nvlink_islands'", 0, static_cast<std::int64_t>(n) - 1));
+      const auto idx = static_cast<std::size_t>(
+          yaml.integer(g, "a GPU index in 'nvlink_islands'", 0, static_cast<std::int64_t>(n) - 1));
       if (island_of[idx] >= 0) {
-        base::fail_input(ctx.path, line_of(g),
-                         fmt::format("GPU {} is in 'nvlink_islands' twice", idx));
+        yaml.fail(g, fmt::format("GPU {} is in 'nvlink_islands' twice", idx));
       }
       island_of[idx] = i;
     }
@@ -168,25 +116,27 @@ struct Totals {
   std::int64_t gpus = 0;
   std::int64_t bytes = 0;
 
-  void add(const Context& ctx, std::size_t line, std::int64_t count, const cluster::NodeSpec& spec,
-           const InventoryLimits& limits) {
-    std::int64_t per_node = static_cast<std::int64_t>(sizeof(cluster::NodeSpec)) + 32 +
-                            static_cast<std::int64_t>(spec.gpu_links.size() + spec.gpu_model.size());
+  void add(const YamlReader& yaml, std::size_t line, std::int64_t count,
+           const cluster::NodeSpec& spec, const InventoryLimits& limits) {
+    std::int64_t per_node =
+        static_cast<std::int64_t>(sizeof(cluster::NodeSpec)) + 32 +
+        static_cast<std::int64_t>(spec.gpu_links.size() + spec.gpu_model.size());
     for (const auto& [k, v] : spec.labels) {
       per_node += static_cast<std::int64_t>(2 * sizeof(std::string) + k.size() + v.size());
     }
     if (count > limits.nodes - nodes) {
-      base::fail_input(ctx.path, line,
-                       fmt::format("the inventory expands past {} nodes (the limit)", limits.nodes));
+      base::fail_input(
+          yaml.file(), line,
+          fmt::format("the inventory expands past {} nodes (the limit)", limits.nodes));
     }
     nodes += count;
     if (spec.gpu_count > 0 && count > (limits.gpus - gpus) / spec.gpu_count) {
-      base::fail_input(ctx.path, line,
+      base::fail_input(yaml.file(), line,
                        fmt::format("the inventory expands past {} GPUs (the limit)", limits.gpus));
     }
     gpus += count * spec.gpu_count;
     if (count > 0 && per_node > (limits.bytes - bytes) / count) {
-      base::fail_input(ctx.path, line,
+      base::fail_input(yaml.file(), line,
                        fmt::format("the inventory expands past {} MiB of nodes (the limit)",
                                    limits.bytes >> 20));
     }
@@ -198,15 +148,10 @@ struct Totals {
 
 std::vector<cluster::NodeSpec> parse_inventory(const std::string& source, const std::string& path,
                                                const InventoryLimits& limits) {
-  const Context ctx{path};
-  YAML::Node root;
-  try {
-    root = YAML::Load(source);
-  } catch (const YAML::Exception& e) {
-    base::fail_input(path, static_cast<std::size_t>(e.mark.line + 1), e.msg);
-  }
+  const YamlReader yaml(path);
+  const YAML::Node root = yaml.load(source);
   if (!root || root.IsNull()) base::fail_input(path, 0, "empty inventory");
-  check_keys(ctx, root, {"nodes"}, "the inventory");
+  yaml.only_keys(root, "the inventory", {"nodes"});
   const YAML::Node templates = root["nodes"];
   if (!templates || !templates.IsSequence() || templates.size() == 0) {
     base::fail_input(path, line_of(root), "'nodes' must be a non-empty list of node templates");
@@ -220,47 +165,35 @@ std::vector<cluster::NodeSpec> parse_inventory(const std::string& source, const 
   Totals totals;
   std::set<std::string> names;
   for (const auto& t : templates) {
-    check_keys(ctx, t, {"name", "count", "cpu_milli", "memory_mib", "gpu", "labels"},
-               "a node template");
-    const std::string name = text(ctx, t, "name", true);
+    yaml.only_keys(t, "a node template",
+                   {"name", "count", "cpu_milli", "memory_mib", "gpu", "labels"});
+    const std::string name = text(yaml, t, "name", true);
     if (name.empty()) base::fail_input(path, line_of(t), "'name' is empty");
     if (!names.insert(name).second) {
       base::fail_input(path, line_of(t), fmt::format("duplicate template name '{}'", name));
     }
-    const std::int64_t count = nonnegative(ctx, t, "count", false, 1);
+    const std::int64_t count = nonnegative(yaml, t, "count", false, 1);
     cluster::NodeSpec spec;
-    spec.cpu_milli = nonnegative(ctx, t, "cpu_milli", true);
-    spec.memory_mib = nonnegative(ctx, t, "memory_mib", true);
+    spec.cpu_milli = nonnegative(yaml, t, "cpu_milli", true);
+    spec.memory_mib = nonnegative(yaml, t, "memory_mib", true);
     if (const YAML::Node gpu = t["gpu"]) {
-      check_keys(ctx, gpu, {"model", "count", "memory_mib", "links", "nvlink_islands"}, "'gpu'");
-      spec.gpu_model = text(ctx, gpu, "model", true);
-      const std::int64_t gpus = nonnegative(ctx, gpu, "count", true);
+      yaml.only_keys(gpu, "'gpu'", {"model", "count", "memory_mib", "links", "nvlink_islands"});
+      spec.gpu_model = text(yaml, gpu, "model", true);
+      const std::int64_t gpus = nonnegative(yaml, gpu, "count", true);
       if (gpus > 64) base::fail_input(path, line_of(gpu), "'count' above 64 GPUs per node");
       spec.gpu_count = static_cast<int>(gpus);
-      spec.gpu_memory_mib = nonnegative(ctx, gpu, "memory_mib", false);
+      spec.gpu_memory_mib = nonnegative(yaml, gpu, "memory_mib", false);
       if (spec.gpu_count > 0 && spec.gpu_model.empty()) {
         base::fail_input(path, line_of(gpu), "'model' is empty");
       }
       if (spec.gpu_count > 0) spec.labels.emplace_back("gpu-model", spec.gpu_model);
-      spec.gpu_links = gpu_links(ctx, gpu, spec.gpu_count);
+      spec.gpu_links = gpu_links(yaml, gpu, spec.gpu_count);
     }
     if (const YAML::Node labels = t["labels"]) {
-      if (!labels.IsMap()) base::fail_input(path, line_of(labels), "'labels' must be a mapping");
-      for (const auto& kv : labels) {
-        if (!kv.first.IsScalar()) {
-          base::fail_input(path, line_of(kv.first), "label names must be strings");
-        }
-        if (!kv.second.IsScalar()) {
-          base::fail_input(path, line_of(kv.second), "label values must be strings");
-        }
-        auto label = kv.first.as<std::string>();
-        auto value = kv.second.as<std::string>();
-        base::require_no_control(label, path, line_of(kv.first), "a label name");
-        base::require_no_control(value, path, line_of(kv.second), fmt::format("label '{}'", label));
-        spec.labels.emplace_back(std::move(label), std::move(value));
-      }
+      for (auto& label : yaml.string_map(labels, "'labels'"))
+        spec.labels.push_back(std::move(label));
     }
-    totals.add(ctx, line_of(t), count, spec, limits);
+    totals.add(yaml, line_of(t), count, spec, limits);
     read.push_back(Template{name, count, std::move(spec)});
   }
   if (totals.nodes == 0) base::fail_input(path, 0, "the inventory has no nodes (every count is 0)");
@@ -282,10 +215,7 @@ std::vector<cluster::NodeSpec> load_inventory(const std::string& path,
   if (!in) base::fail_input(path, 0, "cannot open file");
   std::ostringstream buffer;
   buffer << in.rdbuf();
-  const std::string source = buffer.str();
-  if (source.find('\0') != std::string::npos)
-    base::fail_input(path, 0, "not a YAML text file (binary content)");
-  return parse_inventory(source, path, limits);
+  return parse_inventory(buffer.str(), path, limits);
 }
 
 }  // namespace gpuorch::io

@@ -34,7 +34,24 @@ void ClusterMirror::set_nodes(std::map<std::string, cluster::NodeSpec> nodes) {
 
 bool ClusterMirror::ensure_built(const std::vector<workload::PodSpec>& seen) {
   if (cluster_ && !nodes_changed_) return false;
+  try {
+    build(seen);
+  } catch (...) {
+    // Half a build (a cluster without a policy, when efd has no history yet) must not look built:
+    // the next call would schedule through a scheduler that does not exist. Left unbuilt, the
+    // next call tries again, and every accounted pod is re-applied then.
+    scheduler_.reset();
+    policy_.reset();
+    resolver_.reset();
+    measure_.reset();
+    cluster_.reset();
+    throw;
+  }
   nodes_changed_ = false;
+  return true;
+}
+
+void ClusterMirror::build(const std::vector<workload::PodSpec>& seen) {
   std::vector<cluster::NodeSpec> specs;
   specs.reserve(nodes_.size());
   for (const auto& [name, spec] : nodes_) specs.push_back(spec);
@@ -70,7 +87,6 @@ bool ClusterMirror::ensure_built(const std::vector<workload::PodSpec>& seen) {
     b.placement = placement_on(b.pod, b.node);
     if (b.placement) cluster_->apply(*b.placement);
   }
-  return true;
 }
 
 std::optional<cluster::Placement> ClusterMirror::placement_on(const PodObject& pod,

@@ -77,6 +77,7 @@ class ClusterMirror {
     std::optional<cluster::Placement> placement;  // nullopt while its node is unknown
   };
   std::optional<cluster::Placement> placement_on(const PodObject& pod, const std::string& node);
+  void build(const std::vector<workload::PodSpec>& seen);
 
   MirrorOptions options_;
   std::map<std::string, cluster::NodeSpec> nodes_;

@@ -4,11 +4,13 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <sstream>
 
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/base/read_file.hpp"
+#include "gpuorch/base/yaml_reader.hpp"
 
 namespace gpuorch::k8s {
 namespace {
@@ -16,62 +18,14 @@ namespace {
 const std::set<std::string> kListStrategies = {"envvar", "volume-mounts", "cdi-annotations",
                                                "cdi-cri"};
 
-struct Parser {
-  const std::string& file;
+// The device-plugin config's schema on the one strict YAML reader (base::YamlReader).
+struct Parser : base::YamlReader {
+  explicit Parser(const std::string& file) : base::YamlReader(file) {}
 
-  static std::size_t line_of(const YAML::Node& n) {
-    const auto m = n.Mark();
-    return m.line >= 0 ? static_cast<std::size_t>(m.line) + 1 : 0;
-  }
-  [[noreturn]] void fail(const YAML::Node& at, const std::string& what) const {
-    base::fail_input(file, line_of(at), what);
-  }
-  // Every key of `map` must be one of `known`; `where` names the map in messages.
-  void only_keys(const YAML::Node& map, const std::string& where,
-                 const std::set<std::string>& known) const {
-    if (!map.IsMap()) fail(map, fmt::format("{} must be a mapping", where));
-    for (const auto& kv : map) {
-      if (!kv.first.IsScalar()) fail(kv.first, fmt::format("a key in {} must be a name", where));
-      const std::string key = kv.first.Scalar();
-      if (!known.contains(key)) {
-        std::string list;
-        for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-        fail(kv.first, fmt::format("unknown key '{}' in {} (known: {})", key, where, list));
-      }
-    }
-  }
-  std::string scalar(const YAML::Node& n, const std::string& what) const {
-    if (!n.IsScalar()) fail(n, fmt::format("{} must be a single value", what));
-    return n.Scalar();
-  }
-  bool boolean(const YAML::Node& n, const std::string& what) const {
-    const std::string s = scalar(n, what);
-    if (s == "true" || s == "True" || s == "TRUE") return true;
-    if (s == "false" || s == "False" || s == "FALSE") return false;
-    fail(n, fmt::format("{} must be true or false, not '{}'", what, s));
-  }
+  // Hides YamlReader::integer: the config's numbers are ints.
   int integer(const YAML::Node& n, const std::string& what) const {
-    const std::string s = scalar(n, what);
-    if (s.empty() || s.size() > 9 || !std::all_of(s.begin(), s.end(), [](char c) {
-          return (c >= '0' && c <= '9') || c == '-';
-        })) {
-      fail(n, fmt::format("{} must be a whole number, not '{}'", what, s));
-    }
-    try {
-      return std::stoi(s);
-    } catch (const std::exception&) {
-      fail(n, fmt::format("{} must be a whole number, not '{}'", what, s));
-    }
-  }
-  // A string or a list of strings (deviceListStrategy accepts both).
-  std::vector<std::string> strings(const YAML::Node& n, const std::string& what) const {
-    std::vector<std::string> out;
-    if (n.IsSequence()) {
-      for (const auto& item : n) out.push_back(scalar(item, what));
-    } else {
-      out.push_back(scalar(n, what));
-    }
-    return out;
+    return static_cast<int>(base::YamlReader::integer(n, what, std::numeric_limits<int>::min(),
+                                                      std::numeric_limits<int>::max()));
   }
 
   // The part of an extended resource name after "nvidia.com/": a lower-case qualified name.
@@ -210,7 +164,7 @@ struct Parser {
     if (f["gdsEnabled"]) c.gds_enabled = boolean(f["gdsEnabled"], "gdsEnabled");
     if (f["mofedEnabled"]) c.mofed_enabled = boolean(f["mofedEnabled"], "mofedEnabled");
     for (const char* b : {"restartOnDeviceUnhealthy", "useNodeFeatureAPI"}) {
-      if (f[b]) boolean(f[b], b);  // accepted for compatibility; gpuorch has no use for them
+      if (f[b]) (void)boolean(f[b], b);  // accepted for compatibility; gpuorch has no use for them
     }
     if (const YAML::Node p = f["plugin"]) {
       only_keys(p, "flags.plugin",
@@ -325,13 +279,7 @@ namespace {
 
 PluginConfig parse_config_tree(const std::string& text, const std::string& file) {
   const Parser p{file};
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    base::fail_input(file, e.mark.line >= 0 ? static_cast<std::size_t>(e.mark.line) + 1 : 0,
-                     "not valid YAML: " + e.msg);
-  }
+  const YAML::Node root = p.load(text);
   PluginConfig c;
   c.source = file;
   if (!root || root.IsNull()) return c;  // an empty file is the defaults

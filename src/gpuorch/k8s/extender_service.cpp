@@ -176,24 +176,32 @@ void ExtenderService::on_pod(const json& obj, bool deleted) {
   if (!mirror_.accounted(p.uid)) mirror_.account(p);
 }
 
-bool ExtenderService::ensure_built_locked() {
+std::string ExtenderService::ensure_built_locked(const PodObject& asking) {
   if (nodes_dirty_) {
     mirror_.set_nodes(nodes_);
     nodes_dirty_ = false;
   }
   std::vector<workload::PodSpec> seen;
   if (options_.mirror.history.empty()) {
-    seen.reserve(seen_.size());
+    seen.reserve(seen_.size() + 1);
     for (const auto& [uid, spec] : seen_) seen.push_back(spec);
+    // kube-scheduler may ask about a pod before the extender's own watch delivers it: it is part
+    // of the workload all the same (and the only part of it on a new cluster, where efd would
+    // otherwise have no history to estimate the target workload from).
+    if (asking.error.empty() && !seen_.contains(asking.uid)) seen.push_back(asking.spec);
     // A fixed order, so a rebuild does not depend on the hash map's.
     std::sort(seen.begin(), seen.end(),
               [](const workload::PodSpec& a, const workload::PodSpec& b) { return a.name < b.name; });
   }
-  if (mirror_.ensure_built(seen)) {
-    log(fmt::format("cluster: {} nodes, {} GPUs", mirror_.cluster().node_count(),
-                    mirror_.cluster().gpu_total()));
+  try {
+    if (mirror_.ensure_built(seen)) {
+      log(fmt::format("cluster: {} nodes, {} GPUs", mirror_.cluster().node_count(),
+                      mirror_.cluster().gpu_total()));
+    }
+  } catch (const std::exception& e) {
+    return fmt::format("the extender cannot build its policy: {}", e.what());
   }
-  return true;
+  return {};
 }
 
 void ExtenderService::forget_locked(const std::string& uid) {
@@ -241,8 +249,11 @@ json ExtenderService::filter(const json& args) {
     } else {
       expire_locked();
       forget_locked(pod.uid);  // asked again: its earlier decision did not go through
-      ensure_built_locked();
-      if (mirror_.accounted(pod.uid)) {
+      // An error decides nothing: kube-scheduler retries the pod after it.
+      error = ensure_built_locked(pod);
+      if (!error.empty()) {
+        log(fmt::format("filter {}: {}", pod.key(), error));
+      } else if (mirror_.accounted(pod.uid)) {
         error = fmt::format("pod {} is already bound", pod.key());
       } else {
         const std::unordered_set<std::string> offered(c.names.begin(), c.names.end());
@@ -336,7 +347,7 @@ json ExtenderService::bind(const json& args) {
                                   "cache",
                                   ns, name, uid));
       }
-      ensure_built_locked();
+      if (const std::string why = ensure_built_locked(p->second); !why.empty()) return refuse(why);
       PodObject there = p->second;
       there.spec.constraints.node_names = {node};
       const ClusterMirror::Result r = mirror_.schedule(there);

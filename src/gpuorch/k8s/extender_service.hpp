@@ -77,6 +77,12 @@ class ExtenderService {
   [[nodiscard]] const ExtenderCounters& counters() const { return counters_; }
   [[nodiscard]] std::string metrics() const;
 
+  // What the informers deliver, public so that a benchmark can fill the cache with objects it
+  // made, without an API server (bench/extender_latency.cpp); mark_synced then opens the verbs.
+  void on_node(const nlohmann::json& obj, bool deleted);
+  void on_pod(const nlohmann::json& obj, bool deleted);
+  void mark_synced() { synced_nodes_ = synced_pods_ = true; }
+
  private:
   struct Decision {
     PodObject pod;
@@ -84,9 +90,8 @@ class ExtenderService {
     std::vector<int> gpus;
     std::chrono::steady_clock::time_point when;
   };
-  void on_node(const nlohmann::json& obj, bool deleted);
-  void on_pod(const nlohmann::json& obj, bool deleted);
-  bool ensure_built_locked();
+  // Builds the mirror if its nodes changed; the reason when the policy cannot be built, else "".
+  std::string ensure_built_locked(const PodObject& asking);
   void forget_locked(const std::string& uid);
   void expire_locked();
   void log(const std::string& line) const;

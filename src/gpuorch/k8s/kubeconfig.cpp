@@ -12,6 +12,7 @@
 
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/base/read_file.hpp"
+#include "gpuorch/base/yaml_reader.hpp"
 
 namespace gpuorch::k8s {
 namespace {
@@ -63,33 +64,15 @@ std::optional<std::string> base64_decode(const std::string& in) {
   return out;
 }
 
-struct Kubeconfig {
-  std::string file;
+// The kubeconfig's schema on the one strict YAML reader (base::YamlReader).
+struct Kubeconfig : base::YamlReader {
   fs::path folder;
   YAML::Node root;
 
-  static std::size_t line_of(const YAML::Node& n) {
-    const auto m = n.Mark();
-    return m.line >= 0 ? static_cast<std::size_t>(m.line) + 1 : 1;
-  }
-  [[noreturn]] void fail(const YAML::Node& at, const std::string& what) const {
-    base::fail_input(file, line_of(at), what);
-  }
-  std::string scalar(const YAML::Node& n, const std::string& what) const {
-    if (!n.IsScalar()) fail(n, fmt::format("{} must be a single value", what));
-    return n.Scalar();
-  }
   const YAML::Node& map(const YAML::Node& n, const std::string& what) const {
     if (!n.IsMap()) fail(n, fmt::format("{} must be a mapping", what));
     return n;
   }
-  bool boolean(const YAML::Node& n, const std::string& what) const {
-    const auto s = scalar(n, what);
-    if (s == "true" || s == "True" || s == "TRUE") return true;
-    if (s == "false" || s == "False" || s == "FALSE") return false;
-    fail(n, fmt::format("{} must be true or false, not '{}'", what, s));
-  }
-
   // The inner map of the entry called `name` in the list `list` ("clusters", "users",
   // "contexts"); each entry is {name: ..., <kind>: {...}}.
   std::optional<YAML::Node> entry(const std::string& list, const std::string& kind,
@@ -174,13 +157,8 @@ struct Kubeconfig {
 }  // namespace
 
 ClusterConfig load_kubeconfig(const std::string& path, const std::string& context) {
-  Kubeconfig kc{path, fs::path(path).parent_path(), {}};
-  const auto text = base::read_input_file(path, "kubeconfig");
-  try {
-    kc.root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    base::fail_input(path, e.mark.line >= 0 ? static_cast<std::size_t>(e.mark.line) + 1 : 1, e.msg);
-  }
+  Kubeconfig kc{base::YamlReader(path), fs::path(path).parent_path(), {}};
+  kc.root = kc.load(base::read_input_file(path, "kubeconfig"));
   if (!kc.root || kc.root.IsNull()) base::fail_input(path, 1, "the kubeconfig is empty");
   kc.map(kc.root, "a kubeconfig");
   // Const access only: yaml-cpp's non-const operator[] adds the key it looks for.
