@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "support/outputs.hpp"
 #include "support/test_support.hpp"
 
 namespace gpuorch {
@@ -17,8 +18,6 @@ using test::run_cli;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-bool has_gnuplot() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
-
 nlohmann::json parse_json(const std::string& text) {
   try {
     return nlohmann::json::parse(text);
@@ -26,14 +25,6 @@ nlohmann::json parse_json(const std::string& text) {
     ADD_FAILURE() << "stdout is not JSON: " << e.what() << "\n" << text.substr(0, 500);
     return {};
   }
-}
-
-// Every folder entry, to check that a failed run left nothing behind.
-std::vector<std::string> entries(const fs::path& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
 }
 
 TEST(SimFillCli, HelpExitsZero) {
@@ -73,7 +64,8 @@ TEST(SimFillCli, SyntheticDefaultJsonAndCsv) {
   EXPECT_EQ(lines[0], "policy,seed,x,alloc,frag_amount,frag_ratio");
   EXPECT_THAT(lines[1], StartsWith("fgd,1,0,"));
   EXPECT_THAT(lines[131], StartsWith("fgd,1,130,"));
-  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"curves.csv"});  // no temporaries
+  EXPECT_EQ(test::folder_entries(dir.path()),
+            std::vector<std::string>{"curves.csv"});  // no temporaries
 }
 
 TEST(SimFillCli, TableWithoutJson) {
@@ -89,7 +81,7 @@ TEST(SimFillCli, TableWithoutJson) {
 }
 
 TEST(SimFillCli, ReportFolderWithPlots) {
-  if (!has_gnuplot()) GTEST_SKIP() << "gnuplot is not installed";
+  if (!test::has_gnuplot()) GTEST_SKIP() << "gnuplot is not installed";
   const test::TempDir dir;
   const std::string report = dir.file("report");
   const auto r = run_cli(
@@ -101,11 +93,16 @@ TEST(SimFillCli, ReportFolderWithPlots) {
   const std::string html = test::read_text(report + "/index.html");
   EXPECT_THAT(html, HasSubstr("alloc.svg"));
   EXPECT_THAT(html, HasSubstr("frag_amount.svg"));
+  // How the run was made: command, seeds, version, date.
+  EXPECT_THAT(html, HasSubstr("--policy fgd,random --seeds 1-3 --report"));
+  EXPECT_THAT(html, HasSubstr("Seeds: 1-3 (3 seeds)"));
+  EXPECT_THAT(html, HasSubstr("gpuorch " GPUORCH_VERSION));
+  EXPECT_THAT(html, HasSubstr(" UTC"));
   for (const char* svg : {"alloc.svg", "frag_amount.svg", "frag_ratio.svg"}) {
     const std::string content = test::read_text(report + "/" + svg);
     EXPECT_THAT(content, HasSubstr("<svg")) << svg;
   }
-  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"report"});
+  EXPECT_EQ(test::folder_entries(dir.path()), std::vector<std::string>{"report"});
 }
 
 TEST(SimFillCli, YamlInventoryAsNodes) {
@@ -249,7 +246,7 @@ TEST(SimFillCli, BadInputExitsTwoWithOneLocatedLineAndNoOutputs) {
     }
     EXPECT_TRUE(r.out.empty()) << r.out;
     // Nothing written: only the input is in the folder.
-    EXPECT_EQ(entries(dir.path()), std::vector<std::string>{c.file});
+    EXPECT_EQ(test::folder_entries(dir.path()), std::vector<std::string>{c.file});
   }
 }
 
@@ -282,7 +279,7 @@ TEST(SimFillCli, UnwritableOutputFailsFirstAndWritesNothing) {
     ASSERT_EQ(test::lines_of(r.err).size(), 1U) << r.err;
     EXPECT_THAT(r.err, StartsWith(says));
     EXPECT_TRUE(r.out.empty()) << r.out;
-    EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"file"})
+    EXPECT_EQ(test::folder_entries(dir.path()), std::vector<std::string>{"file"})
         << testing::PrintToString(flags);
   }
   const auto arrivals = run_cli({"sim", "arrivals", "--seeds", "1", "-o", "/proc/a.csv"}, dir);
