@@ -32,6 +32,23 @@ PodObject bound_pod(const std::string& uid, const std::string& node, int gpus,
   return p;
 }
 
+// efd cannot be built without a workload history. A failed build must leave the mirror unbuilt
+// (it once kept the cluster without a policy, and the next schedule went through a null
+// scheduler), so the next call builds again, with the bound pods counted.
+TEST(ClusterMirror, AFailedBuildLeavesItUnbuiltAndTheNextOneWorks) {
+  ClusterMirror m(MirrorOptions{"efd", 42, {}, {}});
+  m.set_nodes(nodes(2));
+  EXPECT_FALSE(m.account(bound_pod("a", "n0", 2, {0, 1})));
+  EXPECT_THROW(m.ensure_built({}), std::exception);
+  EXPECT_FALSE(m.built());
+  EXPECT_THROW(m.ensure_built({}), std::exception) << "still unbuilt: tries again";
+  ASSERT_TRUE(m.ensure_built({test::pod("h", 1000, 1, 1000)}));
+  EXPECT_TRUE(m.built());
+  EXPECT_EQ(test::gpu_left(m.cluster(), 0), (std::vector<std::int32_t>{0, 0, 1000, 1000}));
+  PodObject p = bound_pod("p", "", 1);
+  EXPECT_EQ(m.schedule(p).decision.outcome, sched::Outcome::kPlaced);
+}
+
 TEST(ClusterMirror, CountsBoundPodsAndKeepsThemAcrossRebuilds) {
   ClusterMirror m(MirrorOptions{"best-fit", 42, {}, {}});
   m.set_nodes(nodes(2));
