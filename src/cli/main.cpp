@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   gpuorch::cli::add_tune(app, action);
   gpuorch::cli::add_device_plugin(app, action);
   gpuorch::cli::add_manifests(app, action);
+  gpuorch::cli::add_node_labeller(app, action);
   gpuorch::cli::add_launch(app, action);
   gpuorch::cli::add_doctor(app, action);
 

@@ -29,6 +29,8 @@ void add_tune(CLI::App& app, Action& action);
 // `gpuorch device-plugin` (and the hidden `kubelet-harness`), `gpuorch manifests`
 void add_device_plugin(CLI::App& app, Action& action);
 void add_manifests(CLI::App& app, Action& action);
+// `gpuorch node-labeller`: GFD-compatible labels kept true on the Node (docs/labeller.md)
+void add_node_labeller(CLI::App& app, Action& action);
 
 // `gpuorch scheduler`: the scheduler core on a Kubernetes cluster
 void add_scheduler(CLI::App& app, Action& action);

@@ -190,38 +190,31 @@ Json exporter_service(const ManifestOptions& o) {
   return s;
 }
 
-// Labels come from discovery in an init container (gpuorch image, read-only /sys and /proc);
-// kubectl then applies them to this pod's node. Needs nothing but get + patch on nodes.
+// `gpuorch node-labeller` keeps the node's labels true: it re-reads the hardware every interval
+// and the device plugin's ConfigMap (mounted here) whenever it changes. Needs nothing but get +
+// patch on nodes.
 Json labeller_daemonset(const ManifestOptions& o) {
-  Json init;
-  init["name"] = "discover";
-  init["image"] = o.image;
-  init["command"] = Json::array({"/bin/sh", "-c", "gpuorch topo --labels > /labels/labels.txt"});
-  init["env"] = Json::array({{{"name", "NVIDIA_VISIBLE_DEVICES"}, {"value", "all"}},
-                             {{"name", "NVIDIA_DRIVER_CAPABILITIES"}, {"value", "utility"}}});
-  init["securityContext"] = restricted_security();
-  init["resources"] = resources("10m", "64Mi");
-  init["volumeMounts"] = Json::array({{{"name", "labels"}, {"mountPath", "/labels"}}});
-  Json label;
-  label["name"] = "label-node";
-  label["image"] = o.kubectl_image;
-  label["command"] =
-      Json::array({"/bin/sh", "-c",
-                   "kubectl label node \"$NODE_NAME\" --overwrite $(cat /labels/labels.txt) && "
-                   "exec sleep 2147483647"});
-  label["env"] = Json::array(
-      {{{"name", "NODE_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.nodeName"}}}}}}});
-  label["securityContext"] = restricted_security();
-  label["resources"] = resources("10m", "64Mi");
-  label["volumeMounts"] =
-      Json::array({{{"name", "labels"}, {"mountPath", "/labels"}, {"readOnly", true}}});
+  const std::string plugin_config =
+      "gpuorch-device-plugin-" + (o.vendor == "amd" ? o.vendor : "nvidia");
+  Json c;
+  c["name"] = "node-labeller";
+  c["image"] = o.image;
+  c["args"] = Json::array(
+      {"node-labeller", "--interval", "60", "--config-file", "/etc/gpuorch/config.yaml"});
+  c["env"] = Json::array(
+      {{{"name", "NODE_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.nodeName"}}}}}},
+       {{"name", "NVIDIA_VISIBLE_DEVICES"}, {"value", "all"}},
+       {{"name", "NVIDIA_DRIVER_CAPABILITIES"}, {"value", "utility"}}});
+  c["securityContext"] = restricted_security();
+  c["resources"] = resources("10m", "64Mi");
+  c["volumeMounts"] =
+      Json::array({{{"name", "config"}, {"mountPath", "/etc/gpuorch"}, {"readOnly", true}}});
   Json spec;
   spec["serviceAccountName"] = "gpuorch-node-labeller";
   spec["nodeSelector"] = {{"kubernetes.io/os", "linux"}};
   spec["tolerations"] = gpu_tolerations();
-  spec["initContainers"] = Json::array({init});
-  spec["containers"] = Json::array({label});
-  spec["volumes"] = Json::array({{{"name", "labels"}, {"emptyDir", Json::object()}}});
+  spec["containers"] = Json::array({c});
+  spec["volumes"] = Json::array({{{"name", "config"}, {"configMap", {{"name", plugin_config}}}}});
   return daemonset("gpuorch-node-labeller", o, spec);
 }
 
