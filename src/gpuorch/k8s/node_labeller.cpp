@@ -138,7 +138,8 @@ void NodeLabeller::run(const std::atomic<bool>& stop, std::atomic<bool>& wake) {
   auto next_refresh = Clock::now();
   auto next_poll = Clock::now() + o_.config_poll;
   while (!stop.load()) {
-    bool due = Clock::now() >= next_refresh || wake.exchange(false);
+    const bool woken = wake.exchange(false);
+    bool due = woken || Clock::now() >= next_refresh;
     if (Clock::now() >= next_poll) {
       next_poll = Clock::now() + o_.config_poll;
       const FileStamp now = stamp_of(o_.config_file);
