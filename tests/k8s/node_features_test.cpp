@@ -58,7 +58,7 @@ TEST(NodeFeatures, NoSharingOnTheH200) {
   EXPECT_EQ(at(m, "nvidia.com/cuda.runtime.major"), "13");
   EXPECT_EQ(at(m, "nvidia.com/mig.capable"), "true");
   EXPECT_EQ(at(m, "nvidia.com/mps.capable"), "false");
-  EXPECT_EQ(at(m, "nvidia.com/mig.strategy"), "<absent>");  // GFD writes it for single/mixed
+  EXPECT_EQ(at(m, "nvidia.com/mig.strategy"), "none");
   EXPECT_EQ(at(m, "gpuorch.io/nvlink.islands"), "1");
   EXPECT_EQ(at(m, "gpuorch.io/nvlink.largest-island"), "2");
 }

@@ -97,9 +97,7 @@ void nvidia_labels(const Host& h, const PluginConfig& config,
     mps = mps || (k.ends_with(".sharing-strategy") && v == to_string(SharingKind::kMps));
   }
   out["nvidia.com/mps.capable"] = mps ? "true" : "false";
-  if (config.mig_strategy != MigStrategy::kNone) {
-    out["nvidia.com/mig.strategy"] = to_string(config.mig_strategy);
-  }
+  out["nvidia.com/mig.strategy"] = to_string(config.mig_strategy);
 }
 
 std::string topology_annotation(const Host& h, const std::vector<std::vector<int>>& islands) {
