@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "support/test_support.hpp"
 
@@ -35,6 +36,7 @@ TEST(NodeLabellerCli, DryRunAndFeatureFile) {
 
 TEST(NodeLabellerCli, BadInputIsOneLineExitTwo) {
   TempDir dir;
+  ::unsetenv("NODE_NAME");  // a CI pod may have one; the "no node" case must not find it
   const std::string h200 = test::fixture("topo/h200-vm");
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"node-labeller", "--dry-run", "--sysfs-root", h200, "--mig-strategy", "bogus"},
