@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/verbs.hpp"
 #include "gpuorch/base/atomic_file.hpp"
@@ -16,6 +18,8 @@ namespace {
 struct ManifestFlags {
   k8s::ManifestOptions options;
   std::string sharing = "none";
+  std::string mig_strategy = "none";
+  std::vector<std::string> node_selector, tolerations, requests, limits;
   std::string out;
   bool json = false;
   bool no_scheduler = false;
@@ -28,6 +32,16 @@ int run(ManifestFlags f) {
   } else if (f.sharing == "mps") {
     f.options.sharing = k8s::SharingKind::kMps;
   }
+  if (f.mig_strategy != "none" && f.mig_strategy != "single" && f.mig_strategy != "mixed") {
+    base::fail_input(fmt::format("--mig-strategy '{}': use none, single or mixed", f.mig_strategy));
+  }
+  f.options.mig_strategy = k8s::parse_mig_strategy(f.mig_strategy);
+  for (const auto& s : f.node_selector) {
+    f.options.pod.node_selector.push_back(k8s::parse_node_selector(s));
+  }
+  for (const auto& t : f.tolerations) f.options.pod.tolerations.push_back(k8s::parse_toleration(t));
+  for (const auto& r : f.requests) k8s::parse_resources(r, "--requests", f.options.pod.resources);
+  for (const auto& r : f.limits) k8s::parse_resources(r, "--limits", f.options.pod.resources);
   f.options.scheduler = !f.no_scheduler;
   f.options.podgroup_crd = !f.no_podgroup_crd;
   const auto manifests = k8s::make_manifests(f.options);
@@ -72,7 +86,11 @@ void add_manifests(CLI::App& app, Action& action) {
       "Print the Kubernetes YAML that deploys gpuorch: device plugin DaemonSet(s) and sharing "
       "ConfigMap, exporter DaemonSet + Service, node labeller, the scheduler Deployment (2 "
       "replicas, leader election) with the PodGroup CRD, and least-privilege RBAC. Every "
-      "component is included by default. See docs/manifests.md.");
+      "component is included by default. See docs/manifests.md.\n"
+      "Example: gpuorch manifests --vendor nvidia --image registry.example/gpuorch:0.1.0 \\\n"
+      "           --image-pull-secret regcred --node-selector pool=gpu \\\n"
+      "           --toleration dedicated=gpu:NoSchedule --runtime-class nvidia \\\n"
+      "           --mig-strategy mixed --requests exporter:cpu=100m -o deploy/");
   cmd->add_option("--image", f->options.image, "gpuorch container image")->capture_default_str();
   cmd->add_option("--kubectl-image", f->options.kubectl_image,
                   "Image with kubectl for the node labeller")
@@ -90,6 +108,45 @@ void add_manifests(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_option("--replicas", f->options.replicas, "Replicas per GPU when sharing (>= 2)")
       ->capture_default_str();
+  // One value per flag, the flag given as often as needed (values may hold commas).
+  const auto repeatable = [cmd](const char* flag, std::vector<std::string>& into,
+                                const std::string& help, const char* type) {
+    cmd->add_option(flag, into, help)
+        ->type_name(type)
+        ->expected(1)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  };
+  cmd->add_option("--mig-strategy", f->mig_strategy,
+                  "none, single or mixed: the NVIDIA plugin's flags.migStrategy and the "
+                  "labeller's; other than none, the NVIDIA plugin and labeller containers get "
+                  "NVIDIA_MIG_MONITOR_DEVICES=all and CAP_SYS_ADMIN")
+      ->capture_default_str();
+  repeatable("--image-pull-secret", f->options.pod.image_pull_secrets,
+             "Secret for pulling the images (imagePullSecrets of every pod); repeatable", "NAME");
+  cmd->add_option("--image-pull-policy", f->options.pod.image_pull_policy,
+                  "Always, IfNotPresent or Never, on every container (default: not set, so "
+                  "Kubernetes decides: Always for :latest, else IfNotPresent)");
+  repeatable("--node-selector", f->node_selector,
+             "Run the node agents (DaemonSets) only on nodes with this label, in addition "
+             "to their own GPU-node selection; repeatable",
+             "KEY=VALUE");
+  repeatable("--toleration", f->tolerations,
+             "Toleration added to the node agents (DaemonSets), in kubectl taint's spelling: "
+             "KEY=VALUE:EFFECT (Equal), KEY:EFFECT or KEY:Exists:EFFECT (any value); EFFECT "
+             "is NoSchedule, PreferNoSchedule or NoExecute; repeatable",
+             "TAINT");
+  repeatable("--requests", f->requests,
+             "Container requests of one component (device-plugin, exporter, node-labeller, "
+             "mps-control-daemon, scheduler), replacing its defaults for the resources named "
+             "(cpu, memory, ephemeral-storage); repeatable. Defaults: " +
+                 k8s::default_resources_text(),
+             "COMPONENT:cpu=100m,memory=128Mi");
+  repeatable("--limits", f->limits, "Container limits of one component, as --requests",
+             "COMPONENT:memory=256Mi");
+  cmd->add_option("--runtime-class", f->options.pod.runtime_class,
+                  "runtimeClassName of the pods that use NVIDIA's runtime (e.g. nvidia, where "
+                  "it is not containerd's default runtime)")
+      ->type_name("NAME");
   cmd->add_flag("--no-scheduler", f->no_scheduler,
                 "Leave out the gpuorch scheduler (included by default): its Deployment, "
                 "ServiceAccount, RBAC and the PodGroup CRD");

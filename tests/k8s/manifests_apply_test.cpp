@@ -21,6 +21,7 @@
 #include "gpuorch/k8s/api_client.hpp"
 #include "gpuorch/k8s/kubeconfig.hpp"
 #include "gpuorch/k8s/manifests.hpp"
+#include "k8s/apply_support.hpp"
 #include "support/control_plane.hpp"
 #include "support/test_support.hpp"
 
@@ -29,6 +30,9 @@ namespace {
 
 using nlohmann::json;
 using test::ControlPlane;
+using test_apply::create_or_replace;
+using test_apply::Resource;
+using test_apply::resource_of;
 
 constexpr const char* kCrd = "podgroups.scheduling.x-k8s.io";
 constexpr const char* kCrdPath =
@@ -89,31 +93,6 @@ std::vector<Written> write_and_read(const std::vector<std::string>& args, const 
   return out;
 }
 
-struct Resource {
-  std::string collection;  // "/apis/apps/v1/namespaces/NS/daemonsets"
-  bool namespaced = false;
-};
-
-// The collection a kind is created in, from the API server's discovery (so a kind gpuorch starts
-// to write is covered without touching this test).
-Resource resource_of(ApiClient& api, const json& obj) {
-  const std::string api_version = obj.at("apiVersion");
-  const std::string kind = obj.at("kind");
-  const std::string base = api_version == "v1" ? "/api/v1" : "/apis/" + api_version;
-  const json list = api.get(base);
-  for (const auto& r : list.at("resources")) {
-    const std::string name = r.at("name");
-    if (r.value("kind", "") != kind || name.find('/') != std::string::npos) continue;
-    Resource out;
-    out.namespaced = r.value("namespaced", false);
-    out.collection = out.namespaced ? base + "/namespaces/" +
-                                          obj["metadata"].value("namespace", "default") + "/" + name
-                                    : base + "/" + name;
-    return out;
-  }
-  throw std::runtime_error("the API server serves no " + kind + " in " + api_version);
-}
-
 long status_of(const std::function<void()>& call) {
   try {
     call();
@@ -138,20 +117,6 @@ bool crd_established(ApiClient& api) {
     if (c.value("type", "") == "Established" && c.value("status", "") == "True") return true;
   }
   return false;
-}
-
-// Created for real; an object left by an earlier call (409) is replaced with this one.
-json create_or_replace(ApiClient& api, const Resource& r, const json& obj) {
-  try {
-    return api.create(r.collection + "?fieldValidation=Strict", obj);
-  } catch (const ApiError& e) {
-    if (e.status() != 409) throw;
-  }
-  const std::string path = r.collection + "/" + obj["metadata"]["name"].get<std::string>();
-  json current = api.get(path);
-  json next = obj;
-  next["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"];
-  return api.replace(path, next);
 }
 
 TEST(ManifestsApply, EveryObjectAcceptedAndPodGroupsServed) {

@@ -282,7 +282,29 @@ TEST(Manifests, ValidKubernetesObjects) {
        {std::vector<std::string>{"manifests", "--json"},
         {"manifests", "--json", "--vendor", "both", "--sharing", "time-slicing", "--replicas", "8",
          "--namespace", "gpu-system", "--image", "registry.example/gpuorch:1.2"},
-        {"manifests", "--json", "--vendor", "nvidia", "--sharing", "mps"}}) {
+        {"manifests", "--json", "--vendor", "nvidia", "--sharing", "mps"},
+        {"manifests",
+         "--json",
+         "--vendor",
+         "both",
+         "--mig-strategy",
+         "mixed",
+         "--image-pull-secret",
+         "regcred",
+         "--image-pull-policy",
+         "Always",
+         "--node-selector",
+         "pool=gpu",
+         "--toleration",
+         "dedicated=gpu:NoSchedule",
+         "--toleration",
+         "spot:NoExecute",
+         "--requests",
+         "exporter:cpu=100m",
+         "--limits",
+         "scheduler:memory=2Gi",
+         "--runtime-class",
+         "nvidia"}}) {
     const auto r = test::run_cli(args, dir);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     test::write_text(dir.file("objects.json"), r.out);

@@ -57,14 +57,35 @@ Json daemonset(const std::string& name, const ManifestOptions& o, Json pod_spec,
   return ds;
 }
 
-Json resources(const char* cpu, const char* memory) {
-  return {{"requests", {{"cpu", cpu}, {"memory", memory}}}, {"limits", {{"memory", memory}}}};
+// The component's defaults with --requests/--limits merged (manifest_options.cpp).
+Json resources(const ManifestOptions& o, const std::string& component) {
+  const ResourceOverride r = merged_resources(o.pod, component);
+  Json j;
+  j["requests"] = Json::object();
+  for (const auto& [k, v] : r.requests) j["requests"][k] = v;
+  if (!r.limits.empty()) {
+    j["limits"] = Json::object();
+    for (const auto& [k, v] : r.limits) j["limits"][k] = v;
+  }
+  return j;
+}
+
+// NVIDIA's container runtime opens MIG monitoring (every MIG device's information) only to a
+// container with CAP_SYS_ADMIN, and refuses to start one that asks without it, so both come
+// together and only with a MIG strategy. Configuring MIG (NVIDIA_MIG_CONFIG_DEVICES) is not
+// asked for: gpuorch reads the MIG layout, it never changes it.
+void see_mig_devices(Json& container, const ManifestOptions& o) {
+  if (o.mig_strategy == MigStrategy::kNone) return;
+  container["env"].push_back({{"name", "NVIDIA_MIG_MONITOR_DEVICES"}, {"value", "all"}});
+  container["securityContext"]["capabilities"]["add"] = Json::array({"SYS_ADMIN"});
 }
 
 std::string sharing_config(const ManifestOptions& o, const std::string& vendor) {
-  std::string c =
-      "version: v1\nflags:\n  migStrategy: none\n  plugin:\n"
-      "    deviceListStrategy: envvar\n    deviceIDStrategy: uuid\n";
+  // MIG is NVIDIA's: the AMD plugin's config keeps none.
+  std::string c = fmt::format(
+      "version: v1\nflags:\n  migStrategy: {}\n  plugin:\n"
+      "    deviceListStrategy: envvar\n    deviceIDStrategy: uuid\n",
+      vendor == "nvidia" ? to_string(o.mig_strategy) : "none");
   if (o.sharing == SharingKind::kNone) return c;
   const std::string name = vendor == "amd" ? "amd.com/gpu" : "nvidia.com/gpu";
   c += fmt::format("sharing:\n  {}:\n    resources:\n    - name: {}\n      replicas: {}\n",
@@ -94,11 +115,11 @@ Json plugin_daemonset(const ManifestOptions& o, const std::string& vendor) {
     // The NVIDIA container runtime gives the plugin NVML and the device nodes to watch.
     env.push_back({{"name", "NVIDIA_VISIBLE_DEVICES"}, {"value", "all"}});
     env.push_back({{"name", "NVIDIA_DRIVER_CAPABILITIES"}, {"value", "utility"}});
-    env.push_back({{"name", "NVIDIA_MIG_MONITOR_DEVICES"}, {"value", "all"}});
   }
   if (!env.empty()) c["env"] = env;
   c["securityContext"] = restricted_security();
-  c["resources"] = resources("10m", "64Mi");
+  if (vendor == "nvidia") see_mig_devices(c, o);
+  c["resources"] = resources(o, "device-plugin");
   c["volumeMounts"] =
       Json::array({{{"name", "device-plugins"}, {"mountPath", kPluginDir}},
                    {{"name", "config"}, {"mountPath", "/etc/gpuorch"}, {"readOnly", true}}});
@@ -131,7 +152,7 @@ Json mps_daemonset(const ManifestOptions& o) {
                    {{"name", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"},
                     {"value", std::to_string(100 / o.replicas)}}});
   c["securityContext"] = restricted_security();
-  c["resources"] = resources("10m", "128Mi");
+  c["resources"] = resources(o, "mps-control-daemon");
   c["volumeMounts"] = Json::array(
       {{{"name", "mps"}, {"mountPath", "/mps"}}, {{"name", "shm"}, {"mountPath", "/dev/shm"}}});
   Json spec;
@@ -156,7 +177,7 @@ Json exporter_daemonset(const ManifestOptions& o) {
   c["ports"] = Json::array({{{"name", "metrics"}, {"containerPort", o.exporter_port}}});
   c["readinessProbe"] = {{"httpGet", {{"path", "/healthz"}, {"port", "metrics"}}}};
   c["securityContext"] = restricted_security();
-  c["resources"] = resources("50m", "128Mi");
+  c["resources"] = resources(o, "exporter");
   Json spec;
   spec["priorityClassName"] = "system-node-critical";
   spec["serviceAccountName"] = "gpuorch-exporter";
@@ -206,7 +227,9 @@ Json labeller_daemonset(const ManifestOptions& o) {
        {{"name", "NVIDIA_VISIBLE_DEVICES"}, {"value", "all"}},
        {{"name", "NVIDIA_DRIVER_CAPABILITIES"}, {"value", "utility"}}});
   c["securityContext"] = restricted_security();
-  c["resources"] = resources("10m", "64Mi");
+  // The MIG strategy comes with the plugin's ConfigMap; seeing the MIG devices takes more.
+  see_mig_devices(c, o);
+  c["resources"] = resources(o, "node-labeller");
   c["volumeMounts"] =
       Json::array({{{"name", "config"}, {"mountPath", "/etc/gpuorch"}, {"readOnly", true}}});
   Json spec;
@@ -301,8 +324,7 @@ Json scheduler_deployment(const ManifestOptions& o) {
   sc["runAsGroup"] = 65532;
   c["securityContext"] = sc;
   // The informer caches hold every node and every unfinished pod: memory grows with the cluster.
-  c["resources"] = {{"requests", {{"cpu", "100m"}, {"memory", "256Mi"}}},
-                    {"limits", {{"memory", "1Gi"}}}};
+  c["resources"] = resources(o, "scheduler");
   Json spec;
   spec["serviceAccountName"] = name;
   spec["automountServiceAccountToken"] = true;
@@ -422,6 +444,49 @@ Json podgroup_crd(const ManifestOptions& o) {
   return crd;
 }
 
+// NVIDIA's runtime acts on containers that set NVIDIA_VISIBLE_DEVICES; those get the RuntimeClass.
+bool uses_nvidia_runtime(const Json& pod_spec) {
+  for (const char* list : {"initContainers", "containers"}) {
+    for (const auto& c : pod_spec.value(list, Json::array())) {
+      for (const auto& e : c.value("env", Json::array())) {
+        if (e.value("name", "") == "NVIDIA_VISIBLE_DEVICES") return true;
+      }
+    }
+  }
+  return false;
+}
+
+// The user's pod options on every workload once the components are made: pull secrets and
+// policy everywhere; placement and the RuntimeClass on the node agents (the DaemonSets) only,
+// since the scheduler runs wherever the default scheduler puts it.
+void apply_pod_options(Json& obj, const ManifestOptions& o) {
+  const std::string kind = obj["kind"];
+  if (kind != "DaemonSet" && kind != "Deployment") return;
+  Json& spec = obj["spec"]["template"]["spec"];
+  const PodOptions& p = o.pod;
+  if (!p.image_pull_secrets.empty()) {
+    spec["imagePullSecrets"] = Json::array();
+    for (const auto& s : p.image_pull_secrets) spec["imagePullSecrets"].push_back({{"name", s}});
+  }
+  if (!p.image_pull_policy.empty()) {
+    for (const char* list : {"initContainers", "containers"}) {
+      if (!spec.contains(list)) continue;
+      for (auto& c : spec[list]) c["imagePullPolicy"] = p.image_pull_policy;
+    }
+  }
+  if (kind != "DaemonSet") return;
+  if (!p.runtime_class.empty() && uses_nvidia_runtime(spec)) {
+    spec["runtimeClassName"] = p.runtime_class;
+  }
+  for (const auto& [k, v] : p.node_selector) spec["nodeSelector"][k] = v;
+  for (const auto& t : p.tolerations) {
+    Json j = {{"key", t.key}, {"operator", t.op}};
+    if (t.op == "Equal") j["value"] = t.value;
+    j["effect"] = t.effect;
+    spec["tolerations"].push_back(j);
+  }
+}
+
 bool reads_as_other_type(const std::string& s) {
   if (s.empty() || s.find_first_not_of("0123456789.-+eE_xXoOabcdefABCDEF") == std::string::npos) {
     return true;  // numbers in any YAML 1.1/1.2 spelling (hex included); quoting is harmless
@@ -489,6 +554,11 @@ std::vector<Manifest> make_manifests(const ManifestOptions& o) {
   if (o.sharing == SharingKind::kMps && o.vendor == "amd") {
     base::fail_input("--sharing mps: MPS is NVIDIA's; AMD GPUs can use time-slicing");
   }
+  if (o.mig_strategy != MigStrategy::kNone && o.vendor == "amd") {
+    base::fail_input(fmt::format("--mig-strategy {}: MIG is NVIDIA's; use --vendor nvidia or both",
+                                 to_string(o.mig_strategy)));
+  }
+  check_pod_options(o.pod, o.ns);
   std::vector<Manifest> out;
   Json ns;
   ns["apiVersion"] = "v1";
@@ -534,6 +604,7 @@ std::vector<Manifest> make_manifests(const ManifestOptions& o) {
   out.push_back({"30-exporter.yaml", exporter_daemonset(o)});
   out.push_back({"31-exporter-service.yaml", exporter_service(o)});
   if (o.scheduler) out.push_back({"40-scheduler.yaml", scheduler_deployment(o)});
+  for (auto& m : out) apply_pod_options(m.object, o);
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gpuorch/k8s/config.hpp"
+#include "gpuorch/k8s/manifest_options.hpp"
 
 namespace gpuorch::k8s {
 
@@ -28,6 +29,11 @@ struct ManifestOptions {
   // installed it already).
   bool scheduler = true;
   bool podgroup_crd = true;
+  // flags.migStrategy of the NVIDIA plugin's ConfigMap and the labeller's MIG_STRATEGY; other
+  // than none, the NVIDIA containers that read GPUs get what seeing MIG devices takes
+  // (NVIDIA_MIG_MONITOR_DEVICES=all and CAP_SYS_ADMIN).
+  MigStrategy mig_strategy = MigStrategy::kNone;
+  PodOptions pod;  // pull secrets and policy, placement, resources, RuntimeClass
 };
 
 // The scheduler's port for /metrics, /healthz and /readyz in the Deployment.
@@ -38,7 +44,8 @@ struct Manifest {
   nlohmann::ordered_json object;
 };
 
-// Throws base::InputError for options that make no sense (replicas < 2 with sharing, MPS on AMD).
+// Throws base::InputError for options that make no sense (replicas < 2 with sharing, MPS on AMD,
+// what check_pod_options refuses).
 std::vector<Manifest> make_manifests(const ManifestOptions& options);
 // One object as YAML (strings that YAML would read as numbers or booleans are quoted).
 std::string to_yaml(const nlohmann::ordered_json& object);
