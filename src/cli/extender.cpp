@@ -11,6 +11,7 @@
 #include "cli/verbs.hpp"
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/io/openb.hpp"
+#include "gpuorch/k8s/extender_http.hpp"
 #include "gpuorch/k8s/extender_service.hpp"
 #include "gpuorch/k8s/kubeconfig.hpp"
 #include "gpuorch/sched/policy.hpp"
@@ -109,36 +110,13 @@ int run(const ExtenderFlags& f) {
     }
     http = std::move(tls);
   }
-  for (const char* verb : {"filter", "prioritize", "bind"}) {
-    http->Post(fmt::format("/{}", verb),
-               [&service, verb](const httplib::Request& req, httplib::Response& res) {
-                 const k8s::ExtenderService::Reply r = service.call(verb, req.body);
-                 res.status = r.status;
-                 res.set_content(r.body, r.content_type.c_str());
-               });
-  }
-  http->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain");
-  });
-  http->Get("/readyz", [&service](const httplib::Request&, httplib::Response& res) {
-    res.status = service.synced() ? 200 : 503;
-    res.set_content(service.synced() ? "ok\n" : "informers not synced\n", "text/plain");
-  });
-  http->Get("/metrics", [&service](const httplib::Request&, httplib::Response& res) {
-    res.set_content(service.metrics(), "text/plain; version=0.0.4");
-  });
-  // An ExtenderArgs carries a Pod and the candidate node names: about 25 bytes a node, so 8 MiB
-  // holds a cluster of well over 100 000 nodes; larger bodies are refused (413).
-  telemetry::HttpLimits limits;
-  limits.max_payload = std::size_t{8} << 20;
-  limits.read_timeout = std::chrono::milliseconds(5000);
-  const int port = telemetry::harden_and_bind(*http, listen.address, listen.port, limits);
+  const int port = k8s::bind_extender_http(*http, service, listen.address, listen.port);
   if (port < 0) base::fail_input(fmt::format("--listen {}: cannot bind", f.listen));
   std::jthread http_thread([&http] { http->listen_after_bind(); });
-  log_line(fmt::format("extender (policy {}, seed {}) for the cluster at {}; serving on {}://{} ({})",
-                       spec, f.seed, api.config().server, f.tls_cert.empty() ? "http" : "https",
-                       telemetry::host_port(listen.address, port),
-                       telemetry::listen_scope(listen.address)));
+  log_line(fmt::format(
+      "extender (policy {}, seed {}) for the cluster at {}; serving on {}://{} ({})", spec, f.seed,
+      api.config().server, f.tls_cert.empty() ? "http" : "https",
+      telemetry::host_port(listen.address, port), telemetry::listen_scope(listen.address)));
 
   service.run(stop);
   stop = true;

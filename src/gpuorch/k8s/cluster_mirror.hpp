@@ -41,6 +41,8 @@ class ClusterMirror {
   // exists; `seen` is the history to use when the options have none. Returns true if it rebuilt.
   bool ensure_built(const std::vector<workload::PodSpec>& seen);
   [[nodiscard]] bool built() const { return cluster_ != nullptr; }
+  // The next ensure_built() will build (no build yet, or the node set changed).
+  [[nodiscard]] bool needs_build() const { return !cluster_ || nodes_changed_; }
 
   // A bound pod's resources, counted on its node (GPUs from its annotation when valid, else the
   // ones the core would pick). False when its node is unknown (counted once the node appears).

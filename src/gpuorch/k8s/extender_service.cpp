@@ -5,9 +5,10 @@
 #include <algorithm>
 #include <cctype>
 #include <thread>
-#include <unordered_set>
 
 #include "gpuorch/k8s/binding.hpp"
+#include "gpuorch/k8s/extender_answer.hpp"
+#include "gpuorch/k8s/extender_request.hpp"
 #include "gpuorch/k8s/informer.hpp"
 #include "gpuorch/k8s/node_object.hpp"
 #include "gpuorch/k8s/server_json.hpp"
@@ -48,19 +49,25 @@ std::string string_field(const json& obj, std::string_view key, std::string_view
 }
 
 // The candidate nodes of an ExtenderArgs: NodeNames (nodeCacheCapable) or Nodes.items (the
-// whole Node objects otherwise). `items` points at the objects in the second form.
+// whole Node objects otherwise). `items` points at the objects in the second form; the names
+// point into the request, which outlives them.
 struct Candidates {
-  std::vector<std::string> names;
+  std::vector<std::string_view> names;
   const json* items = nullptr;
 };
 
-Candidates candidates_of(const json& args) {
+// `split`: the names split_node_names took out of the body, whose NodeNames is then `[]`.
+Candidates candidates_of(const json& args, const std::vector<std::string_view>* split) {
   Candidates c;
   if (const json* names = find_ci(args, "NodeNames"); names != nullptr && !names->is_null()) {
     if (!names->is_array()) throw BadExtenderRequest("ExtenderArgs.NodeNames is not a list");
+    if (split != nullptr) {
+      c.names = *split;
+      return c;
+    }
     for (const json& n : *names) {
       if (!n.is_string()) throw BadExtenderRequest("ExtenderArgs.NodeNames holds a non-string");
-      c.names.push_back(n.get<std::string>());
+      c.names.push_back(n.get_ref<const std::string&>());
     }
     return c;
   }
@@ -78,7 +85,7 @@ Candidates candidates_of(const json& args) {
     if (name == nullptr || !name->is_string()) {
       throw BadExtenderRequest("ExtenderArgs.Nodes.items holds a node without metadata.name");
     }
-    c.names.push_back(name->get<std::string>());
+    c.names.push_back(name->get_ref<const std::string&>());
   }
   c.items = items;
   return c;
@@ -107,9 +114,8 @@ void ExtenderService::log(const std::string& line) const {
 void ExtenderService::run(const std::atomic<bool>& stop) {
   auto handlers = [this](bool node, std::atomic<bool>& synced) {
     InformerHandlers h;
-    h.on_add = h.on_update = [this, node](const json& o) {
-      node ? on_node(o, false) : on_pod(o, false);
-    };
+    h.on_add =
+        h.on_update = [this, node](const json& o) { node ? on_node(o, false) : on_pod(o, false); };
     h.on_delete = [this, node](const json& o) { node ? on_node(o, true) : on_pod(o, true); };
     h.on_synced = [this, &synced] {
       if (!synced.exchange(true) && synced_nodes_ && synced_pods_) {
@@ -181,8 +187,10 @@ std::string ExtenderService::ensure_built_locked(const PodObject& asking) {
     mirror_.set_nodes(nodes_);
     nodes_dirty_ = false;
   }
+  // The history is copied and sorted only for a build: per call it would cost O(pods) (at 5,000
+  // nodes, tens of thousands of pods) for nothing.
   std::vector<workload::PodSpec> seen;
-  if (options_.mirror.history.empty()) {
+  if (options_.mirror.history.empty() && mirror_.needs_build()) {
     seen.reserve(seen_.size() + 1);
     for (const auto& [uid, spec] : seen_) seen.push_back(spec);
     // kube-scheduler may ask about a pod before the extender's own watch delivers it: it is part
@@ -190,8 +198,9 @@ std::string ExtenderService::ensure_built_locked(const PodObject& asking) {
     // otherwise have no history to estimate the target workload from).
     if (asking.error.empty() && !seen_.contains(asking.uid)) seen.push_back(asking.spec);
     // A fixed order, so a rebuild does not depend on the hash map's.
-    std::sort(seen.begin(), seen.end(),
-              [](const workload::PodSpec& a, const workload::PodSpec& b) { return a.name < b.name; });
+    std::sort(seen.begin(), seen.end(), [](const workload::PodSpec& a, const workload::PodSpec& b) {
+      return a.name < b.name;
+    });
   }
   try {
     if (mirror_.ensure_built(seen)) {
@@ -225,99 +234,78 @@ void ExtenderService::expire_locked() {
   }
 }
 
-json ExtenderService::filter(const json& args) {
+std::string ExtenderService::filter(const json& args,
+                                    const std::vector<std::string_view>* node_names) {
   ++counters_.filters;
   const auto started = Clock::now();
   const json& pod_json = pod_of(args);
-  const Candidates c = candidates_of(args);
+  const Candidates c = candidates_of(args, node_names);
   const PodObject pod = pod_from_json(pod_json);
   if (pod.uid.empty()) throw BadExtenderRequest("ExtenderArgs.Pod has no metadata.uid");
 
-  json failed = json::object();
-  json unresolvable = json::object();
-  std::string error;
-  std::vector<std::string> keep;
-  auto fail_all = [&](const std::string& why, bool infeasible) {
-    for (const auto& n : c.names) (infeasible ? unresolvable : failed)[n] = why;
-  };
+  FilterAnswer a;
+  a.offered = c.names;
+  a.items = c.items;
   if (!pod.error.empty()) {
-    fail_all(fmt::format("Infeasible: {}", pod.error), true);
+    a.why = fmt::format("Infeasible: {}", pod.error);
+    a.unresolvable = true;
   } else {
     const std::lock_guard lock(mutex_);
     if (!synced()) {
-      error = "the extender's node and pod cache has not synced yet";
+      a.error = "the extender's node and pod cache has not synced yet";
     } else {
       expire_locked();
       forget_locked(pod.uid);  // asked again: its earlier decision did not go through
       // An error decides nothing: kube-scheduler retries the pod after it.
-      error = ensure_built_locked(pod);
-      if (!error.empty()) {
-        log(fmt::format("filter {}: {}", pod.key(), error));
+      a.error = ensure_built_locked(pod);
+      if (!a.error.empty()) {
+        log(fmt::format("filter {}: {}", pod.key(), a.error));
       } else if (mirror_.accounted(pod.uid)) {
-        error = fmt::format("pod {} is already bound", pod.key());
+        a.error = fmt::format("pod {} is already bound", pod.key());
       } else {
-        const std::unordered_set<std::string> offered(c.names.begin(), c.names.end());
         ClusterMirror::Result r = mirror_.schedule(pod);
         const bool placed = r.decision.outcome == sched::Outcome::kPlaced;
-        if (placed && !offered.contains(r.node)) {
+        if (placed && std::find(c.names.begin(), c.names.end(), r.node) == c.names.end()) {
           // kube-scheduler ruled the core's node out for a reason the core does not model
           // (inter-pod affinity, volumes, ...): decide again among the nodes it offers.
           mirror_.release(pod.uid);
           PodObject among = pod;
-          among.spec.constraints.node_names = c.names;
+          among.spec.constraints.node_names.assign(c.names.begin(), c.names.end());
           r = mirror_.schedule(among);
         }
         if (r.decision.outcome == sched::Outcome::kPlaced) {
           decisions_[pod.uid] = {pod, r.node, r.decision.placement.gpus, Clock::now()};
-          keep.push_back(r.node);
-          for (const auto& n : c.names) {
-            if (n != r.node) failed[n] = fmt::format("gpuorch placed the pod on {}", r.node);
-          }
+          // The other offered nodes are left out of FailedNodes: kube-scheduler reads it only to
+          // explain a pod that found no node, and at 5,000 nodes the map was 325 KB per placed
+          // pod for it to decode (docs/extender.md).
+          a.keep = r.node;
         } else {
           ++counters_.unschedulable;
           sched::RequestResolver resolver(mirror_.cluster());
-          const std::string msg = unschedulable_message(r, resolver.resolve(pod.spec),
-                                                        mirror_.cluster().node_count());
-          fail_all(msg, r.decision.outcome == sched::Outcome::kInfeasible);
+          a.why =
+              unschedulable_message(r, resolver.resolve(pod.spec), mirror_.cluster().node_count());
+          a.unresolvable = r.decision.outcome == sched::Outcome::kInfeasible;
         }
       }
     }
   }
-  json out = {{"FailedNodes", failed},
-              {"FailedAndUnresolvableNodes", unresolvable},
-              {"Error", error}};
-  // Answered in the form it was asked in.
-  if (c.items == nullptr) {
-    out["NodeNames"] = keep;
-    out["Nodes"] = nullptr;
-  } else {
-    json items = json::array();
-    for (const json& n : *c.items) {
-      const std::string name = n["metadata"]["name"].get<std::string>();
-      if (std::find(keep.begin(), keep.end(), name) != keep.end()) items.push_back(n);
-    }
-    out["Nodes"] = {{"metadata", json::object()}, {"items", std::move(items)}};
-    out["NodeNames"] = nullptr;
-  }
+  std::string out = filter_answer_text(a);
   counters_.filter_us += static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count());
   return out;
 }
 
-json ExtenderService::prioritize(const json& args) {
+std::string ExtenderService::prioritize(const json& args,
+                                        const std::vector<std::string_view>* node_names) {
   ++counters_.prioritizes;
   const PodObject pod = pod_from_json(pod_of(args));
-  const Candidates c = candidates_of(args);
+  const Candidates c = candidates_of(args, node_names);
   std::string chosen;
   {
     const std::lock_guard lock(mutex_);
     if (const auto it = decisions_.find(pod.uid); it != decisions_.end()) chosen = it->second.node;
   }
-  json out = json::array();
-  for (const auto& n : c.names) {
-    out.push_back({{"Host", n}, {"Score", n == chosen ? kMaxExtenderPriority : 0}});
-  }
-  return out;
+  return priority_list_text(c.names, chosen, kMaxExtenderPriority);
 }
 
 json ExtenderService::bind(const json& args) {
@@ -343,9 +331,10 @@ json ExtenderService::bind(const json& args) {
       forget_locked(uid);
       const auto p = pending_.find(uid);
       if (p == pending_.end()) {
-        return refuse(fmt::format("pod {}/{} (uid {}) is not a pending pod in the extender's "
-                                  "cache",
-                                  ns, name, uid));
+        return refuse(
+            fmt::format("pod {}/{} (uid {}) is not a pending pod in the extender's "
+                        "cache",
+                        ns, name, uid));
       }
       if (const std::string why = ensure_built_locked(p->second); !why.empty()) return refuse(why);
       PodObject there = p->second;
@@ -354,16 +343,16 @@ json ExtenderService::bind(const json& args) {
       if (r.decision.outcome != sched::Outcome::kPlaced) {
         return refuse(fmt::format("the pod does not fit on {}", node));
       }
-      it = decisions_.insert_or_assign(uid, Decision{p->second, node, r.decision.placement.gpus,
-                                                     Clock::now()})
+      it = decisions_
+               .insert_or_assign(uid,
+                                 Decision{p->second, node, r.decision.placement.gpus, Clock::now()})
                .first;
     }
     gpus = it->second.gpus;
     if (it->second.pod.spec.gpu_share()) milli.push_back(it->second.pod.spec.gpu_milli);
     it->second.when = Clock::now();
   }
-  const json binding =
-      gpu_binding(ns, name, uid, node, gpus, milli.empty() ? 0 : milli.front());
+  const json binding = gpu_binding(ns, name, uid, node, gpus, milli.empty() ? 0 : milli.front());
   try {
     api_.create(pod_path(ns, name) + "/binding", binding);
   } catch (const std::exception& e) {
@@ -382,23 +371,28 @@ ExtenderService::Reply ExtenderService::call(std::string_view verb, std::string_
     return Reply{status, what + "\n", "text/plain"};
   };
   json args;
+  // filter and prioritize: the node names read apart from the parse (extender_request.hpp).
+  std::optional<SplitArgs> split;
+  if (verb == "filter" || verb == "prioritize") split = split_node_names(body);
+  const std::vector<std::string_view>* names = split ? &split->names : nullptr;
   try {
-    args = parse_server_json(body, fmt::format("{} request", verb));
+    args = parse_server_json(split ? std::string_view(split->rest) : body,
+                             fmt::format("{} request", verb));
   } catch (const std::exception& e) {
     return one_line(400, e.what());
   }
   try {
-    json out;
+    std::string out;
     if (verb == "filter") {
-      out = filter(args);
+      out = filter(args, names);
     } else if (verb == "prioritize") {
-      out = prioritize(args);
+      out = prioritize(args, names);
     } else if (verb == "bind") {
-      out = bind(args);
+      out = bind(args).dump(-1, ' ', false, json::error_handler_t::replace);
     } else {
       return one_line(404, fmt::format("unknown verb '{}' (filter, prioritize, bind)", verb));
     }
-    return Reply{200, out.dump(-1, ' ', false, json::error_handler_t::replace), "application/json"};
+    return Reply{200, std::move(out), "application/json"};
   } catch (const BadExtenderRequest& e) {
     return one_line(400, fmt::format("{} request: {}", verb, e.what()));
   } catch (const std::exception& e) {

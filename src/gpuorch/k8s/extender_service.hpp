@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -61,9 +62,13 @@ class ExtenderService {
 
   // The verbs, on parsed JSON (keys matched case-insensitively, as Go's decoder does). They throw
   // BadExtenderRequest for a body that is not an ExtenderArgs / ExtenderBindingArgs; every other
-  // failure is answered in the protocol's Error field.
-  nlohmann::json filter(const nlohmann::json& args);
-  nlohmann::json prioritize(const nlohmann::json& args);
+  // failure is answered in the protocol's Error field. filter and prioritize return the answer's
+  // JSON text (k8s/extender_answer.hpp says why); node_names, when given, are the NodeNames that
+  // split_node_names took out of the body (args then holds `[]`; k8s/extender_request.hpp).
+  std::string filter(const nlohmann::json& args,
+                     const std::vector<std::string_view>* node_names = nullptr);
+  std::string prioritize(const nlohmann::json& args,
+                         const std::vector<std::string_view>* node_names = nullptr);
   nlohmann::json bind(const nlohmann::json& args);
 
   // verb "filter" | "prioritize" | "bind" with the raw request body: the HTTP status and body.
