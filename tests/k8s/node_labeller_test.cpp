@@ -2,12 +2,14 @@
 // H200 host with time-slicing replicas 4 appear on the Node next to a label someone else wrote;
 // switching sharing off in the config file is on the Node well within one refresh interval (the
 // file is watched), with -SHARED and replicas 4 gone; `gpuorch node-labeller --once` does the same
-// from the command line.
+// from the command line. A MIG reconfiguration (the host changes) with the mixed strategy brings
+// the MIG labels, and the strategy back to none removes them.
 #include "gpuorch/k8s/node_labeller.hpp"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include "gpuorch/k8s/api_client.hpp"
@@ -53,7 +55,13 @@ TEST(NodeLabeller, LabelsFollowTheConfigOnTheRealApiServer) {
   LabellerOptions o;
   o.node_name = kNode;
   o.config_file = config;
-  o.host = [] { return test::fixture_host("h200-vm"); };
+  // The hardware: read on every refresh, swapped below as a MIG reconfiguration would.
+  std::mutex host_mutex;
+  std::string host_name = "h200-vm";
+  o.host = [&] {
+    const std::lock_guard<std::mutex> lock(host_mutex);
+    return test::fixture_host(host_name);
+  };
   o.interval = 60s;  // far longer than the test: only the file watch can explain a change
   o.config_poll = 100ms;
   NodeLabeller labeller(&api, o);
@@ -88,6 +96,27 @@ TEST(NodeLabeller, LabelsFollowTheConfigOnTheRealApiServer) {
   wake = true;
   std::this_thread::sleep_for(500ms);
   EXPECT_EQ(label(api.get(kPath), "nvidia.com/gpu.product"), "NVIDIA-H200");
+
+  // The hardware changes (a host with MIG devices; SIGHUP asks for the refresh now) and the
+  // config turns the mixed strategy on: the MIG labels appear; the strategy back to none
+  // removes them, since the labeller owns them.
+  {
+    const std::lock_guard<std::mutex> lock(host_mutex);
+    host_name = "h100-mig";
+  }
+  replace_file(config, "flags:\n  migStrategy: mixed\n");
+  wake = true;
+  node = test::wait_for(
+      api, kPath, [](const json& n) { return label(n, "nvidia.com/mig-3g.40gb.count") == "3"; });
+  EXPECT_EQ(label(node, "nvidia.com/mig.strategy"), "mixed");
+  EXPECT_EQ(label(node, "nvidia.com/gpu.count"), "1");
+  replace_file(config, "version: v1\n");
+  node = test::wait_for(api, kPath, [](const json& n) {
+    return label(n, "nvidia.com/mig-3g.40gb.count") == "<absent>";
+  });
+  EXPECT_EQ(label(node, "nvidia.com/mig-1g.10gb.product"), "<absent>");
+  EXPECT_EQ(label(node, "nvidia.com/gpu.count"), "3");
+  EXPECT_EQ(label(node, "team"), "a");
   stop = true;
   loop.join();
 
