@@ -3,10 +3,15 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <random>
+#include <string_view>
 
 #include "cli/verbs.hpp"
 #include "gpuorch/base/atomic_file.hpp"
@@ -22,6 +27,9 @@
 
 namespace gpuorch::cli {
 namespace {
+
+// Put in front of a program that came without `--` (mark_launch_program).
+constexpr const char* kTorchrunFormFlag = "--gpuorch-torchrun-form";
 
 struct LaunchFlags {
   std::string nnodes = "1:1";
@@ -43,6 +51,12 @@ struct LaunchFlags {
   std::string bind = "cores";
   std::string backend = "auto";
   bool virtual_local_rank = false;
+  bool module = false;
+  bool no_python = false;
+  bool torchrun_form = false;  // the program came without `--`: torchrun's `SCRIPT ARGS`
+  std::string redirects = "0";
+  std::string tee = "0";
+  std::string local_ranks_filter;
   std::string topology_file;
   std::string sysfs_root;
   bool no_nvml = false;
@@ -122,6 +136,84 @@ int resolve_nproc(const std::string& s, const topology::Host& host) {
   base::fail_input("--nproc-per-node " + s + ": expected a positive number, gpu, cpu or auto");
 }
 
+// torchrun's options that also read PET_<NAME> (Kubeflow's PyTorchJob sets them), by the name
+// argparse gives them (--nproc-per-node: nproc_per_node). A gpuorch option having one of these
+// names reads the variable when the flag is not given.
+constexpr std::string_view kTorchrunEnvOptions[] = {"nnodes",
+                                                    "nproc_per_node",
+                                                    "rdzv_backend",
+                                                    "rdzv_endpoint",
+                                                    "rdzv_id",
+                                                    "rdzv_conf",
+                                                    "standalone",
+                                                    "max_restarts",
+                                                    "monitor_interval",
+                                                    "start_method",
+                                                    "event_log_handler",
+                                                    "role",
+                                                    "module",
+                                                    "no_python",
+                                                    "run_path",
+                                                    "log_dir",
+                                                    "redirects",
+                                                    "tee",
+                                                    "local_ranks_filter",
+                                                    "duplicate_stdout_filters",
+                                                    "duplicate_stderr_filters",
+                                                    "node_rank",
+                                                    "master_addr",
+                                                    "master_port",
+                                                    "local_addr",
+                                                    "signals_to_handle",
+                                                    "shutdown_timeout",
+                                                    "virtual_local_rank"};
+
+void read_torchrun_environment(CLI::App& cmd) {
+  for (CLI::Option* opt : cmd.get_options()) {
+    for (std::string name : opt->get_lnames()) {
+      std::replace(name.begin(), name.end(), '-', '_');
+      if (std::find(std::begin(kTorchrunEnvOptions), std::end(kTorchrunEnvOptions), name) ==
+          std::end(kTorchrunEnvOptions)) {
+        continue;
+      }
+      std::string var = "PET_";
+      for (const char c : name)
+        var += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      opt->envname(var);
+      break;
+    }
+  }
+}
+
+// The command each worker runs: torchrun's `python -u SCRIPT ARGS` / `python -u -m MODULE
+// ARGS` (the interpreter: $PYTHON_EXEC, else python3 from PATH), or the program as given
+// (--no-python, or gpuorch's `-- PROGRAM ARGS`).
+std::vector<std::string> worker_command(const LaunchFlags& f, const launch::EnvMap& env) {
+  if (f.module && f.no_python) {
+    base::fail_input("-m/--module and --no-python exclude each other (a module needs python)");
+  }
+  if (f.program.empty() || f.no_python || (!f.module && !f.torchrun_form)) return f.program;
+  const auto exec = env.find("PYTHON_EXEC");
+  std::vector<std::string> argv{
+      exec != env.end() && !exec->second.empty() ? exec->second : "python3", "-u"};
+  if (f.module) argv.emplace_back("-m");
+  argv.insert(argv.end(), f.program.begin(), f.program.end());
+  return argv;
+}
+
+// --redirects/--tee without --log-dir: torchrun keeps the files in a fresh temporary folder.
+std::string temporary_log_dir() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "gpuorch-logs-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) base::fail_input("cannot create a log folder in /tmp");
+  return pattern;
+}
+
+bool any_stream(const launch::StdSpec& s) {
+  if (s.all) return *s.all != 0;
+  return std::any_of(s.by_local_rank.begin(), s.by_local_rank.end(),
+                     [](const auto& kv) { return kv.second != 0; });
+}
+
 std::string random_run_id() {
   std::random_device rd;
   return fmt::format("{:08x}-{:04x}", rd(), rd() & 0xffff);
@@ -143,6 +235,11 @@ int run(LaunchFlags f) {
   if (f.max_restarts < 0) base::fail_input("--max-restarts: must be >= 0");
   auto [min_nodes, max_nodes] = parse_nnodes(f.nnodes);
   const auto env = launch::current_environment();
+  const auto redirects = launch::parse_std_spec("--redirects", f.redirects);
+  const auto tee = launch::parse_std_spec("--tee", f.tee);
+  const auto console_ranks =
+      launch::parse_local_ranks("--local-ranks-filter", f.local_ranks_filter);
+  const auto command = worker_command(f, env);
 
   launch::RendezvousConfig rc;
   rc.backend = f.rdzv_backend;
@@ -186,16 +283,17 @@ int run(LaunchFlags f) {
       fmt::print("{}\n", topology::to_json_text(launch::plan_json(plan)));
     } else {
       fmt::print("{}", launch::render_plan_table(plan));
+      if (!command.empty()) fmt::print("command: {}\n", fmt::join(command, " "));
     }
     return 0;
   }
-  if (f.program.empty()) {
+  if (command.empty()) {
     base::fail_input("no program given (gpuorch launch [options] -- PROGRAM ARGS)");
   }
   launch::AgentConfig config;
   config.plan = plan;
-  config.program = launch::resolve_program(f.program.front());
-  config.argv = f.program;
+  config.program = launch::resolve_program(command.front());
+  config.argv = command;
   config.base_env = env;
   for (const auto& file : f.env_files) {
     for (auto& [k, v] : launch::read_env_file(file)) config.user_env[k] = v;
@@ -206,7 +304,18 @@ int run(LaunchFlags f) {
   config.run_id = rc.run_id;
   config.role = f.role;
   config.log_dir = f.log_dir;
-  config.tee = !f.quiet;
+  config.console = !f.quiet;
+  config.redirects = redirects;
+  config.tee = tee;
+  config.console_ranks = console_ranks;
+  if (const auto t = env.find("TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"); t != env.end()) {
+    config.line_prefix_template = t->second;
+  }
+  if (config.log_dir.empty() && (any_stream(redirects) || any_stream(tee))) {
+    config.log_dir = temporary_log_dir();
+    log_line(
+        fmt::format("worker logs in {} (--redirects/--tee without --log-dir)", config.log_dir));
+  }
 
   auto rdzv = launch::make_rendezvous(rc);
   log_line(fmt::format("{} workers on this node, backend {} (torch: {}), bind {}; rendezvous {}{}",
@@ -224,6 +333,31 @@ int run(LaunchFlags f) {
 
 }  // namespace
 
+void mark_launch_program(const CLI::App& app, std::vector<std::string>& args) {
+  if (args.empty() || args.front() != "launch") return;
+  const CLI::App* cmd = app.get_subcommand("launch");
+  // Whether option token `a` takes the next token as its value.
+  const auto takes_value = [&](const std::string& name) {
+    const CLI::Option* opt = cmd->get_option_no_throw(name);
+    return opt != nullptr && opt->get_items_expected_min() > 0;
+  };
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") return;
+    if (a.size() > 2 && a.compare(0, 2, "--") == 0) {
+      if (a.find('=') == std::string::npos && takes_value(a)) ++i;
+      continue;
+    }
+    if (a.size() > 1 && a[0] == '-') {
+      if (a.size() == 2 && takes_value(a)) ++i;
+      continue;
+    }
+    // The first word that is no option nor an option's value: torchrun's SCRIPT.
+    args.insert(args.begin() + static_cast<std::ptrdiff_t>(i), {kTorchrunFormFlag, "--"});
+    return;
+  }
+}
+
 void add_launch(CLI::App& app, Action& action) {
   auto f = std::make_shared<LaunchFlags>();
   CLI::App* cmd = app.add_subcommand(
@@ -231,7 +365,10 @@ void add_launch(CLI::App& app, Action& action) {
       "Start the workers of one node with torchrun's environment contract, each bound to its "
       "GPU, the cores and memory of that GPU's NUMA node and the nearest NIC; restart them on "
       "failure; rendezvous with other nodes statically or through etcd. See docs/launch.md.\n"
-      "  gpuorch launch [options] -- PROGRAM ARGS...");
+      "  gpuorch launch [options] SCRIPT.py ARGS...     (torchrun's form: python -u SCRIPT.py)\n"
+      "  gpuorch launch [options] -m MODULE ARGS...     (python -u -m MODULE)\n"
+      "  gpuorch launch [options] --no-python PROGRAM ARGS...\n"
+      "  gpuorch launch [options] -- PROGRAM ARGS...    (run as given)");
   cmd->add_option("--nnodes", f->nnodes, "Number of nodes: N or MIN:MAX (elastic, needs etcd)")
       ->capture_default_str();
   cmd->add_option("--nproc-per-node,--nproc_per_node", f->nproc,
@@ -265,7 +402,7 @@ void add_launch(CLI::App& app, Action& action) {
   cmd->add_option("--monitor-interval,--monitor_interval", f->monitor_interval,
                   "Seconds between checks of the workers")
       ->capture_default_str();
-  cmd->add_option("--stop-grace", f->stop_grace,
+  cmd->add_option("--stop-grace,--shutdown-timeout,--shutdown_timeout", f->stop_grace,
                   "Seconds between SIGTERM and SIGKILL when stopping workers")
       ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();
@@ -277,8 +414,22 @@ void add_launch(CLI::App& app, Action& action) {
   cmd->add_option("--backend", f->backend,
                   "auto (NCCL on NVIDIA, RCCL on AMD, Gloo without GPUs), nccl, rccl or gloo")
       ->capture_default_str();
-  cmd->add_flag("--virtual-local-rank", f->virtual_local_rank,
-                "Each worker sees only its own GPU (as device 0)");
+  cmd->add_flag("--virtual-local-rank,--virtual_local_rank", f->virtual_local_rank,
+                "Each worker sees only its own GPU, as device 0, and gets LOCAL_RANK=0");
+  cmd->add_flag("-m,--module", f->module, "Run SCRIPT as a Python module: python -u -m MODULE");
+  cmd->add_flag("--no-python,--no_python", f->no_python,
+                "Run the program directly, not through python");
+  cmd->add_option("-r,--redirects", f->redirects,
+                  "Worker streams to the log files only: 0 none, 1 stdout, 2 stderr, 3 both; "
+                  "or per local rank, 0:1,1:2")
+      ->capture_default_str();
+  cmd->add_option("-t,--tee", f->tee,
+                  "Worker streams to the log files and the console, prefixed [<role><local "
+                  "rank>]: (same values as --redirects)")
+      ->capture_default_str();
+  cmd->add_option("--local-ranks-filter,--local_ranks_filter", f->local_ranks_filter,
+                  "Only these local ranks' output on the console (0,1,2); log files keep all");
+  cmd->add_flag(kTorchrunFormFlag, f->torchrun_form)->group("");
   cmd->add_option("--topology", f->topology_file,
                   "Plan for a recorded host (`gpuorch topo --json` output)");
   cmd->add_option("--sysfs-root", f->sysfs_root,
@@ -292,7 +443,8 @@ void add_launch(CLI::App& app, Action& action) {
                   "KEY=VALUE lines for every worker (e.g. from `gpuorch tune nccl`); repeatable")
       ->allow_extra_args(false);
   cmd->add_option("--summary-json", f->summary_json, "Also write the closing summary as JSON");
-  cmd->add_option("program", f->program, "PROGRAM ARGS... (after --)");
+  cmd->add_option("program", f->program, "SCRIPT ARGS... (torchrun's form) or -- PROGRAM ARGS...");
+  read_torchrun_environment(*cmd);
   cmd->callback([f, cmd, &action] {
     f->given_nnodes = cmd->count("--nnodes") > 0;
     f->given_node_rank = cmd->count("--node-rank") > 0;

@@ -2,8 +2,11 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include "cli/verbs.hpp"
 #include "gpuorch/base/error.hpp"
@@ -34,7 +37,10 @@ int main(int argc, char** argv) {
   gpuorch::cli::add_doctor(app, action);
 
   try {
-    app.parse(argc, argv);
+    std::vector<std::string> args(argv + 1, argv + argc);
+    gpuorch::cli::mark_launch_program(app, args);
+    std::reverse(args.begin(), args.end());  // CLI11 takes them last first
+    app.parse(args);
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {

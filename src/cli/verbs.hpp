@@ -37,8 +37,11 @@ void add_scheduler(CLI::App& app, Action& action);
 // `gpuorch extender`: the scheduler core as kube-scheduler's HTTP extender
 void add_extender(CLI::App& app, Action& action);
 
-// `gpuorch launch [options] -- PROGRAM ARGS`
+// `gpuorch launch [options] -- PROGRAM ARGS` or torchrun's `... SCRIPT ARGS`
 void add_launch(CLI::App& app, Action& action);
+// Before parsing: a `gpuorch launch` command line whose program comes without `--` (torchrun's
+// `SCRIPT ARGS`, options of the script included) gets `--` (and a hidden marker) in front of it.
+void mark_launch_program(const CLI::App& app, std::vector<std::string>& args);
 
 // `gpuorch doctor <check>`: findings with evidence and a fix
 void add_doctor(CLI::App& app, Action& action);

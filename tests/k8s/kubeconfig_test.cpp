@@ -17,35 +17,10 @@ namespace {
 
 using test::input_error;
 using test::read_text;
+using test::ScopedEnv;
 
 std::string fixture_dir() { return test::fixture("k8s/kubeconfig"); }
 std::string fixture_file(const std::string& name) { return fixture_dir() + "/" + name; }
-
-// Sets (or unsets, with nullopt) an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(std::string name, const std::optional<std::string>& value) : name_(std::move(name)) {
-    if (const char* old = std::getenv(name_.c_str())) old_ = old;
-    if (value) {
-      ::setenv(name_.c_str(), value->c_str(), 1);
-    } else {
-      ::unsetenv(name_.c_str());
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_.c_str(), old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_.c_str());
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
 
 TEST(Kubeconfig, EmbeddedDataAndCurrentContext) {
   const auto file = fixture_file("embedded.yaml");

@@ -161,8 +161,8 @@ class Group {
     }
     const auto reaped = base::end_descendants(std::chrono::milliseconds(0), spare_);
     if (ended.found > 0) {
-      log_(fmt::format("ended {} process{} the workers left behind ({} after SIGKILL)",
-                       ended.found, ended.found == 1 ? "" : "es", ended.killed));
+      log_(fmt::format("ended {} process{} the workers left behind ({} after SIGKILL)", ended.found,
+                       ended.found == 1 ? "" : "es", ended.killed));
     }
     if (!ended.all_gone || !reaped.all_gone) {
       log_("warning: some descendants of the workers did not end");
@@ -172,7 +172,7 @@ class Group {
   void start(const Round& round, int attempt, int restart_count, const std::string& attempt_dir,
              std::vector<std::string>& warnings, std::set<std::string>& warned) {
     workers_.clear();
-    relay_ = std::make_unique<OutputRelay>(c_.tee);
+    relay_ = std::make_unique<OutputRelay>();
     const int nproc = static_cast<int>(c_.plan.ranks.size());
     for (int lr = 0; lr < nproc; ++lr) {
       Worker w;
@@ -198,7 +198,8 @@ class Group {
       who.max_restarts = c_.max_restarts;
       who.run_id = c_.run_id;
       who.error_file = w.error_file;
-      const auto pipes = relay_->add_worker(w.rank, c_.log_dir.empty() ? std::string() : dir);
+      const auto pipes =
+          relay_->add_worker(c_.log_dir.empty() ? std::string() : dir, route(w, 1), route(w, 2));
       SpawnSpec spec;
       spec.path = c_.program;
       spec.argv = c_.argv;
@@ -247,6 +248,20 @@ class Group {
   [[nodiscard]] const std::vector<Worker>& workers() const { return workers_; }
 
  private:
+  // Stream `bit` (1 stdout, 2 stderr) of worker `w`: redirected (file only) unless tee'd.
+  [[nodiscard]] StreamRoute route(const Worker& w, int bit) const {
+    StreamRoute r;
+    const bool tee = (c_.tee.at(w.local_rank) & bit) != 0;
+    const bool redirected = (c_.redirects.at(w.local_rank) & bit) != 0;
+    const bool shown = c_.console_ranks.empty() ||
+                       std::find(c_.console_ranks.begin(), c_.console_ranks.end(), w.local_rank) !=
+                           c_.console_ranks.end();
+    r.console = c_.console && shown && (tee || !redirected);
+    r.prefix = tee ? torchrun_line_prefix(c_.line_prefix_template, c_.role, w.rank, w.local_rank)
+                   : "[rank" + std::to_string(w.rank) + "]:";
+    return r;
+  }
+
   const AgentConfig& c_;
   const Log& log_;
   RunCgroup* cgroup_;

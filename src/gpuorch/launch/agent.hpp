@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gpuorch/launch/error_file.hpp"
+#include "gpuorch/launch/output.hpp"
 #include "gpuorch/launch/plan.hpp"
 #include "gpuorch/launch/rendezvous.hpp"
 #include "gpuorch/launch/worker_env.hpp"
@@ -30,7 +31,14 @@ struct AgentConfig {
   std::string run_id = "none";
   std::string role = "default";
   std::string log_dir;  // empty: error files go to a private temporary folder
-  bool tee = true;      // worker output on the console, rank-prefixed
+  bool console = true;  // worker output on the console (--quiet-workers: none)
+  // torchrun's per-stream choices: redirected streams skip the console, tee'd ones carry
+  // torchrun's prefix (`line_prefix_template`: TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE), the
+  // others "[rank<N>]:"; only the local ranks in `console_ranks` (empty: all) reach the console.
+  StdSpec redirects;
+  StdSpec tee;
+  std::vector<int> console_ranks;
+  std::string line_prefix_template;
 };
 
 struct RankExit {

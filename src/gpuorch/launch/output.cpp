@@ -5,8 +5,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <stdexcept>
+
+#include "gpuorch/base/error.hpp"
 
 namespace gpuorch::launch {
 namespace {
@@ -27,12 +30,108 @@ int open_log(const std::string& path) {
   return ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, 0644);
 }
 
+std::optional<int> small_number(const std::string& s, int max) {
+  if (s.empty() || s.size() > 6 || s.find_first_not_of("0123456789") != std::string::npos) {
+    return std::nullopt;
+  }
+  const int v = std::stoi(s);
+  if (v > max) return std::nullopt;
+  return v;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  for (;;) {
+    const auto at = s.find(sep, start);
+    parts.push_back(s.substr(start, at == std::string::npos ? std::string::npos : at - start));
+    if (at == std::string::npos) return parts;
+    start = at + 1;
+  }
+}
+
+constexpr int kMaxLocalRank = 99999;
+
 }  // namespace
+
+int StdSpec::at(int local_rank) const {
+  if (all) return *all;
+  const auto it = by_local_rank.find(local_rank);
+  return it == by_local_rank.end() ? 0 : it->second;
+}
+
+StdSpec parse_std_spec(const std::string& flag, const std::string& text) {
+  const auto bad = [&] {
+    base::fail_input(flag + " " + text +
+                     ": expected 0 (none), 1 (stdout), 2 (stderr), 3 (both), or "
+                     "LOCAL_RANK:VALUE,... such as 0:1,1:2");
+  };
+  StdSpec spec;
+  if (text.find(':') == std::string::npos) {
+    const auto v = small_number(text, 3);
+    if (!v) bad();
+    spec.all = *v;
+    return spec;
+  }
+  for (const auto& part : split(text, ',')) {
+    const auto colon = part.find(':');
+    if (colon == std::string::npos) bad();
+    const auto rank = small_number(part.substr(0, colon), kMaxLocalRank);
+    const auto v = small_number(part.substr(colon + 1), 3);
+    if (!rank || !v) bad();
+    spec.by_local_rank[*rank] = *v;
+  }
+  return spec;
+}
+
+std::vector<int> parse_local_ranks(const std::string& flag, const std::string& text) {
+  std::vector<int> ranks;
+  if (text.empty()) return ranks;
+  for (const auto& part : split(text, ',')) {
+    const auto rank = small_number(part, kMaxLocalRank);
+    if (!rank) {
+      base::fail_input(flag + " " + text + ": expected local ranks separated by commas (0,1,2)");
+    }
+    ranks.push_back(*rank);
+  }
+  return ranks;
+}
+
+std::string torchrun_line_prefix(const std::string& line_template, const std::string& role,
+                                 int rank, int local_rank) {
+  if (line_template.empty()) return "[" + role + std::to_string(local_rank) + "]:";
+  const std::pair<std::string, std::string> fields[] = {{"role_name", role},
+                                                        {"rank", std::to_string(rank)},
+                                                        {"local_rank", std::to_string(local_rank)}};
+  std::string out;
+  for (std::size_t i = 0; i < line_template.size();) {
+    bool replaced = false;
+    for (const auto& [name, value] : fields) {
+      for (const auto& form : {"${" + name + "}", "$" + name}) {
+        // "$rank" must not match the start of "$rank_x"; "${rank}" is always whole.
+        const bool whole =
+            form[1] == '{' || i + form.size() >= line_template.size() ||
+            !(std::isalnum(static_cast<unsigned char>(line_template[i + form.size()])) ||
+              line_template[i + form.size()] == '_');
+        if (line_template.compare(i, form.size(), form) == 0 && whole) {
+          out += value;
+          i += form.size();
+          replaced = true;
+          break;
+        }
+      }
+      if (replaced) break;
+    }
+    if (!replaced) out += line_template[i++];
+  }
+  return out;
+}
 
 struct OutputRelay::Stream {
   int read_fd = -1;
   int console_fd = 1;
   int log_fd = -1;
+  bool to_console = true;
   std::string prefix;
   std::string partial;
   bool open = true;
@@ -42,7 +141,7 @@ struct OutputRelay::Stream {
     if (log_fd >= 0) ::close(log_fd);
   }
 
-  void emit(const char* data, std::size_t n, bool to_console) {
+  void emit(const char* data, std::size_t n) {
     if (log_fd >= 0) write_all(log_fd, data, n);
     if (!to_console) return;
     partial.append(data, n);
@@ -56,7 +155,7 @@ struct OutputRelay::Stream {
     partial.erase(0, start);
   }
 
-  void flush(bool to_console) {
+  void flush() {
     if (to_console && !partial.empty()) {
       const std::string line = prefix + partial + "\n";
       write_all(console_fd, line.data(), line.size());
@@ -65,7 +164,7 @@ struct OutputRelay::Stream {
   }
 };
 
-OutputRelay::OutputRelay(bool to_console) : to_console_(to_console) {
+OutputRelay::OutputRelay() {
   if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) throw std::runtime_error("pipe2 failed");
 }
 
@@ -77,15 +176,18 @@ OutputRelay::~OutputRelay() {
   }
 }
 
-OutputRelay::WorkerPipes OutputRelay::add_worker(int global_rank, const std::string& log_dir) {
+OutputRelay::WorkerPipes OutputRelay::add_worker(const std::string& log_dir, const StreamRoute& out,
+                                                 const StreamRoute& err) {
   WorkerPipes w;
   for (const bool is_err : {false, true}) {
+    const StreamRoute& route = is_err ? err : out;
     int p[2];
     if (::pipe2(p, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
     auto s = std::make_unique<Stream>();
     s->read_fd = p[0];
     s->console_fd = is_err ? STDERR_FILENO : STDOUT_FILENO;
-    s->prefix = "[rank" + std::to_string(global_rank) + "]:";
+    s->to_console = route.console;
+    s->prefix = route.prefix;
     if (!log_dir.empty()) s->log_fd = open_log(log_dir + (is_err ? "/stderr.log" : "/stdout.log"));
     streams_.push_back(std::move(s));
     write_ends_.push_back(p[1]);
@@ -111,7 +213,7 @@ void OutputRelay::finish(std::chrono::milliseconds wait) {
   const char byte = 1;
   [[maybe_unused]] const auto n = ::write(wake_[1], &byte, 1);
   thread_.join();
-  for (auto& s : streams_) s->flush(to_console_);
+  for (auto& s : streams_) s->flush();
 }
 
 void OutputRelay::run() {
@@ -147,7 +249,7 @@ void OutputRelay::run() {
       if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       const auto n = ::read(fds[i].fd, buffer.data(), buffer.size());
       if (n > 0) {
-        owners[i]->emit(buffer.data(), static_cast<std::size_t>(n), to_console_);
+        owners[i]->emit(buffer.data(), static_cast<std::size_t>(n));
       } else if (n == 0 || errno != EINTR) {
         owners[i]->open = false;
       }

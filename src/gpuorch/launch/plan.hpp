@@ -38,7 +38,7 @@ struct PlanRequest {
   int nproc = 1;
   BindMode bind = BindMode::kCores;
   std::optional<Backend> backend;  // default: from the GPUs' vendor
-  bool own_gpu_only = false;       // each rank sees only its GPU, as device 0 (LOCAL_RANK kept)
+  bool own_gpu_only = false;       // each rank sees only its GPU, as device 0, and LOCAL_RANK 0
 };
 
 struct Plan {

@@ -51,9 +51,16 @@ std::string render_plan_table(const Plan& plan) {
     std::string env;
     for (const auto& [k, v] : plan.rank_env(0)) {
       if (k == "GPUORCH_GPU" || k == "NCCL_IB_HCA" || k == "GPUORCH_NUMA_NODE") continue;
+      // Per rank with --virtual-local-rank (the GPU column).
+      if (plan.own_gpu_only && (k == "CUDA_VISIBLE_DEVICES" || k == "ROCR_VISIBLE_DEVICES")) {
+        continue;
+      }
       env += fmt::format(" {}={}", k, v);
     }
     out += fmt::format("env (every rank):{}\n", env);
+    if (plan.own_gpu_only) {
+      out += "virtual local rank: each rank sees only its GPU, as device 0, with LOCAL_RANK=0\n";
+    }
   }
   for (const auto& n : plan.notes) out += fmt::format("note: {}\n", n);
   return out;

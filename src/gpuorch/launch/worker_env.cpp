@@ -94,7 +94,9 @@ EnvMap worker_env(const EnvMap& base, const EnvMap& user, const Plan& plan,
   set_default("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
 
   env["RANK"] = std::to_string(who.rank);
-  env["LOCAL_RANK"] = std::to_string(who.local_rank);
+  // torchrun --virtual-local-rank: every worker is local rank 0 of the one GPU it sees, so
+  // `torch.cuda.set_device(LOCAL_RANK)` picks that GPU.
+  env["LOCAL_RANK"] = std::to_string(plan.own_gpu_only ? 0 : who.local_rank);
   env["WORLD_SIZE"] = std::to_string(who.world_size);
   env["LOCAL_WORLD_SIZE"] = std::to_string(who.local_world_size);
   env["GROUP_RANK"] = std::to_string(who.group_rank);
