@@ -6,6 +6,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <vector>
+
 #include "support/test_support.hpp"
 
 namespace gpuorch::k8s {
@@ -97,6 +100,34 @@ TEST(ClusterMirror, DecidesWithTheCoreAndAssumesTheResult) {
   EXPECT_EQ(msg,
             "GPU model 'H100' is on no node. 0/2 nodes are available: 2 have the wrong GPU model. "
             "Infeasible: the pod fits no node even when it is empty.");
+}
+
+// What a kubelet's status report changes (nothing the core reads) leaves a node the same, so the
+// extender and the scheduler keep their node set; what the core reads does not.
+TEST(ClusterMirror, SameNodeIsWhatTheCoreReads) {
+  cluster::NodeSpec a;
+  a.name = "n1";
+  a.cpu_milli = 8000;
+  a.memory_mib = 65536;
+  a.gpu_count = 2;
+  a.gpu_model = "A100";
+  a.labels = {{"pool", "gpu"}};
+  cluster::NodeSpec b = a;
+  b.gpu_links = {0, 100, 100, 0};  // not read by the core's filters and policies
+  EXPECT_TRUE(ClusterMirror::same_node(a, b));
+  for (const auto& change : std::vector<std::function<void(cluster::NodeSpec&)>>{
+           [](cluster::NodeSpec& n) { n.cpu_milli = 4000; },
+           [](cluster::NodeSpec& n) { n.gpu_count = 1; },
+           [](cluster::NodeSpec& n) { n.labels.emplace_back("team", "a"); },
+           [](cluster::NodeSpec& n) {
+             n.taints.push_back({"k", "v", "NoSchedule"});
+           },
+           [](cluster::NodeSpec& n) { n.unschedulable = true; },
+           [](cluster::NodeSpec& n) { n.max_pods = 10; }}) {
+    b = a;
+    change(b);
+    EXPECT_FALSE(ClusterMirror::same_node(a, b));
+  }
 }
 
 }  // namespace

@@ -11,21 +11,22 @@ namespace gpuorch::k8s {
 
 ClusterMirror::ClusterMirror(MirrorOptions options) : options_(std::move(options)) {}
 
-void ClusterMirror::set_nodes(std::map<std::string, cluster::NodeSpec> nodes) {
-  auto same = [](const cluster::NodeSpec& a, const cluster::NodeSpec& b) {
-    auto taints = [](const cluster::NodeSpec& s) {
-      std::vector<std::tuple<std::string, std::string, std::string>> t;
-      for (const auto& x : s.taints) t.emplace_back(x.key, x.value, x.effect);
-      return t;
-    };
-    return a.cpu_milli == b.cpu_milli && a.memory_mib == b.memory_mib &&
-           a.gpu_count == b.gpu_count && a.gpu_model == b.gpu_model && a.labels == b.labels &&
-           a.unschedulable == b.unschedulable && a.max_pods == b.max_pods && taints(a) == taints(b);
+bool ClusterMirror::same_node(const cluster::NodeSpec& a, const cluster::NodeSpec& b) {
+  auto taints = [](const cluster::NodeSpec& s) {
+    std::vector<std::tuple<std::string, std::string, std::string>> t;
+    for (const auto& x : s.taints) t.emplace_back(x.key, x.value, x.effect);
+    return t;
   };
+  return a.cpu_milli == b.cpu_milli && a.memory_mib == b.memory_mib && a.gpu_count == b.gpu_count &&
+         a.gpu_model == b.gpu_model && a.labels == b.labels && a.unschedulable == b.unschedulable &&
+         a.max_pods == b.max_pods && taints(a) == taints(b);
+}
+
+void ClusterMirror::set_nodes(std::map<std::string, cluster::NodeSpec> nodes) {
   const bool equal =
       nodes.size() == nodes_.size() &&
       std::equal(nodes.begin(), nodes.end(), nodes_.begin(), [&](const auto& x, const auto& y) {
-        return x.first == y.first && same(x.second, y.second);
+        return x.first == y.first && same_node(x.second, y.second);
       });
   if (equal) return;
   nodes_ = std::move(nodes);

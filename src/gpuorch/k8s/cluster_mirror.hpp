@@ -37,6 +37,9 @@ class ClusterMirror {
 
   // Sets the node set; the next ensure_built() rebuilds when it differs from the last build.
   void set_nodes(std::map<std::string, cluster::NodeSpec> nodes);
+  // Whether two specs of a node are the same to the core (what set_nodes compares): a Node
+  // update that changes nothing else (a kubelet's status report) needs no new node set.
+  static bool same_node(const cluster::NodeSpec& a, const cluster::NodeSpec& b);
   // Builds the cluster (and re-applies every accounted pod) if the node set changed or no build
   // exists; `seen` is the history to use when the options have none. Returns true if it rebuilt.
   bool ensure_built(const std::vector<workload::PodSpec>& seen);

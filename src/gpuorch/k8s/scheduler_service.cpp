@@ -157,11 +157,15 @@ void SchedulerService::handle(Event& e) {
 
 void SchedulerService::handle_node(const json& obj, bool deleted) {
   const auto parsed = node_from_json(obj);
+  bool changed = true;
   if (const auto* spec = std::get_if<cluster::NodeSpec>(&parsed)) {
     if (deleted) {
       nodes_.erase(spec->name);
-    } else {
-      nodes_[spec->name] = *spec;
+    } else if (auto [it, added] = nodes_.try_emplace(spec->name, *spec); !added) {
+      // A kubelet's status report changes nothing the core sees: no new node set (a copy and a
+      // comparison of every node) and no retry of the unschedulable pods for it.
+      changed = !ClusterMirror::same_node(it->second, *spec);
+      it->second = *spec;
     }
     bad_nodes_.erase(spec->name);
   } else {
@@ -176,6 +180,7 @@ void SchedulerService::handle_node(const json& obj, bool deleted) {
       log(fmt::format("left out {}", why));
     }
   }
+  if (!changed) return;
   nodes_dirty_ = true;
   cluster_changed_ = true;
 }
@@ -506,8 +511,8 @@ void SchedulerService::bind_loop(const std::atomic<bool>& stop) {
 
 void SchedulerService::bind(const BindJob& job) {
   try {
-    const json binding = gpu_binding(job.pod.ns, job.pod.name, job.pod.uid, job.node, job.gpus,
-                                     job.gpu_milli);
+    const json binding =
+        gpu_binding(job.pod.ns, job.pod.name, job.pod.uid, job.node, job.gpus, job.gpu_milli);
     api_.create(pod_path(job.pod) + "/binding", binding);
     const double seconds = std::chrono::duration<double>(Clock::now() - job.decided).count();
     std::size_t b = 0;
