@@ -1,8 +1,12 @@
 // gpuorch launch accepts what torchrun users type: the implicit python (`SCRIPT ARGS`), -m,
 // --no-python, --virtual-local-rank, --tee/--redirects/--local-ranks-filter, the underscore
-// spellings, Kubeflow's PET_* variables, and the flag table of docs/launch.md.
+// spellings, Kubeflow's PET_* variables, the flag table of docs/launch.md, and the c10d
+// rendezvous backend (two agents on loopback).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -268,38 +272,143 @@ TEST(LaunchTorchrun, DocsFlagTableMatchesTheCli) {
   }
 }
 
-// Debian's python3-torch (1.13, Gloo on CPU): `-m MODULE` with --virtual-local-rank, two
-// workers; each asserts what torch sees, all-gathers (RANK, LOCAL_RANK) and prints it.
-TEST(LaunchTorchrun, TorchModuleWithVirtualLocalRank) {
+// Two agents on loopback meeting through c10d: the first to bind the endpoint serves the store.
+struct TwoNodes {
+  std::string out[2];
+  std::string err[2];
+  int code[2] = {-1, -1};
+};
+
+TwoNodes run_two_nodes(const test::TempDir& dir, const std::string& options,
+                       const std::string& program) {
+  const int port = launch::pick_free_port("127.0.0.1");
+  const std::string command =
+      test::shell_quote(GPUORCH_BINARY) +
+      " launch --nnodes 2 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:" + std::to_string(port) +
+      " --rdzv-id c10d-job --bind none " + options + " " + program;
+  std::vector<std::unique_ptr<launch_test::Child>> nodes;
+  for (int n = 0; n < 2; ++n) {
+    nodes.push_back(std::make_unique<launch_test::Child>(
+        command, dir.path() / ("node" + std::to_string(n) + ".out"),
+        dir.path() / ("node" + std::to_string(n) + ".err")));
+  }
+  TwoNodes r;
+  for (int n = 0; n < 2; ++n) {
+    r.code[n] = nodes[static_cast<std::size_t>(n)]->wait(std::chrono::seconds(120)).value_or(-1);
+    r.out[n] = read_file(dir.path() / ("node" + std::to_string(n) + ".out"));
+    r.err[n] = read_file(dir.path() / ("node" + std::to_string(n) + ".err"));
+  }
+  return r;
+}
+
+TEST(LaunchTorchrun, C10dRendezvousTwoNodes) {
+  test::TempDir dir;
+  const auto r =
+      run_two_nodes(dir, "--nproc-per-node 2",
+                    "-- /bin/sh -c 'echo $RANK $WORLD_SIZE $GROUP_RANK $MASTER_ADDR:$MASTER_PORT'");
+  std::map<std::string, std::string> by_rank;  // RANK -> the rest
+  for (int n = 0; n < 2; ++n) {
+    ASSERT_EQ(r.code[n], 0) << r.err[n];
+    for (const auto& line : test::lines_of(r.out[n])) {
+      const auto colon = line.find(':');
+      std::istringstream in(line.substr(colon + 1));
+      std::string rank, rest;
+      in >> rank;
+      std::getline(in, rest);
+      by_rank[rank] = rest;
+    }
+  }
+  ASSERT_EQ(by_rank.size(), 4u);
+  const std::string master = by_rank["0"].substr(by_rank["0"].rfind(' ') + 1);
+  for (const auto& [rank, rest] : by_rank) {
+    EXPECT_EQ(rest, " 4 " + std::to_string(std::stoi(rank) / 2) + " " + master) << rank;
+  }
+  EXPECT_NE((r.err[0] + r.err[1]).find("(served here)"), std::string::npos);
+  EXPECT_NE((r.err[0] + r.err[1]).find("(joined)"), std::string::npos);
+}
+
+// Global rank 3 fails once: its node restarts (a new round), the other follows without using
+// a restart.
+TEST(LaunchTorchrun, C10dFailureOpensANewRound) {
+  test::TempDir dir;
+  const std::string once = dir.file("failed-once");
+  const auto r = run_two_nodes(
+      dir, "--nproc-per-node 2 --max-restarts 1",
+      "-- /bin/sh -c " + test::shell_quote("if [ $RANK = 3 ] && mkdir " + once +
+                                           " 2>/dev/null; then exit 5; fi; sleep 3; echo ok"));
+  ASSERT_EQ(r.code[0], 0) << r.err[0];
+  ASSERT_EQ(r.code[1], 0) << r.err[1];
+  const std::string both = r.err[0] + r.err[1];
+  EXPECT_NE(both.find("restarts       1 of 1 (+0 for membership changes)"), std::string::npos)
+      << both;
+  EXPECT_NE(both.find("restarts       0 of 1 (+1 for membership changes)"), std::string::npos)
+      << both;
+}
+
+TEST(LaunchTorchrun, C10dBadInput) {
+  test::TempDir dir;
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+      {{"--rdzv-backend", "c10d"},
+       "gpuorch: --rdzv-backend c10d needs --rdzv-endpoint HOST[:PORT]\n"},
+      {{"--rdzv-backend", "c10d", "--nnodes", "1:2", "--rdzv-endpoint", "127.0.0.1"},
+       "gpuorch: --nnodes 1:2: an elastic range needs --rdzv-backend etcd (c10d takes a fixed "
+       "count)\n"},
+      {{"--rdzv-backend", "c10d", "--rdzv-endpoint", "127.0.0.1:0"},
+       "gpuorch: --rdzv-endpoint 127.0.0.1:0: expected HOST[:PORT]\n"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const auto r = run_cli(with(with({"launch"}, args), {"--", "true"}), dir);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, expected);
+  }
+  // Another machine's endpoint where nothing listens (TEST-NET-1): bounded by timeout.
+  const auto r = run_cli({"launch", "--rdzv-backend", "c10d", "--rdzv-endpoint", "192.0.2.1:29400",
+                          "--rdzv-conf", "timeout=1", "--", "true"},
+                         dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("gpuorch: --rdzv-endpoint 192.0.2.1:29400: no c10d store after 1 s (", 0),
+            0u)
+      << r.err;
+}
+
+// The torchrun-style job: Debian's python3-torch (1.13, Gloo on CPU), `-m MODULE` with
+// --virtual-local-rank, 2 nodes x 2 workers through c10d on loopback; each worker all-gathers
+// (RANK, LOCAL_RANK) and prints what torch saw.
+TEST(LaunchTorchrun, TorchModuleWithVirtualLocalRankOverC10d) {
   if (!launch_test::have_torch()) {
     GTEST_SKIP() << "/usr/bin/python3 cannot import torch.distributed (apt install python3-torch)";
   }
   test::TempDir dir;
-  test::write_text(
-      dir.file("vlr_probe.py"),
-      "import os\n"
-      "import torch\n"
-      "import torch.distributed as dist\n"
-      "dist.init_process_group('gloo')\n"
-      "me = torch.tensor([dist.get_rank(), int(os.environ['LOCAL_RANK'])])\n"
-      "everyone = [torch.zeros(2, dtype=me.dtype) for _ in range(dist.get_world_size())]\n"
-      "dist.all_gather(everyone, me)\n"
-      "print('RANK', os.environ['RANK'], 'LOCAL_RANK', os.environ['LOCAL_RANK'],\n"
-      "      'WORLD_SIZE', dist.get_world_size(),\n"
-      "      'SEEN', ' '.join(f'{int(t[0])}:{int(t[1])}' for t in everyone))\n"
-      "dist.destroy_process_group()\n");
+  test::write_text(dir.file("vlr_probe.py"),
+                   "import os\n"
+                   "import torch\n"
+                   "import torch.distributed as dist\n"
+                   "dist.init_process_group('gloo')\n"
+                   "me = torch.tensor([dist.get_rank(), int(os.environ['LOCAL_RANK'])])\n"
+                   "everyone = [torch.zeros(2, dtype=me.dtype) for _ in "
+                   "range(dist.get_world_size())]\n"
+                   "dist.all_gather(everyone, me)\n"
+                   "print('RANK', os.environ['RANK'], 'LOCAL_RANK', os.environ['LOCAL_RANK'],\n"
+                   "      'WORLD_SIZE', dist.get_world_size(),\n"
+                   "      'SEEN', ' '.join(f'{int(t[0])}:{int(t[1])}' for t in everyone))\n"
+                   "dist.destroy_process_group()\n");
   const ScopedEnv python("PYTHON_EXEC", "/usr/bin/python3");
   const ScopedEnv path("PYTHONPATH", dir.path().string());
-  const auto r = run_cli({"launch", "--standalone", "--nproc_per_node", "2", "--bind", "none",
-                          "--backend", "gloo", "--virtual-local-rank", "-m", "vlr_probe"},
-                         dir);
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  for (int rank : {0, 1}) {
-    EXPECT_EQ(lines_with(r.out, "[rank" + std::to_string(rank) + "]:"),
-              std::vector<std::string>{"RANK " + std::to_string(rank) +
-                                       " LOCAL_RANK 0 WORLD_SIZE 2 SEEN 0:0 1:0"})
-        << r.out << r.err;
+  const auto r =
+      run_two_nodes(dir, "--nproc_per_node 2 --backend gloo --virtual-local-rank --max-restarts 0",
+                    "-m vlr_probe");
+  std::vector<std::string> lines;
+  for (int n = 0; n < 2; ++n) {
+    ASSERT_EQ(r.code[n], 0) << r.out[n] << r.err[n];
+    for (const auto& line : test::lines_of(r.out[n])) lines.push_back(line);
   }
+  std::sort(lines.begin(), lines.end());
+  std::vector<std::string> expected;
+  for (int rank = 0; rank < 4; ++rank) {
+    expected.push_back("[rank" + std::to_string(rank) + "]:RANK " + std::to_string(rank) +
+                       " LOCAL_RANK 0 WORLD_SIZE 4 SEEN 0:0 1:0 2:0 3:0");
+  }
+  EXPECT_EQ(lines, expected) << r.err[0] << r.err[1];
 }
 
 }  // namespace

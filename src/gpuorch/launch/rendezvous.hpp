@@ -18,8 +18,8 @@ class RendezvousCancelled : public std::runtime_error {
 };
 
 struct RendezvousConfig {
-  std::string backend = "static";  // static | etcd
-  std::string endpoint;            // etcd: host:port
+  std::string backend = "static";  // static | etcd | c10d
+  std::string endpoint;            // etcd: host:port; c10d: the store's host[:port]
   std::string run_id = "none";
   int min_nodes = 1;
   int max_nodes = 1;
@@ -58,5 +58,6 @@ class Rendezvous {
 std::unique_ptr<Rendezvous> make_rendezvous(const RendezvousConfig& config);
 std::unique_ptr<Rendezvous> make_static_rendezvous(const RendezvousConfig& config);
 std::unique_ptr<Rendezvous> make_etcd_rendezvous(const RendezvousConfig& config);
+std::unique_ptr<Rendezvous> make_c10d_rendezvous(const RendezvousConfig& config);
 
 }  // namespace gpuorch::launch

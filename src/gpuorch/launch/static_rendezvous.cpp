@@ -68,7 +68,8 @@ std::unique_ptr<Rendezvous> make_static_rendezvous(const RendezvousConfig& confi
 std::unique_ptr<Rendezvous> make_rendezvous(const RendezvousConfig& config) {
   if (config.backend == "static") return make_static_rendezvous(config);
   if (config.backend == "etcd" || config.backend == "etcd-v3") return make_etcd_rendezvous(config);
-  base::fail_input("--rdzv-backend " + config.backend + ": not static or etcd");
+  if (config.backend == "c10d") return make_c10d_rendezvous(config);
+  base::fail_input("--rdzv-backend " + config.backend + ": not static, etcd or c10d");
 }
 
 }  // namespace gpuorch::launch
