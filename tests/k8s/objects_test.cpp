@@ -136,6 +136,10 @@ TEST(PodObject, GpuFractionAndModelAffinity) {
   p = pod_from_json(pod(spec, {{"gpuorch.io/gpu-milli", "810"}, {"gpuorch.io/gpus", "3"}}));
   EXPECT_EQ(p.spec.gpu_milli, 810);
   EXPECT_EQ(p.gpus, std::vector<int>{3});
+  // A GPU named twice is no assignment (fuzz/extender_requests: counted, it took GPU 1 twice).
+  for (const char* bad : {"1,1", "0,1,0", "-1", "1,", "x"}) {
+    EXPECT_TRUE(pod_from_json(pod(spec, {{"gpuorch.io/gpus", bad}})).gpus.empty()) << bad;
+  }
 }
 
 TEST(PodObject, BadRequestsSayWhy) {

@@ -193,6 +193,9 @@ std::vector<int> gpu_list(const std::string& text) {
     int v = -1;
     const auto [p, ec] = std::from_chars(text.data() + start, text.data() + end, v);
     if (ec != std::errc() || p != text.data() + end || v < 0 || v > 4095) return {};
+    // A GPU named twice ("1,1") is no assignment: counting it would take the GPU twice (found by
+    // fuzz/extender_requests), so the pod is counted as if unannotated.
+    if (std::find(out.begin(), out.end(), v) != out.end()) return {};
     out.push_back(v);
     start = end + 1;
   }
@@ -210,8 +213,8 @@ void read_request(const json& obj, PodObject& p) {
   pod.gpu_milli = r.gpus > 0 ? 1000 : 0;
   const std::string fraction = str(annotations, kGpuFractionAnnotation);
   // A share asked as the extended resource (what reaches `gpuorch extender`) or as an annotation.
-  const std::string milli = r.share_milli > 0 ? std::to_string(r.share_milli)
-                                              : str(annotations, kGpuMilliAnnotation);
+  const std::string milli =
+      r.share_milli > 0 ? std::to_string(r.share_milli) : str(annotations, kGpuMilliAnnotation);
   if (!fraction.empty() || !milli.empty()) {
     if (r.gpus > 0) {
       throw BadPod("asks for whole GPUs and a GPU fraction at once");
