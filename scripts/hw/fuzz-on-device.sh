@@ -29,7 +29,8 @@ start() {
   tar -C "$work" -xJf build/fuzz-dist.tar.xz
   export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
   export GPUORCH_SOURCE_DIR="$PWD"  # fuzz/sysfs_recording.cpp reads a recording from the checkout
-  for bin in "$work"/fuzz-dist/bin/fuzz_*; do  # the wrappers scripts/hw/bundle writes
+  for bin in "$work"/fuzz-dist/bin/fuzz_*; do
+    case $bin in *.bin) continue ;; esac  # the wrappers scripts/hw/bundle writes start these
     local t=${bin##*/fuzz_}
     mkdir -p "$work/corpus/$t" "$work/crashes/$t" "$work/log"
     for w in $(seq 1 "$workers"); do
@@ -42,13 +43,13 @@ start() {
     done
   done
   date +%s > "$work/started"
-  echo "fuzz-on-device: $(ls "$work"/fuzz-dist/bin | wc -l) targets x $workers worker(s), ${seconds}s, CPUs $cpus"
+  echo "fuzz-on-device: $(ls "$work"/fuzz-dist/bin | grep -vc '[.]bin$') targets x $workers worker(s), ${seconds}s, CPUs $cpus"
 }
 
 widen() {
   local cpus=${1:?cpus}
-  for p in $(pgrep -f "$work/fuzz-dist/bin/.fuzz_"); do taskset -a -cp "$cpus" "$p" >/dev/null 2>&1; done
-  echo "fuzz-on-device: $(pgrep -fc "$work/fuzz-dist/bin/.fuzz_") fuzzer processes now on CPUs $cpus"
+  for p in $(pgrep -f "$work/fuzz-dist/bin/fuzz_.*[.]bin"); do taskset -a -cp "$cpus" "$p" >/dev/null 2>&1; done
+  echo "fuzz-on-device: $(pgrep -fc "$work/fuzz-dist/bin/fuzz_.*[.]bin") fuzzer processes now on CPUs $cpus"
 }
 
 # CPU seconds of one `times` file: the second line is the children's "user system" (e.g. 12m3.5s).
@@ -68,7 +69,7 @@ status() {
 collect() {
   local out=${OUT:?set OUT}
   mkdir -p "$out"
-  while pgrep -f "$work/fuzz-dist/bin/.fuzz_" >/dev/null; do sleep 5; done
+  while pgrep -f "$work/fuzz-dist/bin/fuzz_.*[.]bin" >/dev/null; do sleep 5; done
   {
     echo "# target  workers  cpu_s  executions  corpus_files  corpus_kb  crashes  exits"
     for d in "$work"/corpus/*; do
