@@ -54,6 +54,17 @@ INSTANTIATE_TEST_SUITE_P(
       return n;
     });
 
+// A real NCCL 2.28 log (torch.distributed all_reduce on the H200 machine, gpuorch launch,
+// docs/hardware/h200-doctor): the version comes as an INFO line there.
+TEST(NcclLog, ReadsARealNccl228Log) {
+  const std::string path = doctor_fixture("nccl/h200-single-rank-torch.log");
+  const auto log = doctor::parse_nccl_log(base::read_input_file(path, "log"), path);
+  EXPECT_EQ(log.version, "2.28.9+cuda13.0");
+  EXPECT_EQ(log.hosts, (std::set<std::string>{"vm"}));
+  EXPECT_EQ(log.nranks, 1);
+  EXPECT_EQ(problem_ids(doctor::check_nccl_log(log)), Ids{});
+}
+
 TEST(NcclLog, ReadsTransportsRingsTreesAndRanks) {
   const std::string path = doctor_fixture("nccl/healthy-ib.log");
   const auto log = doctor::parse_nccl_log(base::read_input_file(path, "log"), path);

@@ -91,8 +91,9 @@ TEST(Numa, ReadsALargeNumaMaps) {
 // nvidia-persistenced and DCGM hold every GPU's file to manage it: not a job to bind.
 TEST(Numa, GpuManagersAreNotJobs) {
   test::TempDir dir;
-  for (const auto& [pid, comm] : {std::pair{"10", "nvidia-persiste"}, std::pair{"11", "python3"},
-                                  std::pair{"12", "nv-hostengine"}}) {
+  for (const auto& [pid, comm] :
+       {std::pair{"10", "nvidia-persiste"}, std::pair{"11", "python3"},
+        std::pair{"12", "nv-hostengine"}, std::pair{"13", "gpuorch.bin"}}) {
     const auto proc = dir.path() / "proc" / pid;
     std::filesystem::create_directories(proc / "fd");
     std::filesystem::create_symlink("/dev/nvidia0", proc / "fd/3");
@@ -103,6 +104,22 @@ TEST(Numa, GpuManagersAreNotJobs) {
   const auto found = doctor::find_gpu_processes(t);
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].pid, 11);
+}
+
+// A VM whose firmware reports no NUMA node for its GPUs (the recorded h200-vm; the H200 machine of
+// docs/hardware/h200-doctor): no node is "other", so memory on node 0 is no finding.
+TEST(Numa, AGpuWithoutANumaNodeHasNoRemoteMemory) {
+  const topology::Host vm =
+      topology::load_host_json(test::fixture("topo/h200-vm/expected/topo.json"));
+  doctor::GpuProcess p;
+  p.pid = 973;
+  p.command = "python3";
+  p.gpu_minors = {0};
+  p.cpus_allowed = {0, 1, 2, 3};
+  p.mems_allowed = {0};
+  p.pages = {{0, 601885}};
+  p.policies = {{"bind:0", 10}};
+  EXPECT_EQ(problem_ids(doctor::check_numa(vm, {p})), Ids{});
 }
 
 TEST(Numa, FindingsNameTheCoresToBindTo) {

@@ -238,6 +238,9 @@ NcclLog parse_nccl_log(const std::string& text, const std::string& name) {
       const std::string msg = line.substr(marker + 10);
       if (marker == warn) {
         log.warnings.push_back({line_no, p.host, p.source, msg});
+      } else if (msg.rfind("NCCL version ", 0) == 0) {
+        // Recent NCCL (2.28 on the H200 machine) logs its version as an INFO line.
+        if (log.version.empty()) std::istringstream(msg.substr(13)) >> log.version;
       } else {
         read_info(log, p, msg, line_no);
       }
@@ -250,7 +253,8 @@ NcclLog parse_nccl_log(const std::string& text, const std::string& name) {
       v >> log.version;
       continue;
     }
-    if (line.find("ProcessGroupNCCL") != std::string::npos || line.find("WorkNCCL") != std::string::npos) {
+    if (line.find("ProcessGroupNCCL") != std::string::npos ||
+        line.find("WorkNCCL") != std::string::npos) {
       ++log.nccl_lines;
       read_watchdog(log, line, line_no);
     }
@@ -258,8 +262,8 @@ NcclLog parse_nccl_log(const std::string& text, const std::string& name) {
   log.lines = line_no;
   if (log.nccl_lines == 0) {
     base::fail_input(fmt::format(
-        "{}: no NCCL line in {} lines (run the job with NCCL_DEBUG=INFO and give its output)",
-        name, line_no));
+        "{}: no NCCL line in {} lines (run the job with NCCL_DEBUG=INFO and give its output)", name,
+        line_no));
   }
   return log;
 }

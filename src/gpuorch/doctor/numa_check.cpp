@@ -85,29 +85,32 @@ void check_process(const topology::Host& host, const GpuProcess& p, std::vector<
     if (!std::binary_search(near_nodes.begin(), near_nodes.end(), node)) remote += pages;
     per_node.push_back(fmt::format("N{}={}", node, pages));
   }
-  const bool mems_exclude = !p.mems_allowed.empty() &&
-                            topology::intersect(p.mems_allowed, near_nodes).empty();
+  const bool mems_exclude =
+      !p.mems_allowed.empty() && topology::intersect(p.mems_allowed, near_nodes).empty();
   const double share = total > 0 ? static_cast<double>(remote) / static_cast<double>(total) : 0;
-  if (mems_exclude || share > kRemoteShareLimit) {
+  // A GPU whose NUMA node the firmware does not report (-1: most VMs, single-socket hosts) has no
+  // "other" node: every page would look remote (seen on the H200 VM, docs/hardware/h200-doctor).
+  if (!near_nodes.empty() && (mems_exclude || share > kRemoteShareLimit)) {
     problem = true;
     out.push_back(
         {Severity::kWarning, "numa.memory",
          fmt::format("{} keeps {:.0f}% of its memory on another NUMA node than its GPU{}", who(p),
                      100 * share, mems_exclude ? " (its GPU's node is not even allowed)" : ""),
-         fmt::format("{}; numa_maps pages {}, main policy {}; Mems_allowed_list {}", uses,
-                     per_node.empty() ? std::string("none") : fmt::format("{}", fmt::join(per_node, " ")),
-                     main_policy(p), topology::format_id_list(p.mems_allowed)),
+         fmt::format(
+             "{}; numa_maps pages {}, main policy {}; Mems_allowed_list {}", uses,
+             per_node.empty() ? std::string("none") : fmt::format("{}", fmt::join(per_node, " ")),
+             main_policy(p), topology::format_id_list(p.mems_allowed)),
          fmt::format("bind its memory to node {} (gpuorch launch --bind cores binds memory too; or "
                      "numactl --membind={})",
                      topology::format_id_list(near_nodes), topology::format_id_list(near_nodes))});
   }
   if (!problem) {
-    out.push_back({Severity::kInfo, "numa.process", uses,
-                   fmt::format("Cpus_allowed_list {}, numa_maps pages {}",
-                               topology::format_id_list(p.cpus_allowed),
-                               per_node.empty() ? std::string("none")
-                                                : fmt::format("{}", fmt::join(per_node, " "))),
-                   ""});
+    out.push_back(
+        {Severity::kInfo, "numa.process", uses,
+         fmt::format(
+             "Cpus_allowed_list {}, numa_maps pages {}", topology::format_id_list(p.cpus_allowed),
+             per_node.empty() ? std::string("none") : fmt::format("{}", fmt::join(per_node, " "))),
+         ""});
   }
 }
 

@@ -78,8 +78,10 @@ std::optional<std::string> read_numa_maps_file(const discover::Tree& tree, const
 
 bool gpu_manager(const std::string& command) {
   // /proc/PID/comm is cut at 15 characters: "nvidia-persistenced" reads "nvidia-persiste".
-  static const char* const kManagers[] = {"nvidia-persiste", "nv-hostengine", "dcgm-exporter",
-                                          "nvidia-smi", "nvidia-device-p"};
+  // gpuorch's own agents (launch, exporter, device plugin; "gpuorch.bin" in the portable build)
+  // hold the GPU files through NVML too; `gpuorch bench` is then not checked either.
+  static const char* const kManagers[] = {"nvidia-persiste", "nv-hostengine",   "dcgm-exporter",
+                                          "nvidia-smi",      "nvidia-device-p", "gpuorch"};
   return std::any_of(std::begin(kManagers), std::end(kManagers),
                      [&](const char* m) { return command.rfind(m, 0) == 0; });
 }

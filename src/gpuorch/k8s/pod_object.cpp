@@ -186,6 +186,7 @@ void read_affinity(const json& spec, workload::PodSpec& pod) {
 
 std::vector<int> gpu_list(const std::string& text) {
   std::vector<int> out;
+  if (!text.empty() && text.back() == ',') return out;  // "1,": cut short, not a list
   std::size_t start = 0;
   while (start < text.size()) {
     std::size_t end = text.find(',', start);
