@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "cli/verbs.hpp"
+#include "discovery_flags.hpp"
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/discover/discover.hpp"
 
@@ -15,8 +16,7 @@ namespace gpuorch::cli {
 namespace {
 
 struct DmonFlags {
-  discover::Options discover;
-  bool no_nvml = false;
+  DiscoveryFlags discover;
   double interval = 1.0;
   int count = 0;
   bool json = false;
@@ -26,9 +26,7 @@ int run(DmonFlags f) {
   if (!(f.interval >= 0.01 && f.interval <= 3600)) {
     base::fail_input("--interval must be between 0.01 and 3600 seconds");
   }
-  f.discover.use_nvml = !f.no_nvml;
-  auto d = discover::discover_host(f.discover);
-  for (const auto& p : d.problems) fmt::print(stderr, "gpuorch: warning: {}\n", p);
+  auto d = discover_with_warnings(f.discover);
   if (d.host.gpus.empty()) {
     // The same one line `topo` prints: why there is nothing to sample.
     for (const auto& n : d.host.notes) {
@@ -36,7 +34,7 @@ int run(DmonFlags f) {
     }
     return 1;
   }
-  telemetry::Sampler sampler(d.host, std::move(d.nvml), f.discover.root);
+  telemetry::Sampler sampler(d.host, std::move(d.nvml), f.discover.options.root);
   const auto period = std::chrono::duration<double>(f.interval);
   std::vector<telemetry::GpuSample> previous;
   auto next = std::chrono::steady_clock::now();
@@ -79,11 +77,7 @@ void add_dmon(CLI::App& app, Action& action) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_flag("--json", flags->json, "One JSON object per GPU per sample, one per line");
-  cmd->add_option("--sysfs-root", flags->discover.root, "Read a recorded tree instead of this host")
-      ->capture_default_str();
-  cmd->add_flag("--no-nvml", flags->no_nvml, "Do not use NVML");
-  cmd->add_option("--nvml-library", flags->discover.nvml_library, "NVML library to dlopen")
-      ->capture_default_str();
+  add_discovery_flags(cmd, flags->discover, "Read a recorded tree instead of this host");
   cmd->callback([flags, &action] { action = [flags] { return run(*flags); }; });
 }
 

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "cli/verbs.hpp"
+#include "discovery_flags.hpp"
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/discover/discover.hpp"
 #include "gpuorch/telemetry/http_server.hpp"
@@ -18,8 +19,7 @@ namespace gpuorch::cli {
 namespace {
 
 struct ExporterFlags {
-  discover::Options discover;
-  bool no_nvml = false;
+  DiscoveryFlags discover;
   std::string listen = "127.0.0.1:9401";
   double interval = 1.0;
   double duration = 0;
@@ -33,14 +33,13 @@ int run(ExporterFlags f) {
   telemetry::ExporterOptions options;
   options.interval = std::chrono::milliseconds(static_cast<long>(f.interval * 1000));
   options = telemetry::parse_listen(f.listen, options);
-  f.discover.use_nvml = !f.no_nvml;
-  auto d = discover::discover_host(f.discover);
-  for (const auto& p : d.problems) fmt::print(stderr, "gpuorch: warning: {}\n", p);
+  auto d = discover_with_warnings(f.discover);
   for (const auto& n : d.host.notes) {
     if (n.rfind("no GPU", 0) == 0 || n.rfind("NVML", 0) == 0)
       fmt::print(stderr, "gpuorch: {}\n", n);
   }
-  auto sampler = std::make_unique<telemetry::Sampler>(d.host, std::move(d.nvml), f.discover.root);
+  auto sampler =
+      std::make_unique<telemetry::Sampler>(d.host, std::move(d.nvml), f.discover.options.root);
 
   // SIGINT/SIGTERM are blocked in every thread and taken here with sigtimedwait: a clean stop
   // without a signal handler or global state.
@@ -84,12 +83,7 @@ void add_exporter(CLI::App& app, Action& action) {
   cmd->add_option("--duration", flags->duration,
                   "Stop after this many seconds (0 = until signalled)")
       ->capture_default_str();
-  cmd->add_option("--sysfs-root", flags->discover.root,
-                  "Serve a recorded tree instead of this host")
-      ->capture_default_str();
-  cmd->add_flag("--no-nvml", flags->no_nvml, "Do not use NVML");
-  cmd->add_option("--nvml-library", flags->discover.nvml_library, "NVML library to dlopen")
-      ->capture_default_str();
+  add_discovery_flags(cmd, flags->discover, "Serve a recorded tree instead of this host");
   cmd->callback([flags, &action] { action = [flags] { return run(*flags); }; });
 }
 

@@ -12,6 +12,7 @@
 
 #include "cli/k8s_flags.hpp"
 #include "cli/verbs.hpp"
+#include "discovery_flags.hpp"
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/discover/discover.hpp"
 #include "gpuorch/k8s/kubeconfig.hpp"
@@ -22,8 +23,8 @@ namespace {
 
 struct LabellerFlags {
   std::string kubeconfig, node_name, config_file, mig_strategy, topology, output_file;
-  discover::Options discover;
-  bool no_nvml = false, once = false, dry_run = false;
+  DiscoveryFlags discover;
+  bool once = false, dry_run = false;
   double interval = 60;
 };
 
@@ -53,12 +54,7 @@ int run(LabellerFlags f) {
   if (!f.topology.empty()) {
     o.host = [path = f.topology] { return topology::load_host_json(path); };
   } else {
-    f.discover.use_nvml = !f.no_nvml;
-    o.host = [d = f.discover] {
-      auto found = discover::discover_host(d);
-      for (const auto& p : found.problems) fmt::print(stderr, "gpuorch: warning: {}\n", p);
-      return std::move(found.host);
-    };
+    o.host = [d = f.discover] { return discover_with_warnings(d).host; };
   }
   o.log = [](const std::string& line) { fmt::print(stderr, "gpuorch node-labeller: {}\n", line); };
   if (f.dry_run) {
@@ -116,13 +112,8 @@ void add_node_labeller(CLI::App& app, Action& action) {
       "Also write the labels as an NFD local feature file (what GFD's --output-file writes)");
   cmd->add_option("--topology", flags->topology,
                   "Read the host from a `gpuorch topo --json` file instead of discovering it");
-  cmd->add_option("--sysfs-root", flags->discover.root,
-                  "Read a recorded tree (gpuorch topo --record) instead of the live host")
-      ->capture_default_str();
-  cmd->add_flag("--no-nvml", flags->no_nvml, "Do not use NVML (or a recording's nvml.json)");
-  cmd->add_option("--nvml-library", flags->discover.nvml_library,
-                  "NVML shared library to dlopen on a live host")
-      ->capture_default_str();
+  add_discovery_flags(cmd, flags->discover,
+                      "Read a recorded tree (gpuorch topo --record) instead of the live host");
   cmd->callback([flags, &action] { action = [flags] { return run(*flags); }; });
 }
 

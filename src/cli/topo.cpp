@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/verbs.hpp"
+#include "discovery_flags.hpp"
 #include "gpuorch/discover/discover.hpp"
 #include "gpuorch/topology/json.hpp"
 #include "gpuorch/topology/labels.hpp"
@@ -14,8 +15,7 @@ namespace gpuorch::cli {
 namespace {
 
 struct TopoFlags {
-  discover::Options discover;
-  bool no_nvml = false;
+  DiscoveryFlags discover;
   bool json = false;
   bool labels = false;
   bool node_spec = false;
@@ -24,15 +24,14 @@ struct TopoFlags {
 };
 
 int run(TopoFlags f) {
-  f.discover.use_nvml = !f.no_nvml;
   if (!f.record.empty()) {
-    discover::record_host(f.discover, f.record, f.record_samples);
+    discover::Options o = f.discover.options;
+    o.use_nvml = !f.discover.no_nvml;
+    discover::record_host(o, f.record, f.record_samples);
     fmt::print("recorded to {} (replay with: gpuorch topo --sysfs-root {})\n", f.record, f.record);
     return 0;
   }
-  const auto d = discover::discover_host(f.discover);
-  // Bad entries were skipped; say so once each, on stderr, so stdout stays machine-readable.
-  for (const auto& p : d.problems) fmt::print(stderr, "gpuorch: warning: {}\n", p);
+  const auto d = discover_with_warnings(f.discover);
   if (f.labels && f.json) {
     nlohmann::ordered_json j = nlohmann::ordered_json::object();
     for (const auto& [k, v] : topology::node_labels(d.host)) j[k] = v;
@@ -63,13 +62,8 @@ void add_topo(CLI::App& app, Action& action) {
       "Print the Kubernetes node labels (gpu-feature-discovery / AMD node labeller names)");
   cmd->add_flag("--node-spec", flags->node_spec,
                 "Print the node as a gpuorch YAML inventory (the scheduler's cluster::NodeSpec)");
-  cmd->add_option("--sysfs-root", flags->discover.root,
-                  "Read a recorded tree (from --record) instead of the live host")
-      ->capture_default_str();
-  cmd->add_flag("--no-nvml", flags->no_nvml, "Do not use NVML (or a recording's nvml.json)");
-  cmd->add_option("--nvml-library", flags->discover.nvml_library,
-                  "NVML shared library to dlopen on a live host")
-      ->capture_default_str();
+  add_discovery_flags(cmd, flags->discover,
+                      "Read a recorded tree (from --record) instead of the live host");
   cmd->add_option("--record", flags->record,
                   "Record what discovery reads on this host into a new folder, for --sysfs-root");
   cmd->add_option("--record-samples", flags->record_samples,
