@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "support/paths.hpp"
 #include "support/test_support.hpp"
 
 namespace gpuorch::base {
@@ -154,7 +155,8 @@ TEST(FindInPath, FindsExecutablesAsExecvpWouldAndNothingElse) {
 // The launcher, `tune nccl`, `bench --np` and the reports' gnuplot start programs through
 // base::spawn only: no other fork/exec of their own.
 TEST(Spawn, TheOnlyForkInLaunchCommAndReportIsBase) {
-  const std::filesystem::path src = std::filesystem::path(GPUORCH_SOURCE_DIR) / "src/gpuorch";
+  const std::filesystem::path src =
+      std::filesystem::path(::gpuorch::test::source_dir()) / "src/gpuorch";
   const std::regex forks(R"((::|\b)(fork|vfork|exec[lv]p?e?|posix_spawnp?|popen|system)\s*\()");
   int files = 0;
   for (const char* layer : {"launch", "comm", "report"}) {

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "support/paths.hpp"
 #include "support/test_support.hpp"
 
 namespace gpuorch::base {
@@ -91,7 +92,7 @@ TEST(YamlReader, StringMapKeepsOrderAndChecksBothSides) {
 // Every YAML file gpuorch reads (inventory, device-plugin config, kubeconfig, kubelet config)
 // goes through this reader: no other YAML::Load in src/.
 TEST(YamlReader, IsTheOnlyYamlParserInSrc) {
-  const std::filesystem::path src = std::filesystem::path(GPUORCH_SOURCE_DIR) / "src";
+  const std::filesystem::path src = std::filesystem::path(::gpuorch::test::source_dir()) / "src";
   const std::regex parse(R"(YAML::(Load|LoadFile|LoadAll|LoadAllFromFile)\s*\()");
   int files = 0;
   for (const auto& e : std::filesystem::recursive_directory_iterator(src)) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "gpuorch/base/error.hpp"
+#include "support/paths.hpp"
 
 namespace gpuorch::comm {
 namespace {
@@ -166,7 +167,8 @@ struct CliRun {
 
 CliRun cli(const std::string& args) {
   const std::string err_file = "/tmp/gpuorch-bench-test-" + std::to_string(::getpid());
-  const std::string cmd = std::string(GPUORCH_BINARY) + " " + args + " 2>" + err_file;
+  const std::string cmd =
+      std::string(::gpuorch::test::binary_path()) + " " + args + " 2>" + err_file;
   CliRun r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;

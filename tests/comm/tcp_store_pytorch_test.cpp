@@ -12,6 +12,7 @@
 
 #include "gpuorch/comm/tcp_store.hpp"
 #include "launch/launch_support.hpp"
+#include "support/paths.hpp"
 #include "support/test_support.hpp"
 
 namespace gpuorch {
@@ -72,7 +73,7 @@ TEST(TcpStorePyTorch, PyTorchServesTheStoreOfTwoBenchRanks) {
              std::to_string(server.port()) +
              " TORCHELASTIC_USE_AGENT_STORE=True TORCHELASTIC_RUN_ID=" + c +
              " TORCHELASTIC_RESTART_COUNT=0 timeout -s KILL 25 " +
-             test::shell_quote(GPUORCH_BINARY) + " bench " + c +
+             test::shell_quote(::gpuorch::test::binary_path()) + " bench " + c +
              " --backend host -b 1K -e 1K -n 2 --timeout 10";
     };
     const std::string both = rank(1) + " >/dev/null 2>" + dir.file("err1") + " & " + rank(0) +

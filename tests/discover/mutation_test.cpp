@@ -11,6 +11,7 @@
 #include "gpuorch/topology/json.hpp"
 #include "gpuorch/topology/labels.hpp"
 #include "gpuorch/topology/matrix.hpp"
+#include "support/paths.hpp"
 
 namespace gpuorch {
 namespace {
@@ -109,7 +110,7 @@ TEST(MutationReports, BadRootIsInputError) {
   discover::Options o;
   o.root = "/nonexistent/recording";
   EXPECT_THROW(discover::discover_host(o), base::InputError);
-  o.root = GPUORCH_FIXTURES_DIR;  // a directory, but no sys/ inside
+  o.root = ::gpuorch::test::fixtures_dir();  // a directory, but no sys/ inside
   EXPECT_THROW(discover::discover_host(o), base::InputError);
 }
 

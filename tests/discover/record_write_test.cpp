@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "support/paths.hpp"
 #include "support/test_support.hpp"
 
 namespace gpuorch::discover {
@@ -18,9 +19,9 @@ TEST(RecordWrite, AFailedWriteLeavesNoRecording) {
   const std::string out = dir.file("rec");
   // SIGXFSZ ignored: the write fails with EFBIG instead of killing the process.
   const std::string command = "trap '' XFSZ; ulimit -f 1; exec " +
-                              test::shell_quote(GPUORCH_BINARY) + " topo --no-nvml --record " +
-                              test::shell_quote(out) + " >/dev/null 2>" +
-                              test::shell_quote(dir.file("err"));
+                              test::shell_quote(::gpuorch::test::binary_path()) +
+                              " topo --no-nvml --record " + test::shell_quote(out) +
+                              " >/dev/null 2>" + test::shell_quote(dir.file("err"));
   const int status = std::system(("/bin/sh -c " + test::shell_quote(command)).c_str());
   ASSERT_TRUE(WIFEXITED(status));
   const std::string err = test::read_text(dir.file("err"));

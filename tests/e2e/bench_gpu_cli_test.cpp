@@ -15,6 +15,7 @@
 
 #include "gpuorch/comm/child_process.hpp"
 #include "support/net.hpp"
+#include "support/paths.hpp"
 
 namespace gpuorch {
 namespace {
@@ -23,7 +24,7 @@ using Env = std::vector<std::pair<std::string, std::string>>;
 using Clock = std::chrono::steady_clock;
 
 comm::ChildResult gpuorch(const std::vector<std::string>& args, const Env& env) {
-  std::vector<std::string> argv{GPUORCH_BINARY};
+  std::vector<std::string> argv{::gpuorch::test::binary_path()};
   argv.insert(argv.end(), args.begin(), args.end());
   return comm::run_child(argv, env, {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR"},
                          std::chrono::seconds(60));

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "support/net.hpp"
+#include "support/paths.hpp"
 #include "support/test_support.hpp"
 
 namespace gpuorch {
@@ -43,7 +44,7 @@ std::string command(const std::vector<std::string>& env, const std::string& args
     cmd += test::shell_quote(e);
   }
   cmd += ' ';
-  cmd += test::shell_quote(GPUORCH_BINARY);
+  cmd += test::shell_quote(::gpuorch::test::binary_path());
   cmd += " bench ";
   cmd += args;
   return cmd;

@@ -13,6 +13,7 @@
 
 #include "gpuorch/k8s/fake_kubelet.hpp"
 #include "k8s/k8s_support.hpp"
+#include "support/paths.hpp"
 #include "support/test_support.hpp"
 
 namespace gpuorch {
@@ -121,9 +122,9 @@ TEST(DevicePluginCli, ProcessRegistersTurnsUnhealthyAndStopsOnSigterm) {
     const std::string& log = log_path;
     const int fd = ::open(log.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
     if (fd >= 0) ::dup2(fd, 2);
-    ::execl(GPUORCH_BINARY, GPUORCH_BINARY, "device-plugin", "--topology", topo.c_str(),
-            "--device-plugin-path", dp.c_str(), "--health-file", health.c_str(),
-            static_cast<char*>(nullptr));
+    ::execl(::gpuorch::test::binary_path(), ::gpuorch::test::binary_path(), "device-plugin",
+            "--topology", topo.c_str(), "--device-plugin-path", dp.c_str(), "--health-file",
+            health.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
   ASSERT_TRUE(kubelet.wait_registrations(1, 20s)) << test::read_text(dir.file("plugin.log"));

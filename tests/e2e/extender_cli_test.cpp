@@ -19,6 +19,7 @@
 #include "gpuorch/k8s/kubeconfig.hpp"
 #include "support/control_plane.hpp"
 #include "support/kube_objects.hpp"
+#include "support/paths.hpp"
 #include "support/scheduler_process.hpp"
 #include "support/test_support.hpp"
 
@@ -35,8 +36,10 @@ void add_gpu_node(k8s::ApiClient& api, const std::string& name, int gpus) {
              {{"apiVersion", "v1"},
               {"kind", "Node"},
               {"metadata", {{"name", name}, {"labels", {{"nvidia.com/gpu.product", "A100"}}}}}});
-  const json res = {
-      {"cpu", "64"}, {"memory", "256Gi"}, {"pods", "110"}, {"nvidia.com/gpu", std::to_string(gpus)}};
+  const json res = {{"cpu", "64"},
+                    {"memory", "256Gi"},
+                    {"pods", "110"},
+                    {"nvidia.com/gpu", std::to_string(gpus)}};
   api.patch(fmt::format("/api/v1/nodes/{}/status", name),
             {{"status", {{"capacity", res}, {"allocatable", res}}}});
 }
@@ -96,8 +99,10 @@ void start_kube_scheduler_with_extender(const test::ControlPlane& cp, int port,
                                        cp.dir(), stanza.out));
   const std::string command = fmt::format(
       "GPUORCH_K8S_WATCH_PID={} {}/scripts/k8s-testenv scheduler {} --config={} >{} 2>&1",
-      ::getpid(), GPUORCH_SOURCE_DIR, cp.dir(), config, dir.file("kube-scheduler-start.log"));
-  ASSERT_EQ(std::system(command.c_str()), 0) << test::read_text(dir.file("kube-scheduler-start.log"));
+      ::getpid(), ::gpuorch::test::source_dir(), cp.dir(), config,
+      dir.file("kube-scheduler-start.log"));
+  ASSERT_EQ(std::system(command.c_str()), 0)
+      << test::read_text(dir.file("kube-scheduler-start.log"));
 }
 
 TEST(ExtenderControlPlane, KubeSchedulerBindsWhereTheCoreSays) {
@@ -181,11 +186,10 @@ TEST(ExtenderControlPlane, KubeSchedulerBindsWhereTheCoreSays) {
 TEST(ExtenderControlPlane, TlsWhenACertificateIsGivenAndRefusedCredentials) {
   auto& cp = test::ControlPlane::shared();
   test::TempDir dir;
-  test::SchedulerProcess extender(
-      {"--kubeconfig", cp.kubeconfig(), "--listen", "127.0.0.1:0", "--tls-cert",
-       cp.dir() + "/pki/kube-scheduler-serving.crt", "--tls-key",
-       cp.dir() + "/pki/kube-scheduler-serving.key"},
-      dir.file("extender.log"), "extender");
+  test::SchedulerProcess extender({"--kubeconfig", cp.kubeconfig(), "--listen", "127.0.0.1:0",
+                                   "--tls-cert", cp.dir() + "/pki/kube-scheduler-serving.crt",
+                                   "--tls-key", cp.dir() + "/pki/kube-scheduler-serving.key"},
+                                  dir.file("extender.log"), "extender");
   const int port = logged_port(extender, "https");
   ASSERT_GT(port, 0) << extender.log();
   httplib::SSLClient https("127.0.0.1", port);

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "support/paths.hpp"
 #include "support/test_support.hpp"
 
 namespace gpuorch {
@@ -15,8 +16,9 @@ TEST(FillCeilingScript, ExactSearchAndCeilingHoldAgainstBruteForce) {
   if (std::system("/usr/bin/python3 -c 'import numpy, scipy.optimize' >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "/usr/bin/python3 has no scipy (scripts/setup installs python3-scipy)";
   }
-  const auto script = std::filesystem::path(GPUORCH_FIXTURES_DIR).parent_path().parent_path() /
-                      "scripts" / "fill-ceiling";
+  const auto script =
+      std::filesystem::path(::gpuorch::test::fixtures_dir()).parent_path().parent_path() /
+      "scripts" / "fill-ceiling";
   ASSERT_TRUE(std::filesystem::exists(script)) << script;
   const test::TempDir dir;
   const std::string out = dir.file("out");

@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 
+#include "support/paths.hpp"
 #include "support/test_support.hpp"
 
 namespace gpuorch {
@@ -21,9 +22,10 @@ TEST(Image, BuildsAndItsBinaryRuns) {
   }
   test::TempDir dir;
   const std::string cmd =
-      test::shell_quote(std::string(GPUORCH_SOURCE_DIR) + "/scripts/build-image") + " --binary " +
-      test::shell_quote(GPUORCH_BINARY) + " --out " + test::shell_quote(dir.file("image")) +
-      " --check >" + test::shell_quote(dir.file("out")) + " 2>&1";
+      test::shell_quote(std::string(::gpuorch::test::source_dir()) + "/scripts/build-image") +
+      " --binary " + test::shell_quote(::gpuorch::test::binary_path()) + " --out " +
+      test::shell_quote(dir.file("image")) + " --check >" + test::shell_quote(dir.file("out")) +
+      " 2>&1";
   const int status = std::system(cmd.c_str());
   const std::string out = test::read_text(dir.file("out"));
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "support/paths.hpp"
 #include "support/test_support.hpp"
 
 namespace gpuorch {
@@ -15,14 +16,15 @@ namespace {
 
 nlohmann::json replay(const std::string& nodes, const std::string& pods, const std::string& policy,
                       int limit, std::string* output) {
-  const auto script = std::filesystem::path(GPUORCH_SOURCE_DIR) / "scripts" / "k8s-replay";
+  const auto script =
+      std::filesystem::path(::gpuorch::test::source_dir()) / "scripts" / "k8s-replay";
   const test::TempDir dir;
   const std::string out = dir.file("out");
   const std::string json = dir.file("summary.json");
   std::string command = fmt::format(
       "/usr/bin/python3 {} --gpuorch {} --nodes {} --pods {} --policy {} --seed 42 --tune 1.0 "
       "--json {}",
-      test::shell_quote(script.string()), test::shell_quote(GPUORCH_BINARY),
+      test::shell_quote(script.string()), test::shell_quote(::gpuorch::test::binary_path()),
       test::shell_quote(nodes), test::shell_quote(pods), policy, test::shell_quote(json));
   if (limit > 0) command += fmt::format(" --limit {}", limit);
   command += fmt::format(" >{} 2>&1", test::shell_quote(out));

@@ -8,6 +8,7 @@
 
 #include "../launch/launch_support.hpp"
 #include "../support/test_support.hpp"
+#include "support/paths.hpp"
 
 namespace gpuorch {
 namespace {
@@ -258,7 +259,7 @@ TEST(LaunchCli, SignalsAreForwardedThenEscalated) {
   test::TempDir dir;
   const std::string script = "trap '' TERM; sleep 60 & echo $! > " + dir.file("child") +
                              ".$LOCAL_RANK; echo $$ > " + dir.file("worker") + ".$LOCAL_RANK; wait";
-  launch_test::Child agent(test::shell_quote(GPUORCH_BINARY) +
+  launch_test::Child agent(test::shell_quote(::gpuorch::test::binary_path()) +
                                " launch --standalone --nproc-per-node 2 --stop-grace 0.5 -- "
                                "/bin/sh -c " +
                                test::shell_quote(script),
@@ -281,7 +282,7 @@ TEST(LaunchCli, SignalsAreForwardedThenEscalated) {
 TEST(LaunchCli, WorkersDieWithTheAgent) {
   test::TempDir dir;
   const std::string script = "echo $$ > " + dir.file("worker") + ".$LOCAL_RANK; exec sleep 60";
-  launch_test::Child agent(test::shell_quote(GPUORCH_BINARY) +
+  launch_test::Child agent(test::shell_quote(::gpuorch::test::binary_path()) +
                                " launch --standalone --nproc-per-node 2 -- /bin/sh -c " +
                                test::shell_quote(script),
                            dir.path() / "out", dir.path() / "err");

@@ -9,6 +9,7 @@
 
 #include "../launch/launch_support.hpp"
 #include "../support/test_support.hpp"
+#include "support/paths.hpp"
 
 namespace gpuorch {
 namespace {
@@ -33,7 +34,7 @@ class LaunchDdp : public ::testing::Test {
                               const std::string& run_id, const std::string& extra,
                               const std::string& train) {
     const std::string cmd =
-        test::shell_quote(GPUORCH_BINARY) + " launch --nnodes " + nnodes +
+        test::shell_quote(::gpuorch::test::binary_path()) + " launch --nnodes " + nnodes +
         " --nproc-per-node 2 --rdzv-backend etcd --rdzv-endpoint " + etcd_->endpoint() +
         " --rdzv-id " + run_id +
         " --rdzv-conf last_call_timeout=1,join_timeout=60 --summary-json " +

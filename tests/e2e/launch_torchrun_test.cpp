@@ -12,6 +12,7 @@
 
 #include "../launch/launch_support.hpp"
 #include "../support/test_support.hpp"
+#include "support/paths.hpp"
 
 namespace gpuorch {
 namespace {
@@ -204,7 +205,8 @@ struct FlagRow {
 
 // docs/launch.md, "torchrun flags": | `--a`, `--b` | same | `value` | notes |
 std::vector<FlagRow> flag_table() {
-  const auto text = read_file(std::filesystem::path(GPUORCH_SOURCE_DIR) / "docs" / "launch.md");
+  const auto text =
+      read_file(std::filesystem::path(::gpuorch::test::source_dir()) / "docs" / "launch.md");
   const auto start = text.find("\n## torchrun flags\n");
   EXPECT_NE(start, std::string::npos);
   const auto end = text.find("\n## ", start + 1);
@@ -283,7 +285,7 @@ TwoNodes run_two_nodes(const test::TempDir& dir, const std::string& options,
                        const std::string& program) {
   const int port = launch::pick_free_port("127.0.0.1");
   const std::string command =
-      test::shell_quote(GPUORCH_BINARY) +
+      test::shell_quote(::gpuorch::test::binary_path()) +
       " launch --nnodes 2 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:" + std::to_string(port) +
       " --rdzv-id c10d-job --bind none " + options + " " + program;
   std::vector<std::unique_ptr<launch_test::Child>> nodes;

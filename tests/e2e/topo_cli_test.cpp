@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "../topology/fixture_hosts.hpp"
+#include "support/paths.hpp"
 
 namespace gpuorch {
 namespace {
@@ -19,7 +20,8 @@ Run run(const std::string& args) {
   const std::string err_file =
       (std::filesystem::temp_directory_path() / ("gpuorch-e2e-" + std::to_string(::getpid())))
           .string();
-  const std::string cmd = std::string(GPUORCH_BINARY) + " " + args + " 2>" + err_file;
+  const std::string cmd =
+      std::string(::gpuorch::test::binary_path()) + " " + args + " 2>" + err_file;
   Run r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;

@@ -12,14 +12,16 @@
 #include <set>
 #include <string>
 
+#include "support/paths.hpp"
 #include "support/test_support.hpp"
 
 using FuzzEntry = int (*)(const std::uint8_t*, std::size_t);
-#define GPUORCH_FUZZ_TARGETS(X)                                                               \
-  X(device_plugin_config)                                                                     \
-  X(etcd_answer)                                                                              \
-  X(extender_requests) X(inventory) X(k8s_objects) X(openb_nodes) X(openb_pods) X(prometheus) \
-      X(sysfs_recording) X(tcp_store) X(topology_json)
+#define GPUORCH_FUZZ_TARGETS(X)                                                             \
+  X(device_plugin_config)                                                                   \
+  X(etcd_answer)                                                                            \
+  X(extender_requests)                                                                      \
+  X(inventory) X(k8s_objects) X(openb_nodes) X(openb_pods) X(prometheus) X(sysfs_recording) \
+      X(tcp_store) X(topology_json)
 #define GPUORCH_DECLARE(name) extern "C" int gpuorch_fuzz_##name(const std::uint8_t*, std::size_t);
 GPUORCH_FUZZ_TARGETS(GPUORCH_DECLARE)
 #undef GPUORCH_DECLARE
@@ -28,7 +30,7 @@ namespace gpuorch {
 namespace {
 
 namespace fs = std::filesystem;
-const fs::path kFuzz = fs::path(GPUORCH_SOURCE_DIR) / "fuzz";
+const fs::path kFuzz = fs::path(::gpuorch::test::source_dir()) / "fuzz";
 
 const std::map<std::string, FuzzEntry>& targets() {
 #define GPUORCH_ENTRY(name) {#name, &gpuorch_fuzz_##name},

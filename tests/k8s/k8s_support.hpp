@@ -6,11 +6,12 @@
 #include <string>
 
 #include "gpuorch/topology/json_read.hpp"
+#include "support/paths.hpp"
 
 namespace gpuorch::test {
 
 inline std::string topo_json_path(const std::string& host) {
-  const std::filesystem::path fixtures(GPUORCH_FIXTURES_DIR);
+  const std::filesystem::path fixtures(::gpuorch::test::fixtures_dir());
   if (host == "h100-mig") return (fixtures / "k8s/h100-mig.json").string();
   return (fixtures / "topo" / host / "expected/topo.json").string();
 }

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "support/paths.hpp"
 #include "support/test_support.hpp"
 
 namespace gpuorch::k8s {
@@ -269,7 +270,7 @@ TEST(Manifests, BadOptions) {
 // The schema check runs the built binary, as a user would, and node on its JSON output.
 TEST(Manifests, ValidKubernetesObjects) {
   const std::filesystem::path validate =
-      std::filesystem::path(GPUORCH_FIXTURES_DIR).parent_path() / "k8s/validate";
+      std::filesystem::path(::gpuorch::test::fixtures_dir()).parent_path() / "k8s/validate";
   if (std::system("node --version >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "node is not installed: the kubernetes-models check needs it";
   }

@@ -18,6 +18,7 @@
 
 #include "gpuorch/launch/etcd_client.hpp"
 #include "gpuorch/launch/net.hpp"
+#include "support/paths.hpp"
 
 extern char** environ;
 
@@ -33,11 +34,12 @@ inline std::string read_file(const fs::path& p) {
 }
 
 inline fs::path launch_fixture(const std::string& name) {
-  return fs::path(GPUORCH_FIXTURES_DIR) / "launch" / name;
+  return fs::path(::gpuorch::test::fixtures_dir()) / "launch" / name;
 }
 
 inline std::string topo_json(const std::string& host) {
-  return (fs::path(GPUORCH_FIXTURES_DIR) / "topo" / host / "expected" / "topo.json").string();
+  return (fs::path(::gpuorch::test::fixtures_dir()) / "topo" / host / "expected" / "topo.json")
+      .string();
 }
 
 // Compares with tests/fixtures/launch/<name>; GPUORCH_UPDATE_GOLDEN=1 rewrites it.

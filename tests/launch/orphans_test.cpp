@@ -11,6 +11,7 @@
 #include <regex>
 
 #include "../launch/launch_support.hpp"
+#include "support/paths.hpp"
 #include "support/test_support.hpp"
 
 namespace gpuorch::launch {
@@ -76,11 +77,11 @@ class Orphans : public ::testing::Test {
 
   // Starts the agent with two workers; returns once each has its grandchild.
   std::unique_ptr<Child> start(const std::string& extra_env = "") {
-    const std::string cmd = "env GPUORCH_ORPHAN_TAG=" + tag_ + " " + extra_env + " '" +
-                            GPUORCH_BINARY + "' launch --standalone --nproc-per-node 2 " +
-                            "--bind none --topology '" + launch_test::topo_json("t4x2") +
-                            "' --stop-grace 2 --monitor-interval 0.05 -- /bin/sh '" +
-                            script_.string() + "'";
+    const std::string cmd =
+        "env GPUORCH_ORPHAN_TAG=" + tag_ + " " + extra_env + " '" + ::gpuorch::test::binary_path() +
+        "' launch --standalone --nproc-per-node 2 " + "--bind none --topology '" +
+        launch_test::topo_json("t4x2") + "' --stop-grace 2 --monitor-interval 0.05 -- /bin/sh '" +
+        script_.string() + "'";
     auto child = std::make_unique<Child>(cmd, dir_.path() / "out", dir_.path() / "err");
     const bool ready = wait_until([&] { return count_tagged(tag_).sleeps >= 4; }, seconds(30));
     EXPECT_TRUE(ready) << read_file(dir_.path() / "err");

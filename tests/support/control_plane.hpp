@@ -21,6 +21,8 @@
 #include <string>
 #include <system_error>
 
+#include "support/paths.hpp"
+
 namespace gpuorch::test {
 
 class ControlPlane {
@@ -112,7 +114,8 @@ class ControlPlane {
   }
 
   static std::string script() {
-    return (std::filesystem::path(GPUORCH_SOURCE_DIR) / "scripts" / "k8s-testenv").string();
+    return (std::filesystem::path(::gpuorch::test::source_dir()) / "scripts" / "k8s-testenv")
+        .string();
   }
 
   // scripts/k8s-testenv VERB [DIR], its stdout and stderr together; the servers it starts watch

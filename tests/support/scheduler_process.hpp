@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "support/paths.hpp"
 #include "support/test_support.hpp"
 
 namespace gpuorch::test {
@@ -22,7 +23,7 @@ class SchedulerProcess {
                    const std::string& verb = "scheduler")
       : log_(std::move(log)) {
     // Built before fork: the child only calls async-signal-safe functions.
-    std::vector<std::string> argv_storage{GPUORCH_BINARY, verb};
+    std::vector<std::string> argv_storage{::gpuorch::test::binary_path(), verb};
     argv_storage.insert(argv_storage.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& a : argv_storage) argv.push_back(a.data());

@@ -19,6 +19,7 @@
 #include "gpuorch/cluster/cluster.hpp"
 #include "gpuorch/cluster/node_spec.hpp"
 #include "gpuorch/workload/pod_spec.hpp"
+#include "support/paths.hpp"
 
 namespace gpuorch::test {
 
@@ -120,22 +121,22 @@ inline std::string read_text(const std::string& path) {
 }
 
 inline std::string fixture(const std::string& name) {
-  return (std::filesystem::path(GPUORCH_FIXTURES_DIR) / name).string();
+  return (std::filesystem::path(::gpuorch::test::fixtures_dir()) / name).string();
 }
 
 // ../shared/openb, or nothing when this checkout has no copy of the study's data.
 inline std::optional<std::filesystem::path> openb_dir() {
-  const std::filesystem::path dir = std::filesystem::path(GPUORCH_SHARED_DIR) / "openb";
+  const std::filesystem::path dir = std::filesystem::path(::gpuorch::test::shared_dir()) / "openb";
   if (!std::filesystem::is_directory(dir)) return std::nullopt;
   return dir;
 }
 
-#define GPUORCH_REQUIRE_OPENB(dir_var)                                       \
-  const auto dir_var##_opt = ::gpuorch::test::openb_dir();                   \
-  if (!dir_var##_opt) {                                                      \
-    GTEST_SKIP() << "../shared/openb is absent (" GPUORCH_SHARED_DIR         \
-                    "/openb): the FGD study's data is not in this checkout"; \
-  }                                                                          \
+#define GPUORCH_REQUIRE_OPENB(dir_var)                                             \
+  const auto dir_var##_opt = ::gpuorch::test::openb_dir();                         \
+  if (!dir_var##_opt) {                                                            \
+    GTEST_SKIP() << "../shared/openb is absent (" << ::gpuorch::test::shared_dir() \
+                 << "/openb): the FGD study's data is not in this checkout";       \
+  }                                                                                \
   const std::filesystem::path dir_var = *dir_var##_opt
 
 // Runs `f`, which must throw base::InputError; returns its message ("" and a failure otherwise).
@@ -200,7 +201,7 @@ inline std::string shell_quote(const std::string& s) {
 // Runs the gpuorch binary with `args`; stdout and stderr are captured through files in `dir`.
 inline CommandResult run_cli(const std::vector<std::string>& args, const TempDir& dir,
                              const std::string& tag = "cli") {
-  std::string command = shell_quote(GPUORCH_BINARY);
+  std::string command = shell_quote(::gpuorch::test::binary_path());
   for (const auto& a : args) {
     command += ' ';
     command += shell_quote(a);

@@ -9,11 +9,12 @@
 #include <string>
 
 #include "gpuorch/discover/discover.hpp"
+#include "support/paths.hpp"
 
 namespace gpuorch::testing {
 
 inline std::filesystem::path topo_fixture(const std::string& host) {
-  return std::filesystem::path(GPUORCH_FIXTURES_DIR) / "topo" / host;
+  return std::filesystem::path(::gpuorch::test::fixtures_dir()) / "topo" / host;
 }
 
 inline std::string read_text(const std::filesystem::path& p) {
