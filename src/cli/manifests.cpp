@@ -92,9 +92,6 @@ void add_manifests(CLI::App& app, Action& action) {
       "           --toleration dedicated=gpu:NoSchedule --runtime-class nvidia \\\n"
       "           --mig-strategy mixed --requests exporter:cpu=100m -o deploy/");
   cmd->add_option("--image", f->options.image, "gpuorch container image")->capture_default_str();
-  cmd->add_option("--kubectl-image", f->options.kubectl_image,
-                  "Image with kubectl for the node labeller")
-      ->capture_default_str();
   cmd->add_option("--mps-image", f->options.mps_image,
                   "CUDA image with nvidia-cuda-mps-control (--sharing mps)")
       ->capture_default_str();

@@ -384,8 +384,8 @@ TEST(ManifestsApply, SchedulerRbacAsTheApiServerDecides) {
           "allowed", false));
   // The cluster-wide objects go again, so other tests of this process find the cluster as it was.
   for (const char* path :
-       {"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/gpuorch-scheduler",
-        "/apis/rbac.authorization.k8s.io/v1/clusterroles/gpuorch-scheduler"}) {
+       {"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/gpuorch-scheduler-gpuorch-rbac",
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles/gpuorch-scheduler-gpuorch-rbac"}) {
     EXPECT_NO_THROW(api.remove(path)) << path;
   }
 }

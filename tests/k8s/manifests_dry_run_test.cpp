@@ -68,8 +68,8 @@ std::vector<Factor> factors() {
       {"scheduler", {{}, {"--no-scheduler"}, {"--no-podgroup-crd"}}},
       {"images",
        {{},
-        {"--image", "registry.example:5000/team/gpuorch:1.2", "--kubectl-image",
-         "registry.example:5000/kubectl:1.31", "--mps-image", "registry.example:5000/cuda:12"}}},
+        {"--image", "registry.example:5000/team/gpuorch:1.2", "--mps-image",
+         "registry.example:5000/cuda:12"}}},
   };
 }
 

@@ -99,8 +99,12 @@ TEST(Manifests, SchedulerRbacIsExactlyWhatItCalls) {
   ManifestOptions o;
   o.ns = "gpu-system";
   const auto ms = make_manifests(o);
-  const Json* role = find(ms, "ClusterRole", "gpuorch-scheduler");
+  // Cluster-wide names carry a namespace other than the default: two installs never share them.
+  EXPECT_EQ(find(ms, "ClusterRole", "gpuorch-scheduler"), nullptr);
+  const Json* role = find(ms, "ClusterRole", "gpuorch-scheduler-gpu-system");
   ASSERT_NE(role, nullptr);
+  ASSERT_NE(find(ms, "ClusterRole", "gpuorch-node-labeller-gpu-system"), nullptr);
+  ASSERT_NE(find(ms, "ClusterRoleBinding", "gpuorch-node-labeller-gpu-system"), nullptr);
   const Json expected = Json::parse(R"([
     {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
@@ -123,11 +127,11 @@ TEST(Manifests, SchedulerRbacIsExactlyWhatItCalls) {
   // Each binding gives its role to the scheduler's account in --namespace, and to no one else.
   const Json subjects = Json::parse(
       R"([{"kind": "ServiceAccount", "name": "gpuorch-scheduler", "namespace": "gpu-system"}])");
-  const Json* crb = find(ms, "ClusterRoleBinding", "gpuorch-scheduler");
+  const Json* crb = find(ms, "ClusterRoleBinding", "gpuorch-scheduler-gpu-system");
   ASSERT_NE(crb, nullptr);
   EXPECT_EQ((*crb)["subjects"], subjects);
   EXPECT_EQ((*crb)["roleRef"]["kind"], "ClusterRole");
-  EXPECT_EQ((*crb)["roleRef"]["name"], "gpuorch-scheduler");
+  EXPECT_EQ((*crb)["roleRef"]["name"], "gpuorch-scheduler-gpu-system");
   const Json* rb = find(ms, "RoleBinding", "gpuorch-scheduler-leader-election");
   ASSERT_NE(rb, nullptr);
   EXPECT_EQ((*rb)["metadata"]["namespace"], "gpu-system");

@@ -2,18 +2,22 @@
 // (docs/labeller.md): no sharing, time-slicing replicas 4 (renamed and not), MPS, MIG single and
 // mixed (also with a shared MIG profile); the topology annotation; and the merge patch that keeps
 // a Node's labels true (owned labels no longer true removed, other labels untouched).
-#include "gpuorch/k8s/manifests.hpp"
 #include "gpuorch/k8s/node_features.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/k8s/manifests.hpp"
 #include "gpuorch/k8s/node_labeller.hpp"
 #include "k8s/k8s_support.hpp"
+#include "support/paths.hpp"
 
 namespace gpuorch::k8s {
 namespace {
@@ -39,7 +43,8 @@ topology::Host h200_mig_single() {
   for (auto& g : host.gpus) {
     g.mig.enabled = true;
     for (int i = 0; i < 7; ++i) {
-      g.mig.instances.push_back({7 + i, 0, "1g.18gb", fmt::format("MIG-{}-{}", g.uuid, i), 16384});
+      g.mig.instances.push_back(
+          {7 + i, 0, "1g.18gb", fmt::format("MIG-{}-{}", g.uuid, i), 16384, std::nullopt});
     }
   }
   return host;
@@ -103,6 +108,9 @@ TEST(NodeFeatures, MigSingleDescribesTheMigDevices) {
   const auto none = labels(h200_mig_single(), "version: v1\n");
   EXPECT_EQ(at(none, "nvidia.com/gpu.count"), "2");
   EXPECT_EQ(at(none, "nvidia.com/gpu.slices.gi"), "<absent>");
+  // This host says nothing of SMs and engines (no NVML attributes): no label rather than a guess.
+  EXPECT_EQ(at(m, "nvidia.com/gpu.multiprocessors"), "<absent>");
+  EXPECT_EQ(at(m, "nvidia.com/gpu.engines.copy"), "<absent>");
 }
 
 TEST(NodeFeatures, MigMixedLabelsEachProfile) {
@@ -117,6 +125,15 @@ TEST(NodeFeatures, MigMixedLabelsEachProfile) {
   EXPECT_EQ(at(m, "nvidia.com/mig-3g.40gb.memory"), "40192");
   EXPECT_EQ(at(m, "nvidia.com/mig-3g.40gb.product"), "NVIDIA-H100-80GB-HBM3-MIG-3g.40gb");
   EXPECT_EQ(at(m, "nvidia.com/mig-3g.40gb.slices.gi"), "3");
+  // SMs and engines as NVML gives them for the device (the fixture's attributes): GFD's labels.
+  EXPECT_EQ(at(m, "nvidia.com/mig-3g.40gb.multiprocessors"), "60");
+  EXPECT_EQ(at(m, "nvidia.com/mig-3g.40gb.slices.ci"), "3");
+  EXPECT_EQ(at(m, "nvidia.com/mig-3g.40gb.engines.copy"), "3");
+  EXPECT_EQ(at(m, "nvidia.com/mig-3g.40gb.engines.decoder"), "3");
+  EXPECT_EQ(at(m, "nvidia.com/mig-3g.40gb.engines.encoder"), "0");
+  EXPECT_EQ(at(m, "nvidia.com/mig-3g.40gb.engines.jpeg"), "3");
+  EXPECT_EQ(at(m, "nvidia.com/mig-3g.40gb.engines.ofa"), "0");
+  EXPECT_EQ(at(m, "nvidia.com/mig-1g.10gb.multiprocessors"), "16");
   EXPECT_EQ(at(m, "nvidia.com/mig-2g.20gb.count"), "1");
   EXPECT_EQ(at(m, "nvidia.com/mig-1g.10gb.count"), "2");
   EXPECT_EQ(at(m, "nvidia.com/mig-1g.10gb.replicas"), "1");
@@ -132,6 +149,26 @@ TEST(NodeFeatures, MigMixedLabelsEachProfile) {
   EXPECT_EQ(at(shared, "nvidia.com/mig-1g.10gb.sharing-strategy"), "time-slicing");
   EXPECT_EQ(at(shared, "nvidia.com/gpu.replicas"), "1");
   EXPECT_EQ(at(shared, "nvidia.com/mig-3g.40gb.product"), "NVIDIA-H100-80GB-HBM3-MIG-3g.40gb");
+}
+
+// docs/labeller.md's MIG mixed table (the recorded DGX H100) row by row: `label` | `value` | =.
+TEST(NodeFeatures, DocsMigMixedTableIsWhatTheLabellerWrites) {
+  std::ifstream in(std::filesystem::path(test::source_dir()) / "docs" / "labeller.md");
+  std::string line;
+  while (std::getline(in, line) && line.rfind("**MIG mixed**", 0) != 0) {
+  }
+  while (std::getline(in, line) && line.rfind("| label |", 0) != 0) {
+  }
+  const auto m = labels(test::fixture_host("dgx-h100"), "flags:\n  migStrategy: mixed\n");
+  const std::regex row(R"(^\| `([^`]+)` \| `([^`]+)` \| = \|$)");
+  int checked = 0;
+  while (std::getline(in, line) && line.rfind('|', 0) == 0) {
+    std::smatch r;
+    if (!std::regex_match(line, r, row)) continue;  // the header's rule
+    EXPECT_EQ(at(m, r[1]), r[2]) << line;
+    ++checked;
+  }
+  EXPECT_GE(checked, 40) << "the table was not found or lost rows";
 }
 
 TEST(NodeFeatures, ConfigThatCannotApplyIsBadInput) {

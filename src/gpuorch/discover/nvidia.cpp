@@ -99,6 +99,7 @@ void from_nvml(const Tree& tree, Nvml& nvml, topology::Host& host,
       mi.compute_instance = m.compute_instance;
       mi.uuid = m.uuid;
       mi.memory_mib = static_cast<std::int64_t>(m.memory_total_bytes >> 20);
+      mi.attributes = m.attributes;
       // "NVIDIA H100 80GB HBM3 MIG 3g.40gb": the profile follows "MIG ".
       const std::size_t at = m.name.rfind("MIG ");
       if (at != std::string::npos) mi.profile = m.name.substr(at + 4);

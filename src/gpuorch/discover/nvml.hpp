@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gpuorch/discover/diagnostics.hpp"
+#include "gpuorch/topology/host.hpp"
 
 namespace gpuorch::discover {
 
@@ -24,6 +25,7 @@ struct NvmlMigInstance {
   int gpu_instance = -1, compute_instance = -1;
   std::string uuid, name;
   std::uint64_t memory_total_bytes = 0;
+  std::optional<topology::MigAttributes> attributes;
 };
 
 struct NvmlDevice {

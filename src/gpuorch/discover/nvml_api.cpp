@@ -34,6 +34,7 @@ std::unique_ptr<Binding> Binding::open(const std::string& library, std::string& 
   l.bind(a.mig_handle, {"nvmlDeviceGetMigDeviceHandleByIndex"});
   l.bind(a.gi_id, {"nvmlDeviceGetGpuInstanceId"});
   l.bind(a.ci_id, {"nvmlDeviceGetComputeInstanceId"});
+  l.bind(a.mig_attributes, {"nvmlDeviceGetAttributes_v2", "nvmlDeviceGetAttributes"});
   l.bind(a.utilization, {"nvmlDeviceGetUtilizationRates"});
   l.bind(a.temperature, {"nvmlDeviceGetTemperature"});
   l.bind(a.power, {"nvmlDeviceGetPowerUsage"});

@@ -38,6 +38,12 @@ struct FieldValue {  // nvmlFieldValue_t
   Return nvml_return;
   unsigned long long value;  // nvmlValue_t, 8 bytes; read according to value_type
 };
+struct DeviceAttributes {  // nvmlDeviceAttributes_t
+  unsigned multiprocessor_count, shared_copy_engine_count, shared_decoder_count,
+      shared_encoder_count, shared_jpeg_count, shared_ofa_count, gpu_instance_slice_count,
+      compute_instance_slice_count;
+  unsigned long long memory_size_mb;
+};
 struct EventData {  // nvmlEventData_t
   Device device;
   unsigned long long event_type;
@@ -45,7 +51,8 @@ struct EventData {  // nvmlEventData_t
   unsigned gpu_instance_id;
   unsigned compute_instance_id;
 };
-static_assert(sizeof(PciInfo) == 68 && sizeof(FieldValue) == 40 && sizeof(EventData) == 32,
+static_assert(sizeof(PciInfo) == 68 && sizeof(FieldValue) == 40 && sizeof(EventData) == 32 &&
+                  sizeof(DeviceAttributes) == 40,
               "NVML struct layout");
 
 constexpr unsigned kTemperatureGpu = 0;          // NVML_TEMPERATURE_GPU
@@ -78,6 +85,7 @@ struct Api {
   Return (*mig_handle)(Device, unsigned, Device*) = nullptr;
   Return (*gi_id)(Device, unsigned*) = nullptr;
   Return (*ci_id)(Device, unsigned*) = nullptr;
+  Return (*mig_attributes)(Device, DeviceAttributes*) = nullptr;  // MIG device handles only
   Return (*utilization)(Device, Utilization*) = nullptr;
   Return (*temperature)(Device, unsigned, unsigned*) = nullptr;
   Return (*power)(Device, unsigned*) = nullptr;

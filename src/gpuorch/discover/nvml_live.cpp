@@ -17,6 +17,21 @@ std::string c_string(const char* buf, std::size_t size) {
   return std::string(buf, strnlen(buf, size));
 }
 
+int as_int(unsigned v) { return v > INT_MAX ? INT_MAX : static_cast<int>(v); }
+
+topology::MigAttributes attributes_of(const DeviceAttributes& a) {
+  topology::MigAttributes m;
+  m.multiprocessors = as_int(a.multiprocessor_count);
+  m.copy_engines = as_int(a.shared_copy_engine_count);
+  m.decoders = as_int(a.shared_decoder_count);
+  m.encoders = as_int(a.shared_encoder_count);
+  m.jpeg_engines = as_int(a.shared_jpeg_count);
+  m.ofa_engines = as_int(a.shared_ofa_count);
+  m.gpu_instance_slices = as_int(a.gpu_instance_slice_count);
+  m.compute_instance_slices = as_int(a.compute_instance_slice_count);
+  return m;
+}
+
 class LiveNvml final : public Nvml {
  public:
   explicit LiveNvml(std::unique_ptr<Binding> binding)
@@ -154,6 +169,10 @@ class LiveNvml final : public Nvml {
             inst.name = c_string(n.data(), n.size());
           if (Memory mem{}; api_.memory && api_.memory(m, &mem) == kSuccess) {
             inst.memory_total_bytes = mem.total;
+          }
+          if (DeviceAttributes at{};
+              api_.mig_attributes && api_.mig_attributes(m, &at) == kSuccess) {
+            inst.attributes = attributes_of(at);
           }
           dev.mig_instances.push_back(std::move(inst));
         }

@@ -170,6 +170,16 @@ std::unique_ptr<Nvml> open_recorded_nvml(const std::string& path, const std::str
         mi.name = str(m, "name", where + ".mig");
         mi.memory_total_bytes = static_cast<std::uint64_t>(
             num(m, "memory_total_bytes", where + ".mig", 0, std::int64_t{1} << 50));
+        if (m.contains("attributes")) {
+          const Json& a = m.at("attributes");
+          const std::string aw = where + ".mig.attributes";
+          if (!a.is_object()) throw Malformed{aw + ": must be an object"};
+          topology::MigAttributes at;
+          for (const auto& [key, member] : topology::kMigAttributeFields) {
+            at.*member = static_cast<int>(num(a, key, aw, 0, 1 << 16));
+          }
+          mi.attributes = at;
+        }
         dev.mig_instances.push_back(std::move(mi));
       }
       std::vector<NvmlSample> ss;
@@ -215,11 +225,17 @@ nlohmann::ordered_json record_nvml(Nvml& nvml, int samples) {
                 {"pending", d.mig_pending},
                 {"instances", nlohmann::ordered_json::array()}};
     for (const auto& m : d.mig_instances) {
-      j["mig"]["instances"].push_back({{"gi", m.gpu_instance},
-                                       {"ci", m.compute_instance},
-                                       {"uuid", m.uuid},
-                                       {"name", m.name},
-                                       {"memory_total_bytes", m.memory_total_bytes}});
+      nlohmann::ordered_json inst = {{"gi", m.gpu_instance},
+                                     {"ci", m.compute_instance},
+                                     {"uuid", m.uuid},
+                                     {"name", m.name},
+                                     {"memory_total_bytes", m.memory_total_bytes}};
+      if (const auto& a = m.attributes) {
+        for (const auto& [key, member] : topology::kMigAttributeFields) {
+          inst["attributes"][key] = (*a).*member;
+        }
+      }
+      j["mig"]["instances"].push_back(std::move(inst));
     }
     j["samples"] = nlohmann::ordered_json::array();
     for (int k = 0; k < samples; ++k) {

@@ -261,6 +261,13 @@ Json rule(std::initializer_list<const char*> groups, std::initializer_list<const
   return r;
 }
 
+// ClusterRoles and their bindings have no namespace: a second install in another --namespace must
+// not take over (or, when removed, delete) the first one's, so outside the default namespace
+// their names carry it.
+std::string cluster_scoped(const std::string& name, const ManifestOptions& o) {
+  return o.ns == ManifestOptions{}.ns ? name : name + "-" + o.ns;
+}
+
 Json rbac(const char* kind, const std::string& name, const ManifestOptions& o, bool namespaced) {
   Json j;
   j["apiVersion"] = "rbac.authorization.k8s.io/v1";
@@ -271,8 +278,9 @@ Json rbac(const char* kind, const std::string& name, const ManifestOptions& o, b
 
 Json binding_of(const char* kind, const char* role_kind, const std::string& name,
                 const std::string& account, const ManifestOptions& o, bool namespaced) {
-  Json b = rbac(kind, name, o, namespaced);
-  b["roleRef"] = {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", role_kind}, {"name", name}};
+  const std::string object = namespaced ? name : cluster_scoped(name, o);
+  Json b = rbac(kind, object, o, namespaced);
+  b["roleRef"] = {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", role_kind}, {"name", object}};
   b["subjects"] =
       Json::array({{{"kind", "ServiceAccount"}, {"name", account}, {"namespace", o.ns}}});
   return b;
@@ -280,7 +288,7 @@ Json binding_of(const char* kind, const char* role_kind, const std::string& name
 
 // What `gpuorch scheduler` calls and nothing more (docs/manifests.md says which call needs which).
 Json scheduler_cluster_role(const ManifestOptions& o) {
-  Json role = rbac("ClusterRole", "gpuorch-scheduler", o, false);
+  Json role = rbac("ClusterRole", cluster_scoped("gpuorch-scheduler", o), o, false);
   role["rules"] = Json::array({
       rule({""}, {"nodes"}, {"get", "list", "watch"}),
       rule({""}, {"pods"}, {"get", "list", "watch"}),
@@ -572,7 +580,7 @@ std::vector<Manifest> make_manifests(const ManifestOptions& o) {
   for (const auto& sa : accounts) {
     out.push_back({fmt::format("01-serviceaccount-{}.yaml", sa), service_account(sa, o)});
   }
-  Json role = rbac("ClusterRole", "gpuorch-node-labeller", o, false);
+  Json role = rbac("ClusterRole", cluster_scoped("gpuorch-node-labeller", o), o, false);
   role["rules"] = Json::array({rule({""}, {"nodes"}, {"get", "patch"})});
   out.push_back({"02-clusterrole-node-labeller.yaml", role});
   out.push_back({"03-clusterrolebinding-node-labeller.yaml",

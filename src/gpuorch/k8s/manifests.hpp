@@ -17,7 +17,6 @@ namespace gpuorch::k8s {
 struct ManifestOptions {
   // What scripts/build-image tags (docs/manifests.md, "The image").
   std::string image = "ghcr.io/gpuorch/gpuorch:" GPUORCH_VERSION;
-  std::string kubectl_image = "docker.io/bitnami/kubectl:1.31";
   std::string mps_image = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04";
   std::string ns = "gpuorch";
   std::string vendor = "nvidia";  // nvidia, amd or both

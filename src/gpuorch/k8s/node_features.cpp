@@ -75,7 +75,20 @@ void resource_labels(const Host& h, const PluginConfig& config,
     const std::int64_t memory = mi != nullptr ? mi->memory_mib : gpu.memory_mib;
     if (memory > 0) out[prefix + ".memory"] = std::to_string(memory);
     if (mi == nullptr) continue;
-    // A registered MIG device's one compute instance spans its GPU instance: equal slices.
+    if (const auto& a = mi->attributes) {
+      // What NVML says of the device, as GFD reads it (nvmlDeviceGetAttributes).
+      out[prefix + ".multiprocessors"] = std::to_string(a->multiprocessors);
+      out[prefix + ".slices.gi"] = std::to_string(a->gpu_instance_slices);
+      out[prefix + ".slices.ci"] = std::to_string(a->compute_instance_slices);
+      out[prefix + ".engines.copy"] = std::to_string(a->copy_engines);
+      out[prefix + ".engines.decoder"] = std::to_string(a->decoders);
+      out[prefix + ".engines.encoder"] = std::to_string(a->encoders);
+      out[prefix + ".engines.jpeg"] = std::to_string(a->jpeg_engines);
+      out[prefix + ".engines.ofa"] = std::to_string(a->ofa_engines);
+      continue;
+    }
+    // Without NVML's attributes (procfs-only hosts, older recordings) the slices still follow from
+    // the MIG geometry: a registered MIG device's one compute instance spans its GPU instance.
     const auto* model = mig::model_for_gpu(gpu.model, gpu.memory_mib);
     if (const auto* p = model != nullptr ? model->profile(mi->profile) : nullptr) {
       out[prefix + ".slices.gi"] = std::to_string(p->compute_slices);

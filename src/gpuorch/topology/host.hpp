@@ -1,9 +1,11 @@
 #pragma once
 // topology::Host: the hardware truth of one machine (DESIGN.md). Discovery fills it; the matrix,
 // JSON, labels, telemetry and the scheduler's cluster::NodeSpec are all derived from it.
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpuorch/topology/cpuset.hpp"
@@ -31,12 +33,32 @@ struct PcieLink {
   int max_width = 0;
 };
 
+// What NVML says a MIG device has (nvmlDeviceGetAttributes_v2 on its handle): the SMs and engines
+// GFD labels, which vary per product and are not a function of the slices.
+struct MigAttributes {
+  int multiprocessors = 0;
+  int copy_engines = 0, decoders = 0, encoders = 0, jpeg_engines = 0, ofa_engines = 0;
+  int gpu_instance_slices = 0, compute_instance_slices = 0;
+};
+// The fields by the names recordings and topology JSON give them.
+inline constexpr std::array<std::pair<const char*, int MigAttributes::*>, 8> kMigAttributeFields{{
+    {"multiprocessors", &MigAttributes::multiprocessors},
+    {"copy_engines", &MigAttributes::copy_engines},
+    {"decoders", &MigAttributes::decoders},
+    {"encoders", &MigAttributes::encoders},
+    {"jpeg_engines", &MigAttributes::jpeg_engines},
+    {"ofa_engines", &MigAttributes::ofa_engines},
+    {"gpu_instance_slices", &MigAttributes::gpu_instance_slices},
+    {"compute_instance_slices", &MigAttributes::compute_instance_slices},
+}};
+
 struct MigInstance {
   int gpu_instance = -1;
   int compute_instance = -1;
   std::string profile;  // "3g.40gb"; empty when only procfs told us it exists
   std::string uuid;
   std::int64_t memory_mib = 0;
+  std::optional<MigAttributes> attributes;  // absent: NVML could not say (or an old recording)
 };
 
 struct Mig {

@@ -56,11 +56,17 @@ Json gpu_json(const Host& h, const Gpu& g) {
   mig["pending_enabled"] = g.mig.pending_enabled;
   mig["instances"] = Json::array();
   for (const auto& m : g.mig.instances) {
-    mig["instances"].push_back({{"gpu_instance", m.gpu_instance},
-                                {"compute_instance", m.compute_instance},
-                                {"profile", m.profile.empty() ? Json(nullptr) : Json(m.profile)},
-                                {"uuid", m.uuid.empty() ? Json(nullptr) : Json(m.uuid)},
-                                {"memory_mib", optional_int(m.memory_mib, m.memory_mib > 0)}});
+    Json inst = {{"gpu_instance", m.gpu_instance},
+                 {"compute_instance", m.compute_instance},
+                 {"profile", m.profile.empty() ? Json(nullptr) : Json(m.profile)},
+                 {"uuid", m.uuid.empty() ? Json(nullptr) : Json(m.uuid)},
+                 {"memory_mib", optional_int(m.memory_mib, m.memory_mib > 0)}};
+    if (m.attributes) {
+      for (const auto& [key, member] : kMigAttributeFields) {
+        inst["attributes"][key] = (*m.attributes).*member;
+      }
+    }
+    mig["instances"].push_back(std::move(inst));
   }
   j["mig"] = mig;
   j["source"] = g.source;

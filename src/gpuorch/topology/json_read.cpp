@@ -181,6 +181,16 @@ Gpu read_gpu(const Reader& r, const Json& j, std::size_t i) {
       mi.profile = r.str(inst[k], iw, "profile");
       mi.uuid = r.str(inst[k], iw, "uuid");
       mi.memory_mib = r.integer(inst[k], iw, "memory_mib", 0);
+      if (inst[k].contains("attributes") && !inst[k]["attributes"].is_null()) {
+        const Json& a = inst[k]["attributes"];
+        if (!a.is_object()) r.fail(iw, "\"attributes\" is not an object");
+        MigAttributes at;
+        for (const auto& [key, member] : kMigAttributeFields) {
+          at.*member = r.int32(a, iw + ".attributes", key, 0);
+          if (at.*member < 0) r.fail(iw + ".attributes", fmt::format("\"{}\" is negative", key));
+        }
+        mi.attributes = at;
+      }
       g.mig.instances.push_back(std::move(mi));
     }
   }
