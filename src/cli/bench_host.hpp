@@ -10,7 +10,7 @@ namespace gpuorch::cli {
 
 struct HostFlags {
   int np = 0;
-  double timeout_s = 60;
+  double timeout_s = 0;  // -T: nccl-tests' timeout; 0: the host backend's 60 s per wait
   std::string iface;
   CLI::App* cmd = nullptr;
 };
@@ -20,6 +20,6 @@ void add_host_flags(CLI::App* cmd, HostFlags& h);
 // with it, checks --np / the environment and sets o.ranks. Throws base::InputError.
 void apply_host_flags(comm::Options& o, const HostFlags& h);
 // Launches --np ranks, or runs this process as one rank; only rank 0 prints.
-int run_host_bench(const comm::Options& o, const HostFlags& h);
+int run_host_bench(const comm::Options& o, const HostFlags& h, const std::string& json_file);
 
 }  // namespace gpuorch::cli

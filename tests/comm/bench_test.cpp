@@ -13,6 +13,7 @@
 
 #include "gpuorch/base/error.hpp"
 #include "support/paths.hpp"
+#include "support/test_support.hpp"
 
 namespace gpuorch::comm {
 namespace {
@@ -83,25 +84,32 @@ TEST(BenchOutput, RowsHeaderAndFooterLikeNcclTests) {
   o.collective = Collective::broadcast;
   o.check = 0;
   r.out_of_place.wrong = -1;
-  r.in_place.reset();
+  r.in_place->wrong = -1;
   const std::string row = format_row(o, r);
   EXPECT_NE(row.find("  none       0"), std::string::npos) << row;
-  EXPECT_NE(row.find("N/A"), std::string::npos);
+  EXPECT_NE(row.find("0.00     N/A"), std::string::npos) << row;
+  // sendrecv carries the -o op in redop, as nccl-tests' sendrecv (it loops over ops).
+  o.collective = Collective::sendrecv;
+  EXPECT_NE(format_row(o, r).find("  float     sum      -1"), std::string::npos);
   const std::string h = table_header();
-  for (const char* col : {"out-of-place", "in-place", "size", "count", "type", "redop", "root",
-                          "time", "algbw", "busbw", "#wrong", "(GB/s)"}) {
-    EXPECT_NE(h.find(col), std::string::npos) << col;
-  }
+  EXPECT_EQ(h, std::string("#\n") +
+                   "#                                                           "
+                   "   out-of-place                       in-place          \n" +
+                   "#       size         count      type   redop    root     tim"
+                   "e   algbw   busbw  #wrong     time   algbw   busbw  #wrong \n" +
+                   "#        (B)    (elements)                               (us"
+                   ")  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)         \n");
   std::vector<Row> rows(2);
   rows[0].out_of_place.busbw = 100;
   rows[0].in_place = Timing{1, 1, 200, 0};
   rows[1].out_of_place.busbw = 300;  // no in-place: 3 printed values
   EXPECT_DOUBLE_EQ(average_busbw(rows), 200.0);
   o.collective = Collective::all_reduce;
-  const std::string f = footer(o, rows);
-  EXPECT_NE(f.find("# Out of bounds values : 0 OK"), std::string::npos) << f;
-  EXPECT_NE(f.find("# Avg bus bandwidth    : 200"), std::string::npos) << f;
-  EXPECT_NE(f.find("# Collective test concluded: all_reduce"), std::string::npos);
+  EXPECT_EQ(footer(o, rows),
+            "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 200 \n#\n"
+            "# Collective test concluded: all_reduce_perf\n#\n\n");
+  EXPECT_NE(footer(o, rows, 300).find(": 200 FAILED\n"), std::string::npos);  // NCCL_TESTS_MIN_BW
+  EXPECT_NE(footer(o, rows, 220).find(": 200 OK\n"), std::string::npos);
   rows[1].out_of_place.wrong = 3;
   EXPECT_NE(footer(o, rows).find(": 1 FAILED"), std::string::npos);
   RunInfo info;
@@ -114,8 +122,55 @@ TEST(BenchOutput, RowsHeaderAndFooterLikeNcclTests) {
   EXPECT_DOUBLE_EQ(j["avg_busbw_gbps"].get<double>(), 200.0);
 }
 
+TEST(BenchOutput, NumberCellsAsNcclTests) {
+  // 2, 1, 0 decimals as the integer part grows, then exponent notation (nccl-tests getFloatStr).
+  EXPECT_EQ(number_cell(11.034, 7), "  11.03");
+  EXPECT_EQ(number_cell(9999.5, 7), "9999.50");
+  EXPECT_EQ(number_cell(12345.67, 7), "12345.7");
+  EXPECT_EQ(number_cell(1234567.0, 7), "1234567");
+  EXPECT_EQ(number_cell(12345678.0, 7), "1.2e+07");
+  EXPECT_EQ(number_cell(0.004, 6), "  0.00");
+  EXPECT_EQ(number_cell(999.99, 6), "999.99");
+  EXPECT_EQ(number_cell(1234.5, 6), "1234.5");
+  EXPECT_EQ(number_cell(123456.0, 6), "123456");
+  EXPECT_EQ(number_cell(1234567.0, 6), " 1e+06");
+}
+
+TEST(BenchOutput, HeaderLinesAsNcclTests) {
+  Options o;
+  o.min_bytes = 8;
+  o.max_bytes = 128;
+  o.step_factor = 2;
+  o.threads = 2;
+  o.gpus = 4;
+  o.blocking = 1;
+  RunInfo info;
+  info.nranks = 1;
+  info.nccl_version = 22803;
+  info.library = "NCCL 2.28.3";
+  info.devices = {"Pid   4242 on      node1 device  0 [0000:18:00] NVIDIA H200"};
+  const auto lines = test::lines_of(header(o, info));
+  ASSERT_EQ(lines.size(), 8u);
+  EXPECT_EQ(lines[0], std::string("# nccl-tests version gpuorch-") + GPUORCH_VERSION +
+                          " nccl-headers=0 nccl-library=22803");
+  EXPECT_EQ(lines[1], "# Collective test starting: all_reduce_perf");
+  EXPECT_EQ(lines[2],
+            "# nThread 2 nGpus 2 minBytes 8 maxBytes 128 step: 2(factor) warmup iters: 1 iters: 20 "
+            "agg iters: 1 validation: 1 graph: 0 unalign: 0");
+  EXPECT_EQ(lines[3], "# Blocking Enabled: wait for completion and barrier after each collective ");
+  EXPECT_EQ(lines[4], "#");
+  EXPECT_EQ(lines[5], "# gpuorch gpu backend: NCCL 2.28.3");
+  EXPECT_EQ(lines[6], "# Using devices");
+  EXPECT_EQ(lines[7],
+            "#  Rank  0 Group  0 Pid   4242 on      node1 device  0 [0000:18:00] NVIDIA H200");
+}
+
 TEST(BenchFlags, NamesAndValidation) {
   EXPECT_EQ(parse_collective("alltoall"), Collective::alltoall);
+  EXPECT_EQ(parse_collective("all_reduce_perf"), Collective::all_reduce);  // nccl-tests' binary
+  EXPECT_EQ(parse_collective("sendrecv_perf"), Collective::sendrecv);
+  EXPECT_FALSE(parse_collective("_perf"));
+  EXPECT_EQ(test_name(Collective::reduce_scatter), "reduce_scatter_perf");
   EXPECT_FALSE(parse_collective("allreduce"));
   EXPECT_EQ(collective_names().size(), 7u);
   EXPECT_EQ(parse_type("float")->nccl, 7);

@@ -80,10 +80,9 @@ void expect_exact(const std::vector<RankResult>& res, const Options& o, const st
     ASSERT_EQ(res[r].rows.size(), 2u) << what;
     for (const auto& row : res[r].rows) {
       EXPECT_EQ(row.out_of_place.wrong, 0) << what << " size " << row.size.bytes;
-      EXPECT_EQ(row.in_place.has_value(), has_in_place(o.collective)) << what;
-      if (row.in_place) {
-        EXPECT_EQ(row.in_place->wrong, 0) << what << " in place";
-      }
+      ASSERT_TRUE(row.in_place.has_value()) << what;  // timed in place always, as nccl-tests
+      EXPECT_EQ(row.in_place->wrong, checks_in_place(o.collective) ? 0 : -1) << what << " in place";
+      EXPECT_GT(row.in_place->time_us, 0) << what;
       EXPECT_GT(row.out_of_place.time_us, 0) << what;
       EXPECT_DOUBLE_EQ(row.out_of_place.busbw,
                        row.out_of_place.algbw * busbw_factor(o.collective, (int)res.size()));

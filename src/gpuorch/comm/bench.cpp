@@ -45,6 +45,10 @@ constexpr std::array<RedOp, 5> kOps{{{"sum", 0}, {"prod", 1}, {"max", 2}, {"min"
 }  // namespace
 
 std::optional<Collective> parse_collective(std::string_view name) {
+  constexpr std::string_view kBinarySuffix = "_perf";
+  if (name.size() > kBinarySuffix.size() && name.ends_with(kBinarySuffix)) {
+    name.remove_suffix(kBinarySuffix.size());
+  }
   for (const auto& c : kCollectives) {
     if (c.name == name) return c.c;
   }
@@ -57,6 +61,8 @@ std::string_view collective_name(Collective c) {
   }
   return "?";
 }
+
+std::string test_name(Collective c) { return fmt::format("{}_perf", collective_name(c)); }
 
 const std::vector<std::string_view>& collective_names() {
   static const std::vector<std::string_view> names = [] {
@@ -75,7 +81,12 @@ bool size_is_whole_array(Collective c) {
   return c == Collective::all_gather || c == Collective::reduce_scatter ||
          c == Collective::alltoall;
 }
-bool has_in_place(Collective c) { return c != Collective::alltoall && c != Collective::sendrecv; }
+bool checks_in_place(Collective c) {
+  return c != Collective::alltoall && c != Collective::sendrecv;
+}
+std::string_view redop_column(Collective c, const RedOp& op) {
+  return has_redop(c) || c == Collective::sendrecv ? op.name : std::string_view("none");
+}
 
 double busbw_factor(Collective c, int nranks) {
   const double n = nranks;
@@ -158,8 +169,13 @@ void validate(const Options& o) {
   if (o.step_factor <= 1.0 && o.step_bytes == 0 && o.min_bytes != o.max_bytes) {
     base::fail_input("-i 0 with -f 1 never reaches -e");
   }
-  if (o.gpus < 1 || o.gpus > 1024) base::fail_input("-g must be between 1 and 1024");
+  if (o.threads < 1 || o.gpus < o.threads || o.gpus % o.threads != 0) {
+    base::fail_input("-t must be at least 1");
+  }
+  if (o.gpus < 1 || o.gpus > 1024) base::fail_input("-g x -t must be between 1 and 1024");
   if (o.iters < 1) base::fail_input("-n must be at least 1");
+  if (o.agg_iters < 1) base::fail_input("-m must be at least 1");
+  if (o.average < 0 || o.average > 3) base::fail_input("-a must be 0, 1, 2 or 3");
   if (o.warmup < 0) base::fail_input("-w must be 0 or more");
   if (o.check < 0) base::fail_input("-c must be 0 or more");
   if (o.blocking < 0 || o.blocking > 3) base::fail_input("-z must be 0, 1, 2 or 3");
@@ -202,53 +218,76 @@ Timing make_timing(Collective c, int nranks, std::size_t bytes, double seconds, 
 }
 
 std::string header(const Options& o, const RunInfo& info) {
-  std::string s = fmt::format(
-      "# gpuorch bench {}: nThread 1 nGpus {} minBytes {} maxBytes {} step: {} warmup iters: {} "
-      "iters: {} agg iters: 1 validation: {} graph: 0\n#\n",
-      collective_name(o.collective), o.gpus, o.min_bytes, o.max_bytes,
-      o.step_factor > 1.0 ? fmt::format("{:g}(factor)", o.step_factor)
-                          : fmt::format("{}(bytes)", o.step_bytes),
-      o.warmup, o.iters, o.check);
-  if (!info.library.empty()) s += fmt::format("# {}\n", info.library);
-  s += "# Using devices\n";
-  for (std::size_t r = 0; r < info.devices.size(); ++r) {
-    s += fmt::format("#  Rank {:2} Group  0 {}\n", r, info.devices[r]);
+  // nccl-tests prints its own version and NCCL's header and library codes; gpuorch has no NCCL
+  // headers (it declares the entry points it loads), so it says 0 there.
+  std::string s = fmt::format("# nccl-tests version gpuorch-{} nccl-headers=0 nccl-library={}\n",
+                              GPUORCH_VERSION, info.nccl_version);
+  s += fmt::format("# Collective test starting: {}\n", test_name(o.collective));
+  const bool factor = o.step_factor > 1.0;
+  s += fmt::format(
+      "# nThread {} nGpus {} minBytes {} maxBytes {} step: {}({}) warmup iters: {} iters: {} "
+      "agg iters: {} validation: {} graph: 0 unalign: 0\n",
+      o.threads, o.gpus / o.threads, o.min_bytes, o.max_bytes,
+      factor ? fmt::format("{:g}", o.step_factor) : fmt::format("{}", o.step_bytes),
+      factor ? "factor" : "bytes", o.warmup, o.iters, o.agg_iters, o.check);
+  if (o.blocking == 1) {
+    s += "# Blocking Enabled: wait for completion and barrier after each collective \n";
+  }
+  if (o.blocking > 1) {
+    s += "# Blocking Enabled: wait for completion after each collective (no barrier) \n";
   }
   s += "#\n";
+  if (!info.library.empty())
+    s += fmt::format("# gpuorch {} backend: {}\n", o.backend, info.library);
+  s += "# Using devices\n";
+  for (std::size_t r = 0; r < info.devices.size(); ++r) {
+    s += fmt::format("#  Rank {:2} Group {:2} {}\n", r, 0, info.devices[r]);
+  }
   return s;
 }
 
 std::string table_header() {
+  const char* const blank = "";
   return fmt::format(
-      "#{:>63}{:>34}\n"
-      "#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  "
-      "{:>6}\n"
-      "#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  "
-      "{:>6}\n",
-      "out-of-place", "in-place", "size", "count", "type", "redop", "root", "time", "algbw",
-      "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", "(B)", "(elements)", "", "", "",
-      "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+      "#\n"
+      "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}           out-of-place                       "
+      "in-place          \n"
+      "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  "
+      "{:>6} \n"
+      "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  "
+      "{:>6} \n",
+      blank, blank, blank, blank, blank,  //
+      "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
+      "busbw", "#wrong",  //
+      "(B)", "(elements)", blank, blank, blank, "(us)", "(GB/s)", "(GB/s)", blank, "(us)", "(GB/s)",
+      "(GB/s)", blank);
+}
+
+std::string number_cell(double value, int width) {
+  int digits = 0;  // digits of the integer part (0 below 1)
+  for (double v = 1; value >= v && digits < 400; v *= 10) ++digits;
+  if (digits < width - 2) return fmt::format("{:{}.2f}", value, width);
+  if (digits < width - 1) return fmt::format("{:{}.1f}", value, width);
+  if (digits < width + 1) return fmt::format("{:{}.0f}", value, width);
+  if (width >= 7) return fmt::format("{:{}.1e}", value, width);
+  return fmt::format("{:{}.0e}", value, width);
 }
 
 namespace {
 std::string format_timing(const Timing& t) {
-  const std::string time =
-      t.time_us < 1e4 ? fmt::format("{:7.2f}", t.time_us) : fmt::format("{:7.0f}", t.time_us);
-  const std::string wrong = t.wrong < 0 ? std::string("N/A") : fmt::format("{}", t.wrong);
-  return fmt::format("  {:>7}  {:6.2f}  {:6.2f}  {:>6}", time, t.algbw, t.busbw, wrong);
+  const std::string wrong =
+      t.wrong < 0 ? std::string("   N/A") : fmt::format("{:6g}", static_cast<double>(t.wrong));
+  return fmt::format("  {}  {}  {}  {}", number_cell(t.time_us, 7), number_cell(t.algbw, 6),
+                     number_cell(t.busbw, 6), wrong);
 }
 }  // namespace
 
 std::string format_row(const Options& o, const Row& r) {
-  std::string s = fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}", r.size.bytes, r.size.count,
-                              o.type.name, has_redop(o.collective) ? o.op.name : "none",
-                              has_root(o.collective) ? o.root : -1);
+  std::string s =
+      fmt::format("{:12}  {:12}  {:>8}  {:>6}  {:6}", r.size.bytes, r.size.count, o.type.name,
+                  redop_column(o.collective, o.op), has_root(o.collective) ? o.root : -1);
   s += format_timing(r.out_of_place);
-  if (r.in_place) {
-    s += format_timing(*r.in_place);
-  } else {
-    s += fmt::format("  {:>7}  {:>6}  {:>6}  {:>6}", "N/A", "N/A", "N/A", "N/A");
-  }
+  if (r.in_place) s += format_timing(*r.in_place);
   s += '\n';
   return s;
 }
@@ -267,15 +306,25 @@ double average_busbw(const std::vector<Row>& rows) {
   return n > 0 ? sum / n : 0.0;
 }
 
-std::string footer(const Options& o, const std::vector<Row>& rows) {
+long long failed_sizes(const std::vector<Row>& rows) {
   long long failed = 0;
   for (const auto& r : rows) {
     if (r.out_of_place.wrong > 0 || (r.in_place && r.in_place->wrong > 0)) ++failed;
   }
+  return failed;
+}
+
+bool bandwidth_ok(const std::vector<Row>& rows, double min_bw) {
+  return min_bw <= 0 || average_busbw(rows) >= 0.9 * min_bw;
+}
+
+std::string footer(const Options& o, const std::vector<Row>& rows, double min_bw) {
+  const long long failed = failed_sizes(rows);
+  const char* verdict = min_bw <= 0 ? "" : (bandwidth_ok(rows, min_bw) ? "OK" : "FAILED");
   return fmt::format(
-      "# Out of bounds values : {} {}\n# Avg bus bandwidth    : {:g} \n#\n"
-      "# Collective test concluded: {}\n",
-      failed, failed == 0 ? "OK" : "FAILED", average_busbw(rows), collective_name(o.collective));
+      "# {:<20} : {} {}\n# {:<20} : {:g} {}\n#\n# Collective test concluded: {}\n#\n\n",
+      "Out of bounds values", failed, failed == 0 ? "OK" : "FAILED", "Avg bus bandwidth",
+      average_busbw(rows), verdict, test_name(o.collective));
 }
 
 nlohmann::ordered_json to_json(const Options& o, const RunInfo& info,
@@ -293,22 +342,21 @@ nlohmann::ordered_json to_json(const Options& o, const RunInfo& info,
   j["ranks"] = info.nranks;
   j["devices"] = info.devices;
   j["type"] = o.type.name;
-  j["redop"] = has_redop(o.collective) ? o.op.name : "none";
+  j["redop"] = redop_column(o.collective, o.op);
   j["root"] = has_root(o.collective) ? o.root : -1;
   j["iters"] = o.iters;
+  j["agg_iters"] = o.agg_iters;
   j["warmup_iters"] = o.warmup;
   j["check_iters"] = o.check;
   j["busbw_factor"] = busbw_factor(o.collective, info.nranks);
   auto& arr = j["results"] = nlohmann::ordered_json::array();
-  long long failed = 0;
   for (const auto& r : rows) {
     nlohmann::ordered_json e{{"size_bytes", r.size.bytes}, {"count", r.size.count}};
     e["out_of_place"] = timing(r.out_of_place);
     e["in_place"] = r.in_place ? timing(*r.in_place) : nlohmann::ordered_json(nullptr);
-    if (r.out_of_place.wrong > 0 || (r.in_place && r.in_place->wrong > 0)) ++failed;
     arr.push_back(std::move(e));
   }
-  j["out_of_bounds"] = failed;
+  j["out_of_bounds"] = failed_sizes(rows);
   j["avg_busbw_gbps"] = average_busbw(rows);
   return j;
 }

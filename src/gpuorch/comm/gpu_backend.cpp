@@ -16,6 +16,7 @@
 
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/comm/check_pattern.hpp"
+#include "gpuorch/comm/deadline.hpp"
 #include "gpuorch/comm/expected.hpp"
 #include "gpuorch/comm/gpu_libs.hpp"
 #include "gpuorch/comm/launch_env.hpp"
@@ -133,13 +134,12 @@ class Runner {
           res = nccl_.reduce(send, recv, count, dt, o_.op.nccl, o_.root, k.comm, k.stream);
           break;
         case Collective::alltoall:  // grouped send/recv to every peer, as nccl-tests
+          // In place (timed only, as nccl-tests) sends from and receives into one buffer.
           for (int p = 0; p < n_ && res == 0; ++p) {
             const auto off = static_cast<std::size_t>(p) * count * ws;
-            res = nccl_.send(reinterpret_cast<const void*>(k.send + off), count, dt, p, k.comm,
-                             k.stream);
+            res = nccl_.send(static_cast<const char*>(send) + off, count, dt, p, k.comm, k.stream);
             if (res == 0) {
-              res =
-                  nccl_.recv(reinterpret_cast<void*>(k.recv + off), count, dt, p, k.comm, k.stream);
+              res = nccl_.recv(static_cast<char*>(recv) + off, count, dt, p, k.comm, k.stream);
             }
           }
           break;
@@ -173,12 +173,15 @@ class Runner {
     sync();
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < o_.iters; ++i) {
-      launch(count, in_place);
+      // -m: the iteration's ops in one NCCL group, as nccl-tests aggregates them.
+      if (o_.agg_iters > 1) nccl_.check(nccl_.group_start(), "group start");
+      for (int a = 0; a < o_.agg_iters; ++a) launch(count, in_place);
+      if (o_.agg_iters > 1) nccl_.check(nccl_.group_end(), "group end");
       if (o_.blocking == 1 || o_.blocking == 2) sync();
     }
     sync();
     const std::chrono::duration<double> d = std::chrono::steady_clock::now() - start;
-    return d.count() / o_.iters;
+    return d.count() / (static_cast<double>(o_.iters) * o_.agg_iters);
   }
 
   // Fills the inputs with the reference pattern, runs once, counts wrong elements on the host.
@@ -284,7 +287,7 @@ std::string device_line(const Cuda& cuda, const Rank& k, int ordinal) {
   cuda.device_attribute(&dev, kCuDevAttrPciDevice, k.device);
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
-  return fmt::format("Pid {:6} on {:>10} device {:2} [{:04x}:{:02x}:{:02x}.0] {}", ::getpid(), host,
+  return fmt::format("Pid {:6} on {:>10} device {:2} [{:04x}:{:02x}:{:02x}] {}", ::getpid(), host,
                      ordinal, domain, bus, dev, name);
 }
 
@@ -313,40 +316,65 @@ void open_devices(const Options& o, const Cuda& cuda, std::vector<Rank>& ranks, 
   }
 }
 
+// -a: every process's times reduced as nccl-tests does: 0 rank 0's, 1 the mean, 2 min, 3 max.
+std::vector<double> across_processes(int average, PeerGroup& group,
+                                     const std::vector<double>& mine) {
+  if (average == 1) {
+    auto s = group.sum(mine);
+    for (double& v : s) v /= group.world();
+    return s;
+  }
+  std::string bytes(mine.size() * sizeof(double), '\0');
+  std::memcpy(bytes.data(), mine.data(), bytes.size());
+  const auto all = group.all_gather(bytes);
+  std::vector<double> out(mine.size());
+  for (std::size_t p = 0; p < all.size(); ++p) {
+    if (all[p].size() != bytes.size()) throw PeerError("a peer sent malformed times");
+    std::vector<double> theirs(mine.size());
+    std::memcpy(theirs.data(), all[p].data(), all[p].size());
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      if (p == 0) {
+        out[i] = theirs[i];  // -a 0 keeps rank 0's
+      } else if (average == 2) {
+        out[i] = std::min(out[i], theirs[i]);
+      } else if (average == 3) {
+        out[i] = std::max(out[i], theirs[i]);
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<Row> sweep(const Options& o, Runner& runner, int nranks, PeerGroup* group,
-                       PeerWatchdog* watchdog, const std::function<void(const Row&)>& on_row) {
+                       PeerWatchdog* watchdog, Deadline* deadline,
+                       const std::function<void(const Row&)>& on_row) {
   std::vector<Row> rows;
   for (const auto& p : size_sweep(o, nranks)) {
-    if (watchdog) {
-      watchdog->arm(fmt::format("{} at {} B", collective_name(o.collective), p.bytes));
-    }
+    const std::string what = fmt::format("{} at {} B", collective_name(o.collective), p.bytes);
+    if (watchdog) watchdog->arm(what);
+    if (deadline) deadline->arm(what);
     double t_out = runner.time(p.count, false);
     double w_out = o.check > 0 ? static_cast<double>(runner.check(p.count, false)) : -1;
-    double t_in = 0, w_in = -1;
-    if (has_in_place(o.collective)) {
-      t_in = runner.time(p.count, true);
-      w_in = o.check > 0 ? static_cast<double>(runner.check(p.count, true)) : -1;
-    }
+    double t_in = runner.time(p.count, true);
+    const bool check_in = o.check > 0 && checks_in_place(o.collective);
+    double w_in = check_in ? static_cast<double>(runner.check(p.count, true)) : -1;
     if (watchdog) watchdog->disarm();
+    if (deadline) deadline->disarm();
     if (group) {
-      // nccl-tests under MPI: time = mean over processes, #wrong = sum over ranks.
-      const auto s = group->sum({t_out, w_out, t_in, w_in});
-      const double procs = group->world();
-      t_out = s[0] / procs;
-      t_in = s[2] / procs;
-      if (o.check > 0) {
-        w_out = s[1];
-        w_in = s[3];
-      }
+      // nccl-tests under MPI: time per -a over processes, #wrong = sum over ranks.
+      const auto s = group->sum({w_out, w_in});
+      if (o.check > 0) w_out = s[0];
+      if (check_in) w_in = s[1];
+      const auto t = across_processes(o.average, *group, {t_out, t_in});
+      t_out = t[0];
+      t_in = t[1];
     }
     Row row;
     row.size = p;
     row.out_of_place = make_timing(o.collective, nranks, p.bytes, t_out,
                                    static_cast<long long>(std::llround(w_out)));
-    if (has_in_place(o.collective)) {
-      row.in_place = make_timing(o.collective, nranks, p.bytes, t_in,
-                                 static_cast<long long>(std::llround(w_in)));
-    }
+    row.in_place = make_timing(o.collective, nranks, p.bytes, t_in,
+                               static_cast<long long>(std::llround(w_in)));
     on_row(row);
     rows.push_back(row);
   }
@@ -364,6 +392,7 @@ std::vector<Row> run_single(const Options& o, const std::function<void(const Run
   RunInfo info;
   info.nranks = o.gpus;
   info.library = nccl.version();
+  info.nccl_version = nccl.version_code();
   Session session(cuda, nccl, o.gpus);
   auto& ranks = session.ranks();
   open_devices(o, cuda, ranks, 0, 0, o.gpus);
@@ -377,13 +406,17 @@ std::vector<Row> run_single(const Options& o, const std::function<void(const Run
   for (std::size_t r = 0; r < ranks.size(); ++r) ranks[r].comm = comms[r];
   on_start(info);
   Runner runner(o, cuda, nccl, ranks, o.gpus, nullptr);
-  return sweep(o, runner, o.gpus, nullptr, nullptr, on_row);
+  std::optional<Deadline> deadline;
+  if (o.timeout_s > 0) deadline.emplace(o.timeout_s);
+  return sweep(o, runner, o.gpus, nullptr, nullptr, deadline ? &*deadline : nullptr, on_row);
 }
 
 std::vector<Row> run_multi(const Options& o, const LaunchEnv& launch,
                            const std::function<void(const RunInfo&)>& on_start,
                            const std::function<void(const Row&)>& on_row) {
-  const auto timeout = std::chrono::milliseconds(std::llround(peer_timeout_s() * 1000));
+  // -T, else GPUORCH_PEER_TIMEOUT (default 300 s): every wait on a peer and on the GPUs.
+  const double limit_s = o.timeout_s > 0 ? o.timeout_s : peer_timeout_s();
+  const auto timeout = std::chrono::milliseconds(std::llround(limit_s * 1000));
   std::optional<PeerGroup> group;
   try {
     group.emplace(launch.rank, launch.world, launch.master_addr, launch.port, timeout);
@@ -399,6 +432,7 @@ std::vector<Row> run_multi(const Options& o, const LaunchEnv& launch,
     std::optional<Nccl> nccl;
     int first_dev = 0;
     std::string problem, library;
+    int version_code = 0;
     try {
       cuda.emplace();
       nccl.emplace(o.nccl_library);
@@ -407,6 +441,7 @@ std::vector<Row> run_multi(const Options& o, const LaunchEnv& launch,
       cuda->check(cuda->device_count(&present), "device count");
       first_dev = first_device(o, launch, present);
       library = nccl->version();
+      version_code = nccl->version_code();
     } catch (const EnvironmentError& e) {
       problem = e.what();
     }
@@ -424,6 +459,7 @@ std::vector<Row> run_multi(const Options& o, const LaunchEnv& launch,
     RunInfo info;
     info.nranks = nranks;
     info.library = library;
+    info.nccl_version = version_code;
     for (const auto& part : group->all_gather(mine)) {
       for (std::size_t at = 0, nl; (nl = part.find('\n', at)) != std::string::npos; at = nl + 1) {
         info.devices.push_back(part.substr(at, nl - at));
@@ -452,7 +488,7 @@ std::vector<Row> run_multi(const Options& o, const LaunchEnv& launch,
     on_start(info);
     Runner runner(o, *cuda, *nccl, ranks, nranks, &watchdog);
     try {
-      auto rows = sweep(o, runner, nranks, &*group, &watchdog, on_row);
+      auto rows = sweep(o, runner, nranks, &*group, &watchdog, nullptr, on_row);
       group->barrier();  // nobody tears NCCL down while a peer still uses it
       return rows;
     } catch (...) {

@@ -79,9 +79,14 @@ void Nccl::check(NcclResult r, const char* what) const {
   if (r != 0) throw EnvironmentError(fmt::format("NCCL {}: {} ({})", what, error_string(r), r));
 }
 
-std::string Nccl::version() const {
+int Nccl::version_code() const {
   int v = 0;
   check(get_version(&v), "version");
+  return v;
+}
+
+std::string Nccl::version() const {
+  const int v = version_code();
   // NCCL_VERSION_CODE since 2.9: major * 10000 + minor * 100 + patch (2.28.9 = 22809).
   return fmt::format("NCCL {}.{}.{}", v / 10000, (v / 100) % 100, v % 100);
 }

@@ -79,6 +79,7 @@ struct Nccl {
   explicit Nccl(const std::string& name);  // throws EnvironmentError when it does not load
   void check(NcclResult r, const char* what) const;
   std::string version() const;  // "NCCL 2.28.9"
+  int version_code() const;     // ncclGetVersion: 22809
 };
 
 }  // namespace gpuorch::comm::gpu

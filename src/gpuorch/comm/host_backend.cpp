@@ -53,7 +53,9 @@ class Rank {
     std::array<char, 256> mine{};
     std::array<char, 256> host{};
     ::gethostname(host.data(), host.size() - 1);
-    const auto line = fmt::format("Pid {:6} on {} {}", ::getpid(), host.data(), address);
+    // nccl-tests' device line; no GPU: device -1, bus id "cpu", then the TCP address.
+    const auto line = fmt::format("Pid {:6} on {:>10} device {:2} [cpu] Gloo tcp {}", ::getpid(),
+                                  host.data(), -1, address);
     std::strncpy(mine.data(), line.c_str(), mine.size() - 1);
     std::vector<char> all(mine.size() * static_cast<std::size_t>(n_));
     gloo::AllgatherOptions opts(ctx_);
@@ -71,14 +73,16 @@ class Rank {
     Row row;
     row.size = p;
     row.out_of_place = timing(p, false);
-    if (has_in_place(o_.collective)) row.in_place = timing(p, true);
+    row.in_place = timing(p, true);
     return row;
   }
 
  private:
+  // In-place alltoall and sendrecv are timed but not checked, as nccl-tests.
   Timing timing(const SizePoint& p, bool in_place) {
     const double seconds = time(in_place);
-    const long long wrong = o_.check > 0 ? check(p.count, in_place) : -1;
+    const bool checked = o_.check > 0 && (!in_place || checks_in_place(o_.collective));
+    const long long wrong = checked ? check(p.count, in_place) : -1;
     return make_timing(o_.collective, n_, p.bytes, seconds, wrong);
   }
 
@@ -94,9 +98,25 @@ class Rank {
     for (int i = 0; i < o_.warmup; ++i) op(in_place);
     barrier();
     const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < o_.iters; ++i) op(in_place);
+    // -m: Gloo has no groups; the iteration's ops run one after another.
+    const long long ops = static_cast<long long>(o_.iters) * o_.agg_iters;
+    for (long long i = 0; i < ops; ++i) op(in_place);
     const std::chrono::duration<double> d = std::chrono::steady_clock::now() - start;
-    return sum(d.count() / o_.iters) / n_;
+    return across_ranks(d.count() / static_cast<double>(ops));
+  }
+
+  // -a: 0 rank 0's time, 1 the mean, 2 the least, 3 the most, as nccl-tests.
+  double across_ranks(double mine) {
+    switch (o_.average) {
+      case 0:
+        return reduce<Reduction::sum>(rank_ == 0 ? mine : 0.0);
+      case 2:
+        return reduce<Reduction::min>(mine);
+      case 3:
+        return reduce<Reduction::max>(mine);
+      default:
+        return sum(mine) / n_;
+    }
   }
 
   long long check(std::size_t count, bool in_place) {
@@ -126,11 +146,14 @@ class Rank {
   }
 
   // Sum over ranks (exact for the counts and times at hand).
-  double sum(double mine) {
+  double sum(double mine) { return reduce<Reduction::sum>(mine); }
+
+  template <Reduction K>
+  double reduce(double mine) {
     double v = mine;
     gloo::AllreduceOptions opts(ctx_);
     opts.setOutput(&v, 1);
-    opts.setReduceFunction(&reduce3<double, Reduction::sum>);
+    opts.setReduceFunction(&reduce3<double, K>);
     opts.setTag(own_tag());
     gloo::allreduce(opts);
     return v;

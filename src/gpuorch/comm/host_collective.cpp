@@ -122,15 +122,16 @@ class Typed final : public CollectiveRunner::Impl {
         break;
       }
       case Collective::alltoall: {
+        // In place (timed only, as nccl-tests): one buffer for both sides.
         gloo::AlltoallOptions opts(ctx_);
-        opts.setInput(send_.data(), c * n());
+        opts.setInput(in_place ? recv_.data() : send_.data(), c * n());
         opts.setOutput(recv_.data(), c * n());
         opts.setTag(next_tag());
         gloo::alltoall(opts);
         break;
       }
       case Collective::sendrecv:
-        sendrecv(c);
+        sendrecv(c, in_place ? recv_.data() : send_.data());
         break;
     }
     if (o_.op.name == "avg" && has_redop(o_.collective) && has_output(o_, rank_)) {
@@ -156,14 +157,14 @@ class Typed final : public CollectiveRunner::Impl {
   }
 
   // Each rank sends to (r+1)%n and receives from (r-1+n)%n, as nccl-tests' sendrecv.
-  void sendrecv(std::size_t c) {
+  void sendrecv(std::size_t c, T* from) {
     const std::size_t bytes = c * sizeof(T);
     if (n_ == 1) {
-      std::memcpy(static_cast<void*>(recv_.data()), send_.data(), bytes);
+      if (from != recv_.data()) std::memcpy(static_cast<void*>(recv_.data()), from, bytes);
       return;
     }
     const auto slot = gloo::Slot::build(kSendrecvSlotPrefix, next_tag());
-    auto out = ctx_->createUnboundBuffer(send_.data(), bytes);
+    auto out = ctx_->createUnboundBuffer(from, bytes);
     auto in = ctx_->createUnboundBuffer(recv_.data(), bytes);
     in->recv((rank_ - 1 + n_) % n_, slot);
     out->send((rank_ + 1) % n_, slot);
