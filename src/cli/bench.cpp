@@ -135,6 +135,7 @@ comm::Options to_options(const BenchFlags& f, const HostFlags& h) {
     base::fail_input("-T must be between 0 and 86400 seconds");
   }
   o.timeout_s = h.timeout_s;
+  (void)min_bw_from_env();  // bad input before any rank starts
   apply_host_flags(o, h);
   if (o.backend == "gpu") {
     // One process per GPU (or per -g GPUs) under a launcher: the communicator spans them all.
@@ -172,7 +173,9 @@ void add_bench(CLI::App& app, Action& action) {
       "bench",
       "Measure a collective like nccl-tests (all_reduce, all_gather, reduce_scatter, "
       "broadcast, reduce, alltoall, sendrecv)");
-  cmd->add_option("collective", flags->collective, "Collective to measure")->required();
+  cmd->add_option("collective", flags->collective,
+                  "Collective to measure, or nccl-tests' binary name (all_reduce_perf, ...)")
+      ->required();
   cmd->add_option("--backend", flags->backend,
                   "gpu (NCCL + CUDA driver, loaded at run time) or host (Gloo over TCP)");
   // nccl-tests' flags, short and long names as its README and usage text spell them.

@@ -26,17 +26,6 @@ std::string local_time() {
   return buf;
 }
 
-double min_bw_from_env() {
-  const char* v = std::getenv("NCCL_TESTS_MIN_BW");
-  if (v == nullptr || *v == '\0') return -1;
-  char* end = nullptr;
-  const double bw = std::strtod(v, &end);
-  if (*end != '\0' || !(bw >= 0)) {
-    base::fail_input(fmt::format("NCCL_TESTS_MIN_BW={}: not a bandwidth in GB/s", v));
-  }
-  return bw;
-}
-
 // nccl-tests never overwrites: FILE, else FILE.0, FILE.1, ...; nullptr when none can be created.
 std::FILE* claim(const std::string& path, std::string& claimed) {
   for (int i = -1; i < 1000; ++i) {
@@ -50,6 +39,17 @@ std::FILE* claim(const std::string& path, std::string& claimed) {
 }
 
 }  // namespace
+
+double min_bw_from_env() {
+  const char* v = std::getenv("NCCL_TESTS_MIN_BW");
+  if (v == nullptr || *v == '\0') return -1;
+  char* end = nullptr;
+  const double bw = std::strtod(v, &end);
+  if (*end != '\0' || !(bw >= 0)) {
+    base::fail_input(fmt::format("NCCL_TESTS_MIN_BW={}: not a bandwidth in GB/s", v));
+  }
+  return bw;
+}
 
 BenchPrinter::BenchPrinter(const comm::Options& o, bool reporting, const std::string& json_file)
     : o_(o), out_(reporting) {

@@ -13,6 +13,9 @@
 
 namespace gpuorch::cli {
 
+// NCCL_TESTS_MIN_BW (GB/s), -1 when unset; throws base::InputError when it is no number.
+double min_bw_from_env();
+
 class BenchPrinter {
  public:
   BenchPrinter(const comm::Options& o, bool reporting, const std::string& json_file = "");

@@ -68,9 +68,10 @@ TEST(BenchNcclFormat, HostRunsReadByAnNcclTestsLogParser) {
       const std::string log = dir.file("log"), json = dir.file("run.json");
       const std::string what = c + " --np " + std::to_string(np) + extra;
       const Outcome r = bench(name + " --backend host --np " + std::to_string(np) +
-                                  " -b 8 -e 8K -f 32 -J " + json + extra + " >" + log,
+                                  " -b 8 -e 8K -f 32 -J " + json + extra,
                               dir);
       ASSERT_EQ(r.code, 0) << what << ": " << r.err;
+      test::write_text(log, r.out);
       const Outcome p = parse(log, json, np, c + "_perf", dir);
       EXPECT_EQ(p.code, 0) << what << ": " << p.err << "\n" << test::read_text(log);
       EXPECT_NE(p.out.find("\"rows\": 3"), std::string::npos) << what << ": " << p.out;  // 8 256 8K

@@ -53,8 +53,8 @@ class Rank {
     std::array<char, 256> mine{};
     std::array<char, 256> host{};
     ::gethostname(host.data(), host.size() - 1);
-    // nccl-tests' device line; no GPU: device -1, bus id "cpu", then the TCP address.
-    const auto line = fmt::format("Pid {:6} on {:>10} device {:2} [cpu] Gloo tcp {}", ::getpid(),
+    // nccl-tests' device line; no GPU: device -1, bus id "cpu", then Gloo's TCP device.
+    const auto line = fmt::format("Pid {:6} on {:>10} device {:2} [cpu] Gloo {}", ::getpid(),
                                   host.data(), -1, address);
     std::strncpy(mine.data(), line.c_str(), mine.size() - 1);
     std::vector<char> all(mine.size() * static_cast<std::size_t>(n_));

@@ -56,7 +56,10 @@ Json nccl_tests_json(const Options& o, const RunInfo& info, const std::vector<Ro
   c["minimum_bytes"] = o.min_bytes;
   c["maximum_bytes"] = o.max_bytes;
   if (o.step_factor > 1.0) {
-    c["step_factor"] = o.step_factor;
+    // nccl-tests' factor is a whole number; a fractional one (gpuorch only) stays a fraction.
+    const auto whole = static_cast<long long>(o.step_factor);
+    c["step_factor"] =
+        static_cast<double>(whole) == o.step_factor ? Json(whole) : Json(o.step_factor);
   } else {
     c["step_bytes"] = o.step_bytes;
   }
