@@ -317,6 +317,8 @@ int run(LaunchFlags f) {
         fmt::format("worker logs in {} (--redirects/--tee without --log-dir)", config.log_dir));
   }
 
+  rc.local_world_size = static_cast<int>(plan.ranks.size());
+  rc.role = f.role;
   auto rdzv = launch::make_rendezvous(rc);
   log_line(fmt::format("{} workers on this node, backend {} (torch: {}), bind {}; rendezvous {}{}",
                        plan.ranks.size(), launch::to_string(plan.backend),

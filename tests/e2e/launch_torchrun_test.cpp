@@ -352,9 +352,6 @@ TEST(LaunchTorchrun, C10dBadInput) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
       {{"--rdzv-backend", "c10d"},
        "gpuorch: --rdzv-backend c10d needs --rdzv-endpoint HOST[:PORT]\n"},
-      {{"--rdzv-backend", "c10d", "--nnodes", "1:2", "--rdzv-endpoint", "127.0.0.1"},
-       "gpuorch: --nnodes 1:2: an elastic range needs --rdzv-backend etcd (c10d takes a fixed "
-       "count)\n"},
       {{"--rdzv-backend", "c10d", "--rdzv-endpoint", "127.0.0.1:0"},
        "gpuorch: --rdzv-endpoint 127.0.0.1:0: expected HOST[:PORT]\n"},
   };

@@ -21,7 +21,7 @@ using FuzzEntry = int (*)(const std::uint8_t*, std::size_t);
   X(etcd_answer)                                                                            \
   X(extender_requests)                                                                      \
   X(inventory) X(k8s_objects) X(openb_nodes) X(openb_pods) X(prometheus) X(sysfs_recording) \
-      X(tcp_store) X(topology_json)
+      X(tcp_store) X(topology_json) X(torch_rdzv_state)
 #define GPUORCH_DECLARE(name) extern "C" int gpuorch_fuzz_##name(const std::uint8_t*, std::size_t);
 GPUORCH_FUZZ_TARGETS(GPUORCH_DECLARE)
 #undef GPUORCH_DECLARE

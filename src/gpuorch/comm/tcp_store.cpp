@@ -331,6 +331,24 @@ std::vector<char> TcpStoreClient::get(const std::string& key) {
   return value;
 }
 
+std::vector<char> TcpStoreClient::compare_set(const std::string& key,
+                                              const std::vector<char>& expected,
+                                              const std::vector<char>& desired) {
+  std::vector<char> q{code(kCompareSet)};
+  put_str(q, key);
+  put_bytes(q, expected.data(), expected.size());
+  put_bytes(q, desired.data(), desired.size());
+  send_all(q);
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  std::uint64_t n = 0;
+  recv_all(&n, sizeof n, deadline);
+  if (n > kStoreMaxValueBytes)
+    throw StoreError(where_ + ": a COMPARE_SET answer of " + std::to_string(n) + " bytes");
+  std::vector<char> value(n);
+  if (n > 0) recv_all(value.data(), n, deadline);
+  return value;
+}
+
 std::int64_t TcpStoreClient::add(const std::string& key, std::int64_t delta) {
   std::vector<char> q{code(kAdd)};
   put_str(q, key);

@@ -1,7 +1,7 @@
 #pragma once
 // A key-value store over TCP for rendezvous (MASTER_ADDR:MASTER_PORT), speaking PyTorch's c10d
 // TCPStore wire format (../shared/reference/comm-launch-traces.md B4): the client uses VALIDATE,
-// SET, GET, ADD, CHECK, WAIT; the server also answers COMPARE_SET, GETNUMKEYS, DELETE_KEY. Both
+// SET, COMPARE_SET, GET, ADD, CHECK, WAIT; the server also answers GETNUMKEYS, DELETE_KEY. Both
 // speak the format with VALIDATE (PyTorch >= 2.0) and the one without (PyTorch 1.13, tested in
 // tests/comm/tcp_store_pytorch_test.cpp): under torchrun the workers' store is the agent's
 // TCPStore, elsewhere rank 0 (or `gpuorch bench --np`) serves one. Gloo ships no TCP store.
@@ -73,10 +73,16 @@ class TcpStoreClient {
   void set(const std::string& key, const std::vector<char>& value);
   // Waits for the key (up to the timeout), then returns its value.
   std::vector<char> get(const std::string& key);
+  // Sets `desired` where the value is `expected` (or the key is absent and `expected` empty);
+  // returns the value after, so the caller sees whether it won (c10d's compare_set).
+  std::vector<char> compare_set(const std::string& key, const std::vector<char>& expected,
+                                const std::vector<char>& desired);
   std::int64_t add(const std::string& key, std::int64_t delta);
   bool check(const std::vector<std::string>& keys);
   void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout);
   std::chrono::milliseconds timeout() const { return timeout_; }
+  // The server speaks PyTorch 1.x's format (no VALIDATE): torch 1.x serves it.
+  bool legacy() const { return legacy_; }
 
  private:
   char code(std::uint8_t query) const;  // the query's byte in the server's dialect

@@ -194,6 +194,7 @@ class Group {
       who.role = c_.role;
       who.master_addr = round.master_addr;
       who.master_port = round.master_port;
+      who.agent_store = round.agent_store;
       who.restart_count = restart_count;
       who.max_restarts = c_.max_restarts;
       who.run_id = c_.run_id;

@@ -1,7 +1,8 @@
 #pragma once
 // How the agents of a job agree on a round: which nodes take part, each node's group rank, and
 // where the workers' c10d store lives (MASTER_ADDR:MASTER_PORT). Static (ranks known: Slurm,
-// Kubernetes indexed Jobs, a fixed list) or etcd (elastic, min..max nodes). docs/launch.md.
+// Kubernetes indexed Jobs, a fixed list), etcd (elastic, min..max nodes) or c10d (PyTorch's own
+// protocol, shared with torchrun's agents). docs/launch.md.
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -31,6 +32,8 @@ struct RendezvousConfig {
   std::chrono::milliseconds last_call_timeout{std::chrono::seconds(30)};
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(30)};
   int lease_ttl_s = 10;
+  int local_world_size = 1;  // c10d: told to torchrun's agents (their role info)
+  std::string role = "default";
 };
 
 struct Round {
@@ -40,6 +43,9 @@ struct Round {
   std::string master_addr;
   int master_port = 0;
   std::vector<std::string> members;  // node ids in group-rank order
+  // The workers' store is the rank-0 agent's (TORCHELASTIC_USE_AGENT_STORE=True), as PyTorch
+  // 2.x's c10d rendezvous has it; otherwise rank 0 of the workers hosts it.
+  bool agent_store = false;
 };
 
 class Rendezvous {

@@ -109,8 +109,9 @@ EnvMap worker_env(const EnvMap& base, const EnvMap& user, const Plan& plan,
   env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(who.restart_count);
   env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(who.max_restarts);
   env["TORCHELASTIC_RUN_ID"] = who.run_id;
-  // Rank 0 of the workers hosts the c10d store itself (env:// init), there is no agent store.
-  env["TORCHELASTIC_USE_AGENT_STORE"] = "False";
+  // False: rank 0 of the workers hosts the c10d store itself (env:// init). True (c10d with
+  // PyTorch 2.x's agents): the rank-0 agent serves it and every worker connects.
+  env["TORCHELASTIC_USE_AGENT_STORE"] = who.agent_store ? "True" : "False";
   if (!who.error_file.empty()) env["TORCHELASTIC_ERROR_FILE"] = who.error_file;
   return env;
 }
