@@ -136,7 +136,8 @@ class Machine {
   std::string_view line() {
     const auto end = in_.find('\n', pos_);
     if (end == std::string_view::npos) fail("a name without its newline");
-    return take(end - pos_ + 1).substr(0, end - pos_);
+    const std::size_t n = end - pos_;
+    return take(n + 1).substr(0, n);
   }
 
   Value* make(Kind kind) {
