@@ -54,8 +54,8 @@ TEST(LaunchCli, BadInputIsOneLineExitTwo) {
       {{"launch", "--nnodes", "3:2", "--", "true"},
        "gpuorch: --nnodes 3:2: MIN is larger than MAX\n"},
       {{"launch", "--nnodes", "1:2", "--", "true"},
-       "gpuorch: --nnodes 1:2: an elastic range needs --rdzv-backend etcd (static ranks are "
-       "fixed)\n"},
+       "gpuorch: --nnodes 1:2: an elastic range needs --rdzv-backend etcd or c10d (static "
+       "ranks are fixed)\n"},
       {{"launch", "--nproc-per-node", "lots", "--", "true"},
        "gpuorch: --nproc-per-node lots: expected a positive number, gpu, cpu or auto\n"},
       {{"launch", "--standalone", "--env-file", dir.file("bad.env"), "--", "true"},

@@ -135,6 +135,7 @@ class C10dRendezvous final : public Rendezvous {
     }
     try {
       store_ = std::make_unique<comm::TcpStoreClient>(host_, port_, c_.connect_timeout);
+      state_store_ = std::make_unique<comm::TcpStoreClient>(host_, port_, c_.connect_timeout);
     } catch (const std::exception& e) {
       base::fail_input(fmt::format("--rdzv-endpoint {}: no c10d store after {} s ({})", c_.endpoint,
                                    c_.connect_timeout.count() / 1000, e.what()));
@@ -148,7 +149,7 @@ class C10dRendezvous final : public Rendezvous {
     fallback_ = store_->legacy() ? torch1_dialect() : torch2_dialect();
     state_.dialect = fallback_;
     try {
-      store_->compare_set(key_, {}, bytes(kNullSentinel));
+      state_store_->compare_set(key_, {}, bytes(kNullSentinel));
       // Marks this node as a gpuorch agent, so a round of gpuorch agents only keeps gpuorch's
       // own worker store (rank 0 of the workers hosts it).
       store_->set(gpuorch_key(me_), bytes("1"));
@@ -167,10 +168,6 @@ class C10dRendezvous final : public Rendezvous {
     auto deadline = Clock::now() + c_.join_timeout;
     run([&] { return exit_op(deadline); }, cancelled);
     run([&] { return join_op(deadline); }, cancelled);
-    lock.unlock();
-    start_heartbeats();
-    lock.lock();
-
     Round r;
     r.round = static_cast<int>(state_.round);
     r.group_rank = static_cast<int>(*state_.rank_of(me_));
@@ -180,7 +177,11 @@ class C10dRendezvous final : public Rendezvous {
               [](const auto& a, const auto& b) { return a.second < b.second; });
     for (const auto& [n, rank] : order) r.members.push_back(n.text());
     round_ = r;
-    after_round(r, order, cancelled);
+    const bool torch2 = state_.dialect.aware_times;
+    lock.unlock();
+    // The heartbeats go on (their own connection) while the agents agree on the workers' store.
+    start_heartbeats();
+    after_round(r, order, torch2, cancelled);
     return r;
   }
 
@@ -195,10 +196,13 @@ class C10dRendezvous final : public Rendezvous {
   }
 
   void finish(bool succeeded) override {
+    try {
+      if (succeeded && round_) exit_barrier(*round_);  // heartbeats go on meanwhile, as torch's
+    } catch (const std::exception&) {
+    }
     stop_heartbeats();
     std::lock_guard lock(mu_);
     try {
-      if (succeeded && round_) exit_barrier(*round_);
       const auto deadline = Clock::now() + kCloseTimeout;
       run([&] { return close_op(deadline); }, nullptr);
     } catch (const std::exception&) {  // as torchrun: a failed shutdown is only a warning
@@ -227,11 +231,11 @@ class C10dRendezvous final : public Rendezvous {
     bool won = false;
     if (write) {
       const auto mine = base64_encode(encode_torch_state(state_));
-      got = text(
-          store_->compare_set(key_, bytes(token_.empty() ? kNullSentinel : token_), bytes(mine)));
+      got = text(state_store_->compare_set(key_, bytes(token_.empty() ? kNullSentinel : token_),
+                                           bytes(mine)));
       won = got == mine;
     } else {
-      got = text(store_->get(key_));
+      got = text(state_store_->get(key_));
     }
     last_read_ = Clock::now();
     if (got == kNullSentinel) {
@@ -470,7 +474,7 @@ class C10dRendezvous final : public Rendezvous {
   // ---- what torchrun's agents do after the round ----
 
   void after_round(Round& r, const std::vector<std::pair<TorchNode, std::int64_t>>& order,
-                   const std::function<bool()>& cancelled) {
+                   bool torch2, const std::function<bool()>& cancelled) {
     const TorchNode& leader = order.front().first;
     bool all_gpuorch = true;
     for (const auto& [n, rank] : order)
@@ -480,7 +484,7 @@ class C10dRendezvous final : public Rendezvous {
     if (r.group_rank == 0) {
       // PyTorch 2.x's rank 0 serves the workers' store from its agent; its other nodes' workers
       // connect to it. gpuorch does the same when such nodes are in the round.
-      r.agent_store = may_share && !all_gpuorch && state_.dialect.aware_times;
+      r.agent_store = may_share && !all_gpuorch && torch2;
       r.master_addr = c_.local_addr;
       if (r.agent_store) {
         if (!agent_store_) agent_store_ = std::make_unique<comm::TcpStoreServer>("", 0);
@@ -505,7 +509,7 @@ class C10dRendezvous final : public Rendezvous {
       if (store_->check({gpuorch_key(leader)})) {
         r.agent_store = text(store_->get(round_key(r.round, "gpuorch/agent_store"))) == "1";
       } else {  // torchrun's rank 0: PyTorch 2.x shares its store unless told not to
-        r.agent_store = may_share && state_.dialect.aware_times;
+        r.agent_store = may_share && torch2;
       }
     }
     share_role_info(r, cancelled);
@@ -601,9 +605,22 @@ class C10dRendezvous final : public Rendezvous {
                     bytes("FIN"));
         break;
       }
-      if (Clock::now() > deadline) return;
+      if (Clock::now() > deadline || closed_by_a_failure()) return;
       std::this_thread::sleep_for(milliseconds(100));
     }
+  }
+
+  // A node that failed closes the rendezvous without reaching the barrier: stop waiting for it
+  // (torchrun waits the whole exit_barrier_timeout). Read once a second.
+  bool closed_by_a_failure() {
+    std::lock_guard lock(mu_);
+    if (Clock::now() - last_read_ < seconds(1)) return false;
+    try {
+      sync(false);
+    } catch (const std::exception&) {
+      return true;  // the store is gone
+    }
+    return state_.closed;
   }
 
   RendezvousConfig c_;
@@ -612,7 +629,8 @@ class C10dRendezvous final : public Rendezvous {
   std::string key_;
   std::unique_ptr<comm::TcpStoreServer> server_;
   std::unique_ptr<comm::TcpStoreServer> agent_store_;  // the workers' store, when shared
-  std::unique_ptr<comm::TcpStoreClient> store_;
+  std::unique_ptr<comm::TcpStoreClient> store_;        // the round's keys (the agent's thread)
+  std::unique_ptr<comm::TcpStoreClient> state_store_;  // the state key, under mu_
   TorchNode me_;
   TorchStateDialect fallback_;
   std::mutex mu_;  // the store client and the state, between the agent and the heartbeats

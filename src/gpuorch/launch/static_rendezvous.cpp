@@ -14,7 +14,7 @@ class StaticRendezvous final : public Rendezvous {
   explicit StaticRendezvous(RendezvousConfig c) : c_(std::move(c)) {
     if (c_.min_nodes != c_.max_nodes) {
       base::fail_input(fmt::format(
-          "--nnodes {}:{}: an elastic range needs --rdzv-backend etcd (static ranks are fixed)",
+          "--nnodes {}:{}: an elastic range needs --rdzv-backend etcd or c10d (static ranks are fixed)",
           c_.min_nodes, c_.max_nodes));
     }
     if (c_.node_rank < 0 || c_.node_rank >= c_.max_nodes) {
