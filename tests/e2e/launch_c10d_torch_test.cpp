@@ -2,6 +2,7 @@
 // PyTorch's DynamicRendezvousHandler and torchrun's agent steps (tests/fixtures/launch/
 // torch_c10d_node.py) and a `gpuorch launch` node meet in one round through PyTorch's store;
 // a corrupt state in the store is one clear error.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -69,17 +70,19 @@ TEST(LaunchC10dTorch, CorruptStateIsOneError) {
   comm::TcpStoreServer server("127.0.0.1", 0);
   comm::TcpStoreClient client("127.0.0.1", server.port(), std::chrono::seconds(5));
   const std::string junk = launch::base64_encode("\x80\x04N.");  // a pickled None
-  client.set("torch.rendezvous.bad", std::vector<char>(junk.begin(), junk.end()));
+  client.set("/torch.rendezvous.bad",  // PyTorch's client writes "/" first
+             std::vector<char>(junk.begin(), junk.end()));
   const auto r = test::run_cli({"launch", "--nnodes", "2", "--rdzv-backend", "c10d",
                                 "--rdzv-endpoint", "127.0.0.1:" + std::to_string(server.port()),
                                 "--rdzv-id", "bad", "--bind", "none", "--", "true"},
                                dir);
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.err.find("gpuorch: c10d rendezvous at 127.0.0.1:" + std::to_string(server.port()) +
-                       ": the state in torch.rendezvous.bad is not one gpuorch reads (rendezvous "
-                       "state: the state is a None, not a "
-                       "torch.distributed.elastic.rendezvous.dynamic_rendezvous._RendezvousState)"),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find("gpuorch: error: c10d rendezvous at 127.0.0.1:" + std::to_string(server.port()) +
+                 ": the state in torch.rendezvous.bad is not one gpuorch reads (rendezvous "
+                 "state: the state is a None, not a "
+                 "torch.distributed.elastic.rendezvous.dynamic_rendezvous._RendezvousState)"),
+      std::string::npos)
       << r.err;
 }
 

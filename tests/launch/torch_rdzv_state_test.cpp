@@ -101,9 +101,9 @@ TEST(TorchRdzvState, EveryCutAndFlipIsOneError) {
   }
   EXPECT_EQ(errors, static_cast<int>(good.size()));
   for (std::size_t i = 0; i < good.size(); ++i) {
-    for (const unsigned char x : {0x01, 0x80, 0xff}) {
+    for (const int x : {0x01, 0x80, 0xff}) {
       auto bad = good;
-      bad[i] = static_cast<char>(bad[i] ^ x);
+      bad[i] = static_cast<char>(static_cast<unsigned char>(bad[i]) ^ x);
       try {
         decode_torch_state(bad, torch2_dialect());
       } catch (const PickleError&) {
@@ -118,7 +118,9 @@ TEST(TorchRdzvState, RefusesWhatIsNotTheState) {
       {"N.",
        "rendezvous state: the state is a None, not a "
        "torch.distributed.elastic.rendezvous.dynamic_rendezvous._RendezvousState"},
-      {"\x80\x04]\x94h\x00a.",
+      {std::string("\x80\x04]\x94h\x00"
+                   "a.",
+                   8),
        "rendezvous state: the state is a list, not a "
        "torch.distributed.elastic.rendezvous.dynamic_rendezvous._RendezvousState"},
       {"h\x05.", "pickle byte 0: memo entry 5 was never stored"},

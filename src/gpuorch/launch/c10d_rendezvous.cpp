@@ -2,8 +2,9 @@
 // handler with the C10d backend), so gpuorch agents and torchrun's agents meet in one round.
 // The nodes share a TCPStore at --rdzv-endpoint (comm/tcp_store; the agent on the endpoint's
 // host serves it, the first that binds the port, as torchrun's does). The round lives in one key,
-// `torch.rendezvous.<run id>`: the base64 of the pickled `_RendezvousState` (torch_rdzv_state),
-// changed only by compare-set against the value last read. The state machine is torch's:
+// `torch.rendezvous.<run id>` (`/torch...` on the wire, as PyTorch's client writes keys): the
+// base64 of the pickled `_RendezvousState` (torch_rdzv_state), changed only by compare-set against
+// the value last read. The state machine is torch's:
 //   join: a node adds itself to the participants of an open round; at min nodes a last-call
 //     deadline starts, at max nodes (or past the deadline) the round is complete and ranks go by
 //     the participants' sorted (host, pid, local id). A node that finds the round complete goes
@@ -127,7 +128,8 @@ class C10dRendezvous final : public Rendezvous {
           fmt::format("--nnodes {}:{}: need 1 <= MIN <= MAX", c_.min_nodes, c_.max_nodes));
     }
     std::tie(host_, port_) = split_endpoint(c_.endpoint);
-    key_ = "torch.rendezvous." + c_.run_id;
+    // PyTorch's TCPStore client puts "/" before every key: so does this one, to share them.
+    key_ = "/torch.rendezvous." + c_.run_id;
     try {
       server_ = std::make_unique<comm::TcpStoreServer>(host_, port_);
     } catch (const comm::StoreError&) {
@@ -249,7 +251,7 @@ class C10dRendezvous final : public Rendezvous {
         throw std::runtime_error(
             fmt::format("c10d rendezvous at {}: the state in {} is not one "
                         "gpuorch reads ({})",
-                        c_.endpoint, key_, e.what()));
+                        c_.endpoint, key_.substr(1), e.what()));
       }
       token_ = got;
     }
