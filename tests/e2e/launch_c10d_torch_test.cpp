@@ -86,5 +86,40 @@ TEST(LaunchC10dTorch, CorruptStateIsOneError) {
       << r.err;
 }
 
+// --nnodes 1:2 through c10d: alone, the round completes after the last call; at the end the
+// agent marks the rendezvous closed, so a later agent with the same run id is refused (torchrun's
+// shutdown).
+TEST(LaunchC10dTorch, ElasticRangeThenClosed) {
+  test::TempDir dir;
+  comm::TcpStoreServer server("127.0.0.1", 0);
+  const std::vector<std::string> args{"launch",
+                                      "--nnodes",
+                                      "1:2",
+                                      "--rdzv-backend",
+                                      "c10d",
+                                      "--rdzv-endpoint",
+                                      "127.0.0.1:" + std::to_string(server.port()),
+                                      "--rdzv-id",
+                                      "el",
+                                      "--rdzv-conf",
+                                      "last_call_timeout=1",
+                                      "--bind",
+                                      "none",
+                                      "--",
+                                      "/bin/sh",
+                                      "-c",
+                                      "echo $RANK $WORLD_SIZE"};
+  const auto first = test::run_cli(args, dir);
+  EXPECT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(first.out, "[rank0]:0 1\n") << first.err;
+  const auto second = test::run_cli(args, dir);
+  EXPECT_NE(second.exit_code, 0);
+  EXPECT_NE(second.err.find(
+                "gpuorch: error: c10d rendezvous at 127.0.0.1:" + std::to_string(server.port()) +
+                ": run 'el' is closed (its job ended); use a new --rdzv-id"),
+            std::string::npos)
+      << second.err;
+}
+
 }  // namespace
 }  // namespace gpuorch
