@@ -2,13 +2,14 @@
 // from the input's bytes (NaN, infinities, huge values and error text included). The output is
 // checked line by line: a comment, or `name{label="escaped",...} value`, nothing else, so a label
 // value can never break out of its quotes or start a line of its own.
+#include "gpuorch/telemetry/prometheus.hpp"
+
 #include <cmath>
 #include <cstring>
 #include <optional>
 #include <string_view>
 
 #include "fuzz_support.hpp"
-#include "gpuorch/telemetry/prometheus.hpp"
 #include "gpuorch/topology/json_read.hpp"
 
 namespace {
@@ -82,13 +83,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     s.gpu = g.index;
     s.ok = bytes.byte() % 8 != 0;
     if (!s.ok) s.error = bytes.text();
-    for (auto field : {&telemetry::GpuSample::gpu_util, &telemetry::GpuSample::mem_copy_util,
-                       &telemetry::GpuSample::memory_used_mib, &telemetry::GpuSample::memory_total_mib,
-                       &telemetry::GpuSample::temperature_c, &telemetry::GpuSample::power_w,
-                       &telemetry::GpuSample::sm_clock_mhz, &telemetry::GpuSample::mem_clock_mhz,
-                       &telemetry::GpuSample::pcie_tx_kbps, &telemetry::GpuSample::pcie_rx_kbps,
-                       &telemetry::GpuSample::energy_mj, &telemetry::GpuSample::nvlink_tx_bytes,
-                       &telemetry::GpuSample::nvlink_rx_bytes}) {
+    for (auto field :
+         {&telemetry::GpuSample::gpu_util, &telemetry::GpuSample::mem_copy_util,
+          &telemetry::GpuSample::memory_used_mib, &telemetry::GpuSample::memory_total_mib,
+          &telemetry::GpuSample::temperature_c, &telemetry::GpuSample::power_w,
+          &telemetry::GpuSample::sm_clock_mhz, &telemetry::GpuSample::mem_clock_mhz,
+          &telemetry::GpuSample::pcie_tx_kbps, &telemetry::GpuSample::pcie_rx_kbps,
+          &telemetry::GpuSample::energy_mj, &telemetry::GpuSample::nvlink_tx_bytes,
+          &telemetry::GpuSample::nvlink_rx_bytes, &telemetry::GpuSample::memory_free_mib,
+          &telemetry::GpuSample::last_xid, &telemetry::GpuSample::tensor_active,
+          &telemetry::GpuSample::nvlink_mb_per_s}) {
       s.*field = bytes.value();
     }
     round.gpus.push_back(std::move(s));

@@ -94,10 +94,12 @@ TEST(Prometheus, DcgmNamesAndLabels) {
   topology::Host host;
   auto s = sampler_for("dgx-h100", &host);
   const std::string text = render_metrics(host, s->sample(), {1, 0});
-  EXPECT_NE(text.find("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"" + host.gpus[0].uuid +
-                      "\",pci_bus_id=\"00000000:19:00.0\",device=\"nvidia0\",modelName=\"NVIDIA "
-                      "H100 80GB HBM3\",Hostname=\"dgx-h100-01\"} 97\n"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"" + host.gpus[0].uuid +
+                "\",pci_bus_id=\"00000000:19:00.0\",device=\"nvidia0\",modelName=\"NVIDIA "
+                "H100 80GB HBM3\",Hostname=\"dgx-h100-01\",DCGM_FI_DRIVER_VERSION=\"550.54.15\"} "
+                "97\n"),
+      std::string::npos)
       << text.substr(0, 2000);
   for (const char* name :
        {"DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_GPU_TEMP",

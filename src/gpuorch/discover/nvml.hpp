@@ -39,13 +39,34 @@ struct NvmlDevice {
   std::vector<NvmlMigInstance> mig_instances;
 };
 
+// One MIG instance's share of a reading (memory is all NVML gives per instance).
+struct NvmlMigSample {
+  int gpu_instance = -1;
+  std::optional<std::uint64_t> memory_used_bytes, memory_total_bytes;
+};
+
+// GPM activity over the time since the previous reading (Hopper and later; NVML's GPM API). The
+// first reading of a device has none: GPM needs two samples.
+struct NvmlGpm {
+  std::optional<double> graphics_util, sm_util, sm_occupancy, tensor_util, dram_bw_util;  // %
+  std::optional<double> fp64_util, fp32_util, fp16_util;                                  // %
+  std::optional<double> pcie_tx_mibps, pcie_rx_mibps, nvlink_tx_mibps, nvlink_rx_mibps;   // MiB/s
+};
+
 // One reading; a field NVML could not give stays empty.
 struct NvmlSample {
   std::optional<unsigned> gpu_util, mem_copy_util;
-  std::optional<std::uint64_t> memory_used_bytes, memory_total_bytes;
-  std::optional<unsigned> temperature_c, power_mw, sm_clock_mhz, mem_clock_mhz;
+  std::optional<std::uint64_t> memory_used_bytes, memory_total_bytes, memory_reserved_bytes;
+  std::optional<unsigned> temperature_c, memory_temperature_c, power_mw, sm_clock_mhz,
+      mem_clock_mhz;
   std::optional<unsigned> pcie_tx_kbps, pcie_rx_kbps;
-  std::optional<std::uint64_t> energy_mj, nvlink_tx_kib, nvlink_rx_kib;
+  std::optional<std::uint64_t> energy_mj, nvlink_tx_kib, nvlink_rx_kib, pcie_replays;
+  std::optional<unsigned> encoder_util, decoder_util;  // %
+  std::optional<unsigned> remapped_rows_correctable, remapped_rows_uncorrectable, row_remap_failure,
+      row_remap_pending;
+  std::optional<unsigned long long> last_xid;  // recordings only; live XIDs come from events
+  NvmlGpm gpm;
+  std::vector<NvmlMigSample> mig;
   std::string error;  // non-empty when the device could not be read at all
 };
 

@@ -24,6 +24,7 @@ std::unique_ptr<Binding> Binding::open(const std::string& library, std::string& 
   l.bind(a.uuid, {"nvmlDeviceGetUUID"});
   l.bind(a.pci, {"nvmlDeviceGetPciInfo_v3"});
   l.bind(a.memory, {"nvmlDeviceGetMemoryInfo"});
+  l.bind(a.memory_v2, {"nvmlDeviceGetMemoryInfo_v2"});
   l.bind(a.cc, {"nvmlDeviceGetCudaComputeCapability"});
   l.bind(a.minor, {"nvmlDeviceGetMinorNumber"});
   l.bind(a.link_state, {"nvmlDeviceGetNvLinkState"});
@@ -41,6 +42,14 @@ std::unique_ptr<Binding> Binding::open(const std::string& library, std::string& 
   l.bind(a.clock, {"nvmlDeviceGetClockInfo"});
   l.bind(a.pcie_throughput, {"nvmlDeviceGetPcieThroughput"});
   l.bind(a.energy, {"nvmlDeviceGetTotalEnergyConsumption"});
+  l.bind(a.encoder_util, {"nvmlDeviceGetEncoderUtilization"});
+  l.bind(a.decoder_util, {"nvmlDeviceGetDecoderUtilization"});
+  l.bind(a.remapped_rows, {"nvmlDeviceGetRemappedRows"});
+  l.bind(a.gpm_support, {"nvmlGpmQueryDeviceSupport"});
+  l.bind(a.gpm_sample_alloc, {"nvmlGpmSampleAlloc"});
+  l.bind(a.gpm_sample_free, {"nvmlGpmSampleFree"});
+  l.bind(a.gpm_sample_get, {"nvmlGpmSampleGet"});
+  l.bind(a.gpm_metrics_get, {"nvmlGpmMetricsGet"});
   l.bind(a.field_values, {"nvmlDeviceGetFieldValues"});
   l.bind(a.event_set_create, {"nvmlEventSetCreate"});
   l.bind(a.event_set_free, {"nvmlEventSetFree"});

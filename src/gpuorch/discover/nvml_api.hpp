@@ -10,9 +10,9 @@
 
 namespace gpuorch::discover::nvml {
 
-using Return = int;                          // nvmlReturn_t
-using Device = struct NvmlDeviceOpaque*;     // nvmlDevice_t
-using EventSet = struct NvmlEventSetOpaque*; // nvmlEventSet_t
+using Return = int;                           // nvmlReturn_t
+using Device = struct NvmlDeviceOpaque*;      // nvmlDevice_t
+using EventSet = struct NvmlEventSetOpaque*;  // nvmlEventSet_t
 constexpr Return kSuccess = 0;
 constexpr Return kTimeout = 10;          // NVML_ERROR_TIMEOUT
 constexpr unsigned kNameBuffer = 96;     // NVML_DEVICE_NAME_V2_BUFFER_SIZE
@@ -31,6 +31,12 @@ struct Memory {  // nvmlMemory_t
 struct Utilization {  // nvmlUtilization_t
   unsigned gpu, memory;
 };
+struct MemoryV2 {  // nvmlMemory_v2_t: adds what the driver reserves
+  unsigned version;
+  unsigned long long total, reserved, free, used;
+};
+// NVML_STRUCT_VERSION(Memory, 2): the struct's size, with the version in the top byte.
+constexpr unsigned kMemoryV2Version = sizeof(MemoryV2) | (2u << 24);
 struct FieldValue {  // nvmlFieldValue_t
   unsigned field_id, scope_id;
   long long timestamp, latency_usec;
@@ -51,7 +57,29 @@ struct EventData {  // nvmlEventData_t
   unsigned gpu_instance_id;
   unsigned compute_instance_id;
 };
+// GPM (GPU performance monitoring, Hopper and later): two samples taken apart give activity
+// ratios over the time between them (nvml.h "NVML GPM").
+using GpmSample = struct NvmlGpmSampleOpaque*;  // nvmlGpmSample_t
+struct GpmMetric {                              // nvmlGpmMetric_t
+  unsigned metric_id;
+  Return nvml_return;
+  double value;
+  const char *short_name, *long_name, *unit;
+};
+constexpr unsigned kGpmMetricSlots = 98;  // NVML_GPM_METRIC_MAX of version 1
+struct GpmMetricsGet {                    // nvmlGpmMetricsGet_t
+  unsigned version;                       // kGpmMetricsGetVersion
+  unsigned num_metrics;
+  GpmSample sample1, sample2;
+  GpmMetric metrics[kGpmMetricSlots];
+};
+struct GpmSupport {  // nvmlGpmSupport_t
+  unsigned version;  // kGpmSupportVersion
+  unsigned is_supported_device;
+};
+constexpr unsigned kGpmMetricsGetVersion = 1, kGpmSupportVersion = 1;
 static_assert(sizeof(PciInfo) == 68 && sizeof(FieldValue) == 40 && sizeof(EventData) == 32 &&
+                  sizeof(MemoryV2) == 40 && sizeof(GpmMetric) == 40 &&
                   sizeof(DeviceAttributes) == 40,
               "NVML struct layout");
 
@@ -59,8 +87,15 @@ constexpr unsigned kTemperatureGpu = 0;          // NVML_TEMPERATURE_GPU
 constexpr unsigned kClockSm = 1, kClockMem = 2;  // NVML_CLOCK_SM, NVML_CLOCK_MEM
 constexpr unsigned kPcieTx = 0, kPcieRx = 1;     // NVML_PCIE_UTIL_{TX,RX}_BYTES
 constexpr unsigned kFieldNvlinkDataTx = 138,
-                   kFieldNvlinkDataRx = 139;                 // NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_*
+                   kFieldNvlinkDataRx = 139;                // NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_*
 constexpr unsigned long long kEventXidCriticalError = 0x8;  // nvmlEventTypeXidCriticalError
+constexpr unsigned kFieldMemoryTemp = 82;                   // NVML_FI_DEV_MEMORY_TEMP
+constexpr unsigned kFieldPcieReplayCounter = 94;            // NVML_FI_DEV_PCIE_REPLAY_COUNTER
+// nvmlGpmMetricId_t values (percentages 0-100 unless said otherwise).
+constexpr unsigned kGpmGraphicsUtil = 1, kGpmSmUtil = 2, kGpmSmOccupancy = 3, kGpmAnyTensorUtil = 5,
+                   kGpmDramBwUtil = 10, kGpmFp64Util = 11, kGpmFp32Util = 12, kGpmFp16Util = 13,
+                   kGpmPcieTxPerSec = 20, kGpmPcieRxPerSec = 21,  // MiB/s
+    kGpmNvlinkTotalRxPerSec = 60, kGpmNvlinkTotalTxPerSec = 61;   // MiB/s
 
 struct Api {
   Return (*init)() = nullptr;
@@ -75,6 +110,7 @@ struct Api {
   Return (*uuid)(Device, char*, unsigned) = nullptr;
   Return (*pci)(Device, PciInfo*) = nullptr;
   Return (*memory)(Device, Memory*) = nullptr;
+  Return (*memory_v2)(Device, MemoryV2*) = nullptr;
   Return (*cc)(Device, int*, int*) = nullptr;
   Return (*minor)(Device, unsigned*) = nullptr;
   Return (*link_state)(Device, unsigned, unsigned*) = nullptr;
@@ -92,6 +128,14 @@ struct Api {
   Return (*clock)(Device, unsigned, unsigned*) = nullptr;
   Return (*pcie_throughput)(Device, unsigned, unsigned*) = nullptr;
   Return (*energy)(Device, unsigned long long*) = nullptr;
+  Return (*encoder_util)(Device, unsigned*, unsigned*) = nullptr;
+  Return (*decoder_util)(Device, unsigned*, unsigned*) = nullptr;
+  Return (*remapped_rows)(Device, unsigned*, unsigned*, unsigned*, unsigned*) = nullptr;
+  Return (*gpm_support)(Device, GpmSupport*) = nullptr;
+  Return (*gpm_sample_alloc)(GpmSample*) = nullptr;
+  Return (*gpm_sample_free)(GpmSample) = nullptr;
+  Return (*gpm_sample_get)(Device, GpmSample) = nullptr;
+  Return (*gpm_metrics_get)(GpmMetricsGet*) = nullptr;
   Return (*field_values)(Device, int, FieldValue*) = nullptr;
   Return (*event_set_create)(EventSet*) = nullptr;
   Return (*event_set_free)(EventSet) = nullptr;

@@ -4,6 +4,8 @@
 #include <array>
 #include <climits>
 #include <cstring>
+#include <map>
+#include <memory>
 
 #include "gpuorch/discover/nvml.hpp"
 #include "gpuorch/discover/nvml_api.hpp"
@@ -36,6 +38,14 @@ class LiveNvml final : public Nvml {
  public:
   explicit LiveNvml(std::unique_ptr<Binding> binding)
       : binding_(std::move(binding)), api_(binding_->api()) {}
+  ~LiveNvml() override {
+    for (auto& [index, g] : gpm_) {
+      if (g.previous != nullptr) api_.gpm_sample_free(g.previous);
+      if (g.current != nullptr) api_.gpm_sample_free(g.current);
+    }
+  }
+  LiveNvml(const LiveNvml&) = delete;
+  LiveNvml& operator=(const LiveNvml&) = delete;
 
   [[nodiscard]] std::string source() const override { return binding_->library(); }
 
@@ -75,9 +85,15 @@ class LiveNvml final : public Nvml {
       s.gpu_util = u.gpu;
       s.mem_copy_util = u.memory;
     }
-    if (Memory m{}; api_.memory && api_.memory(d, &m) == kSuccess) {
+    // v2 separates what the driver reserves, which v1 counts as used (nvidia-smi shows v2's).
+    if (MemoryV2 m{kMemoryV2Version, 0, 0, 0, 0};
+        api_.memory_v2 && api_.memory_v2(d, &m) == kSuccess) {
       s.memory_used_bytes = m.used;
       s.memory_total_bytes = m.total;
+      s.memory_reserved_bytes = m.reserved;
+    } else if (Memory m1{}; api_.memory && api_.memory(d, &m1) == kSuccess) {
+      s.memory_used_bytes = m1.used;
+      s.memory_total_bytes = m1.total;
     }
     unsigned v = 0;
     if (api_.temperature && api_.temperature(d, kTemperatureGpu, &v) == kSuccess) {
@@ -94,20 +110,117 @@ class LiveNvml final : public Nvml {
     }
     if (unsigned long long e = 0; api_.energy && api_.energy(d, &e) == kSuccess) s.energy_mj = e;
     if (api_.field_values) {
-      std::array<FieldValue, 2> f{};
+      std::array<FieldValue, 4> f{};
       f[0].field_id = kFieldNvlinkDataTx;
       f[1].field_id = kFieldNvlinkDataRx;
       f[0].scope_id = f[1].scope_id = UINT_MAX;  // all links
-      if (api_.field_values(d, 2, f.data()) == kSuccess) {
+      f[2].field_id = kFieldMemoryTemp;
+      f[3].field_id = kFieldPcieReplayCounter;
+      if (api_.field_values(d, static_cast<int>(f.size()), f.data()) == kSuccess) {
         if (f[0].nvml_return == kSuccess) s.nvlink_tx_kib = f[0].value;
         if (f[1].nvml_return == kSuccess) s.nvlink_rx_kib = f[1].value;
+        // An HBM part without a memory sensor answers success with 0: not a temperature.
+        if (f[2].nvml_return == kSuccess && f[2].value > 0)
+          s.memory_temperature_c = static_cast<unsigned>(f[2].value);
+        if (f[3].nvml_return == kSuccess) s.pcie_replays = f[3].value;
       }
     }
+    unsigned period_us = 0;
+    if (api_.encoder_util && api_.encoder_util(d, &v, &period_us) == kSuccess) s.encoder_util = v;
+    if (api_.decoder_util && api_.decoder_util(d, &v, &period_us) == kSuccess) s.decoder_util = v;
+    if (unsigned corr = 0, unc = 0, pending = 0, failed = 0;
+        api_.remapped_rows && api_.remapped_rows(d, &corr, &unc, &pending, &failed) == kSuccess) {
+      s.remapped_rows_correctable = corr;
+      s.remapped_rows_uncorrectable = unc;
+      s.row_remap_pending = pending;
+      s.row_remap_failure = failed;
+    }
+    s.gpm = gpm(index, d);
+    s.mig = mig_memory(d);
     return s;
   }
 
  private:
   [[nodiscard]] std::string error(Return r) const { return binding_->error(r); }
+
+  // Per device: whether GPM works, and the sample of the previous reading.
+  struct GpmState {
+    bool supported = false;
+    GpmSample previous = nullptr, current = nullptr;
+  };
+
+  // Takes this reading's GPM sample and returns the metrics between it and the previous one.
+  NvmlGpm gpm(unsigned index, Device d) {
+    NvmlGpm out;
+    if (!api_.gpm_support || !api_.gpm_sample_alloc || !api_.gpm_sample_free ||
+        !api_.gpm_sample_get || !api_.gpm_metrics_get) {
+      return out;
+    }
+    auto [it, first] = gpm_.try_emplace(index);
+    GpmState& g = it->second;
+    if (first) {
+      GpmSupport support{kGpmSupportVersion, 0};
+      g.supported = api_.gpm_support(d, &support) == kSuccess && support.is_supported_device != 0 &&
+                    api_.gpm_sample_alloc(&g.previous) == kSuccess &&
+                    api_.gpm_sample_alloc(&g.current) == kSuccess;
+      if (g.supported && api_.gpm_sample_get(d, g.previous) != kSuccess) g.supported = false;
+      return out;  // the first sample only starts the interval
+    }
+    if (!g.supported || api_.gpm_sample_get(d, g.current) != kSuccess) return out;
+    static constexpr std::array<unsigned, 12> kIds = {kGpmGraphicsUtil,
+                                                      kGpmSmUtil,
+                                                      kGpmSmOccupancy,
+                                                      kGpmAnyTensorUtil,
+                                                      kGpmDramBwUtil,
+                                                      kGpmFp64Util,
+                                                      kGpmFp32Util,
+                                                      kGpmFp16Util,
+                                                      kGpmPcieTxPerSec,
+                                                      kGpmPcieRxPerSec,
+                                                      kGpmNvlinkTotalTxPerSec,
+                                                      kGpmNvlinkTotalRxPerSec};
+    auto get = std::make_unique<GpmMetricsGet>();
+    get->version = kGpmMetricsGetVersion;
+    get->num_metrics = static_cast<unsigned>(kIds.size());
+    get->sample1 = g.previous;
+    get->sample2 = g.current;
+    for (std::size_t i = 0; i < kIds.size(); ++i) get->metrics[i].metric_id = kIds[i];
+    if (api_.gpm_metrics_get(get.get()) == kSuccess) {
+      std::array<std::optional<double>*, kIds.size()> into = {
+          &out.graphics_util, &out.sm_util,       &out.sm_occupancy,    &out.tensor_util,
+          &out.dram_bw_util,  &out.fp64_util,     &out.fp32_util,       &out.fp16_util,
+          &out.pcie_tx_mibps, &out.pcie_rx_mibps, &out.nvlink_tx_mibps, &out.nvlink_rx_mibps};
+      for (std::size_t i = 0; i < kIds.size(); ++i) {
+        if (get->metrics[i].nvml_return == kSuccess) *into[i] = get->metrics[i].value;
+      }
+    }
+    std::swap(g.previous, g.current);  // this sample starts the next interval
+    return out;
+  }
+
+  // Memory of each MIG instance (the rest of NVML's readings are not given per instance).
+  std::vector<NvmlMigSample> mig_memory(Device d) {
+    std::vector<NvmlMigSample> out;
+    unsigned current = 0, pending = 0, max = 0;
+    if (!api_.mig_mode || api_.mig_mode(d, &current, &pending) != kSuccess || current != 1 ||
+        !api_.mig_max || !api_.mig_handle || api_.mig_max(d, &max) != kSuccess) {
+      return out;
+    }
+    for (unsigned i = 0; i < max && i < 64; ++i) {
+      Device m = nullptr;
+      unsigned gi = 0;
+      if (api_.mig_handle(d, i, &m) != kSuccess || !api_.gi_id || api_.gi_id(m, &gi) != kSuccess)
+        continue;
+      NvmlMigSample ms;
+      ms.gpu_instance = static_cast<int>(gi);
+      if (Memory mem{}; api_.memory && api_.memory(m, &mem) == kSuccess) {
+        ms.memory_used_bytes = mem.used;
+        ms.memory_total_bytes = mem.total;
+      }
+      out.push_back(ms);
+    }
+    return out;
+  }
 
   NvmlDevice describe(unsigned index, Device d) {
     NvmlDevice dev;
@@ -183,6 +296,7 @@ class LiveNvml final : public Nvml {
 
   std::unique_ptr<Binding> binding_;
   const Api& api_;
+  std::map<unsigned, GpmState> gpm_;
 };
 
 }  // namespace

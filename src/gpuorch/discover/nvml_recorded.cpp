@@ -3,6 +3,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <type_traits>
 
 #include "gpuorch/discover/nvml.hpp"
 
@@ -36,11 +37,6 @@ std::int64_t num(const Json& obj, const char* key, const std::string& where, std
     throw Malformed{fmt::format("{}: '{}' must be an integer in [{}, {}]", where, key, lo, hi)};
   }
   return v.get<std::int64_t>();
-}
-
-template <typename T>
-void opt(const Json& obj, const char* key, std::optional<T>& out) {
-  if (obj.contains(key) && obj.at(key).is_number_unsigned()) out = obj.at(key).get<T>();
 }
 
 class RecordedNvml final : public Nvml {
@@ -78,21 +74,70 @@ class RecordedNvml final : public Nvml {
   std::vector<std::size_t> next_;
 };
 
+// Every recorded reading field by its JSON key, for reading and writing alike.
+template <typename Sample, typename F>
+void for_each_field(Sample& s, F&& f) {
+  f("gpu_util", s.gpu_util);
+  f("mem_copy_util", s.mem_copy_util);
+  f("memory_used_bytes", s.memory_used_bytes);
+  f("memory_total_bytes", s.memory_total_bytes);
+  f("memory_reserved_bytes", s.memory_reserved_bytes);
+  f("temperature_c", s.temperature_c);
+  f("memory_temperature_c", s.memory_temperature_c);
+  f("power_mw", s.power_mw);
+  f("sm_clock_mhz", s.sm_clock_mhz);
+  f("mem_clock_mhz", s.mem_clock_mhz);
+  f("pcie_tx_kbps", s.pcie_tx_kbps);
+  f("pcie_rx_kbps", s.pcie_rx_kbps);
+  f("energy_mj", s.energy_mj);
+  f("nvlink_tx_kib", s.nvlink_tx_kib);
+  f("nvlink_rx_kib", s.nvlink_rx_kib);
+  f("pcie_replays", s.pcie_replays);
+  f("encoder_util", s.encoder_util);
+  f("decoder_util", s.decoder_util);
+  f("remapped_rows_correctable", s.remapped_rows_correctable);
+  f("remapped_rows_uncorrectable", s.remapped_rows_uncorrectable);
+  f("row_remap_failure", s.row_remap_failure);
+  f("row_remap_pending", s.row_remap_pending);
+  f("last_xid", s.last_xid);
+  f("gpm_graphics_util", s.gpm.graphics_util);
+  f("gpm_sm_util", s.gpm.sm_util);
+  f("gpm_sm_occupancy", s.gpm.sm_occupancy);
+  f("gpm_tensor_util", s.gpm.tensor_util);
+  f("gpm_dram_bw_util", s.gpm.dram_bw_util);
+  f("gpm_fp64_util", s.gpm.fp64_util);
+  f("gpm_fp32_util", s.gpm.fp32_util);
+  f("gpm_fp16_util", s.gpm.fp16_util);
+  f("gpm_pcie_tx_mibps", s.gpm.pcie_tx_mibps);
+  f("gpm_pcie_rx_mibps", s.gpm.pcie_rx_mibps);
+  f("gpm_nvlink_tx_mibps", s.gpm.nvlink_tx_mibps);
+  f("gpm_nvlink_rx_mibps", s.gpm.nvlink_rx_mibps);
+}
+
+template <typename T>
+void read_number(const Json& obj, const char* key, std::optional<T>& out) {
+  if (!obj.contains(key)) return;
+  const Json& v = obj.at(key);
+  if constexpr (std::is_floating_point_v<T>) {
+    if (v.is_number()) out = v.get<T>();
+  } else {
+    if (v.is_number_unsigned()) out = v.get<T>();
+  }
+}
+
 NvmlSample parse_sample(const Json& j) {
   NvmlSample s;
-  opt(j, "gpu_util", s.gpu_util);
-  opt(j, "mem_copy_util", s.mem_copy_util);
-  opt(j, "memory_used_bytes", s.memory_used_bytes);
-  opt(j, "memory_total_bytes", s.memory_total_bytes);
-  opt(j, "temperature_c", s.temperature_c);
-  opt(j, "power_mw", s.power_mw);
-  opt(j, "sm_clock_mhz", s.sm_clock_mhz);
-  opt(j, "mem_clock_mhz", s.mem_clock_mhz);
-  opt(j, "pcie_tx_kbps", s.pcie_tx_kbps);
-  opt(j, "pcie_rx_kbps", s.pcie_rx_kbps);
-  opt(j, "energy_mj", s.energy_mj);
-  opt(j, "nvlink_tx_kib", s.nvlink_tx_kib);
-  opt(j, "nvlink_rx_kib", s.nvlink_rx_kib);
+  for_each_field(s, [&](const char* key, auto& field) { read_number(j, key, field); });
+  if (j.contains("mig") && j.at("mig").is_array()) {
+    for (const Json& m : j.at("mig")) {
+      NvmlMigSample ms;
+      if (m.contains("gi") && m.at("gi").is_number_integer())
+        ms.gpu_instance = m.at("gi").get<int>();
+      read_number(m, "memory_used_bytes", ms.memory_used_bytes);
+      read_number(m, "memory_total_bytes", ms.memory_total_bytes);
+      s.mig.push_back(ms);
+    }
+  }
   return s;
 }
 
@@ -241,22 +286,15 @@ nlohmann::ordered_json record_nvml(Nvml& nvml, int samples) {
     for (int k = 0; k < samples; ++k) {
       const NvmlSample s = nvml.sample(d.index);
       nlohmann::ordered_json sj = nlohmann::ordered_json::object();
-      auto put = [&](const char* key, const auto& v) {
+      for_each_field(s, [&](const char* key, const auto& v) {
         if (v) sj[key] = *v;
-      };
-      put("gpu_util", s.gpu_util);
-      put("mem_copy_util", s.mem_copy_util);
-      put("memory_used_bytes", s.memory_used_bytes);
-      put("memory_total_bytes", s.memory_total_bytes);
-      put("temperature_c", s.temperature_c);
-      put("power_mw", s.power_mw);
-      put("sm_clock_mhz", s.sm_clock_mhz);
-      put("mem_clock_mhz", s.mem_clock_mhz);
-      put("pcie_tx_kbps", s.pcie_tx_kbps);
-      put("pcie_rx_kbps", s.pcie_rx_kbps);
-      put("energy_mj", s.energy_mj);
-      put("nvlink_tx_kib", s.nvlink_tx_kib);
-      put("nvlink_rx_kib", s.nvlink_rx_kib);
+      });
+      for (const auto& m : s.mig) {
+        nlohmann::ordered_json mj = {{"gi", m.gpu_instance}};
+        if (m.memory_used_bytes) mj["memory_used_bytes"] = *m.memory_used_bytes;
+        if (m.memory_total_bytes) mj["memory_total_bytes"] = *m.memory_total_bytes;
+        sj["mig"].push_back(mj);
+      }
       j["samples"].push_back(sj);
     }
     root["devices"].push_back(j);

@@ -49,8 +49,17 @@ int Exporter::start() {
       res.set_content(why + "\n", "text/plain");
     }
   });
+  // dcgm-exporter's probe: 200 "OK" while it has metrics to serve, 503 "KO" when not (here:
+  // when the latest reading is stale), no newline.
+  server_->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    std::string why;
+    const bool ok = healthy(why);
+    res.status = ok ? 200 : 503;
+    res.set_header("X-Content-Type-Options", "nosniff");
+    res.set_content(ok ? "OK" : "KO", "text/plain");
+  });
   server_->Get("/", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("gpuorch exporter: /metrics (Prometheus), /healthz\n", "text/plain");
+    res.set_content("gpuorch exporter: /metrics (Prometheus), /health, /healthz\n", "text/plain");
   });
   // Each open connection holds a worker: slow or silent ones must not keep a scrape waiting.
   const int port = harden_and_bind(*server_, options_.address, options_.port);
@@ -64,7 +73,7 @@ int Exporter::start() {
     ExporterHealth h;
     for (const auto& s : r.gpus) h.gpu_errors += s.ok ? 0 : 1;
     h.rounds = 1;
-    auto page = std::make_shared<const std::string>(render_metrics(host_, r, h));
+    auto page = std::make_shared<const std::string>(render_metrics(host_, r, h, render_options()));
     const std::lock_guard lock(mutex_);
     rounds_ = 1;
     gpu_errors_ = h.gpu_errors;
@@ -103,13 +112,19 @@ void Exporter::sample_loop() {
     }
     for (const auto& s : r.gpus) h.gpu_errors += s.ok ? 0 : 1;
     // Rendered outside the lock: a scrape waits at most for a pointer swap.
-    auto page = std::make_shared<const std::string>(render_metrics(host_, r, h));
+    auto page = std::make_shared<const std::string>(render_metrics(host_, r, h, render_options()));
     const std::lock_guard lock(mutex_);
     rounds_ = h.rounds;
     gpu_errors_ = h.gpu_errors;
     page_ = std::move(page);
     page_time_ = std::chrono::steady_clock::now();
   }
+}
+
+RenderOptions Exporter::render_options() const {
+  RenderOptions o = options_.render;
+  if (options_.pods) o.pods = options_.pods();
+  return o;
 }
 
 std::string Exporter::metrics() const {

@@ -1,15 +1,18 @@
 #pragma once
-// The Prometheus exporter: /metrics and /healthz over HTTP (cpp-httplib). A sampling thread reads
-// the GPUs every interval and renders the page; a scrape only copies the latest page, so a slow
-// or hung GPU query never blocks a scrape (the page's age says how fresh it is).
+// The Prometheus exporter: /metrics, /health (dcgm-exporter's) and /healthz over HTTP
+// (cpp-httplib). A sampling thread reads the GPUs every interval, asks the kubelet whose pods
+// hold them (when asked to), and renders the page; a scrape only copies the latest page, so a
+// slow or hung GPU query never blocks a scrape (the page's age says how fresh it is).
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 
+#include "gpuorch/telemetry/prometheus.hpp"
 #include "gpuorch/telemetry/sampler.hpp"
 #include "gpuorch/topology/host.hpp"
 
@@ -20,12 +23,18 @@ class Server;
 namespace gpuorch::telemetry {
 
 struct ExporterOptions {
-  std::string address = "127.0.0.1";  // loopback unless asked: metrics reveal the host
-  int port = 9401;                    // 0: any free port
+  // dcgm-exporter's ":9400": every interface, as a DaemonSet scraped over the pod network needs
+  // (docs/telemetry.md says why gpuorch follows it rather than loopback).
+  std::string address = "0.0.0.0";
+  int port = 9400;  // 0: any free port
   std::chrono::milliseconds interval{1000};
+  RenderOptions render;  // the counters file's fields; `pods` is filled by `pods` below
+  // Whose containers hold which device, asked once a reading (the kubelet's pod-resources API);
+  // empty: no pod labels. Throws nothing: a failure is an empty answer and a note.
+  std::function<PodAssignments()> pods;
 };
 
-// "127.0.0.1:9401", "0.0.0.0:9401", "[::1]:9401", ":9401"; throws base::InputError.
+// "127.0.0.1:9400", "0.0.0.0:9400", "[::1]:9400", ":9400"; throws base::InputError.
 ExporterOptions parse_listen(const std::string& listen, ExporterOptions base);
 
 class Exporter {
@@ -47,6 +56,8 @@ class Exporter {
 
  private:
   void sample_loop();
+  // The render options of this round: the counters, and the kubelet's answer of now.
+  [[nodiscard]] RenderOptions render_options() const;
 
   topology::Host host_;
   std::unique_ptr<Sampler> sampler_;

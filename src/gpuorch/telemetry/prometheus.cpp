@@ -23,6 +23,7 @@ class Writer {
     out_ += fmt::format("{}{{{}}} {}\n", name, labels, value);
   }
   void plain(const char* name, double value) { out_ += fmt::format("{} {}\n", name, value); }
+  void raw(const std::string& text) { out_ += text; }
   std::string take() { return std::move(out_); }
 
  private:
@@ -54,70 +55,101 @@ std::string escape_label(const std::string& value) {
   return out;
 }
 
-std::string render_metrics(const topology::Host& host, const Round& round,
-                           const ExporterHealth& health) {
-  Writer w;
-  std::vector<std::string> labels;
-  for (const auto& g : host.gpus) {
-    const std::string device = g.vendor == topology::Vendor::kNvidia
-                                   ? fmt::format("nvidia{}", g.minor >= 0 ? g.minor : g.index)
-                                   : fmt::format("card{}", g.minor >= 0 ? g.minor : g.index);
-    labels.push_back(fmt::format(
-        "gpu=\"{}\",UUID=\"{}\",pci_bus_id=\"{}\",device=\"{}\",modelName=\"{}\",Hostname=\"{}\"",
-        g.index, escape_label(g.uuid), dcgm_bus_id(g.pci.address), device, escape_label(g.model),
-        escape_label(host.hostname)));
+namespace {
+
+// dcgm-exporter's labels of one entity (a GPU, or one MIG instance of it), in its order: gpu,
+// UUID, pci_bus_id, device, modelName, [GPU_I_PROFILE, GPU_I_ID], Hostname, then the workload's
+// container, namespace, pod, then label-type fields (DCGM_FI_DRIVER_VERSION).
+std::string entity_labels(const topology::Host& host, const topology::Gpu& g, const MigSample* mig,
+                          const PodRef* pod, const std::string& attributes) {
+  const std::string device = g.vendor == topology::Vendor::kNvidia
+                                 ? fmt::format("nvidia{}", g.minor >= 0 ? g.minor : g.index)
+                                 : fmt::format("card{}", g.minor >= 0 ? g.minor : g.index);
+  std::string out = fmt::format(
+      "gpu=\"{}\",UUID=\"{}\",pci_bus_id=\"{}\",device=\"{}\",modelName=\"{}\"", g.index,
+      escape_label(g.uuid), dcgm_bus_id(g.pci.address), device, escape_label(g.model));
+  if (mig != nullptr) {
+    out += fmt::format(",GPU_I_PROFILE=\"{}\",GPU_I_ID=\"{}\"", escape_label(mig->profile),
+                       mig->gpu_instance);
   }
-  struct Metric {
-    const char* name;
-    const char* type;
-    const char* help;
-    std::optional<double> GpuSample::*field;
-    double scale;
-  };
-  const Metric metrics[] = {
-      {"DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", &GpuSample::gpu_util, 1},
-      {"DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).",
-       &GpuSample::mem_copy_util, 1},
-      {"DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).",
-       &GpuSample::memory_used_mib, 1},
-      {"DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", &GpuSample::temperature_c, 1},
-      {"DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", &GpuSample::power_w, 1},
-      {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
-       "Total energy consumption since boot (in mJ).", &GpuSample::energy_mj, 1},
-      {"DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", &GpuSample::sm_clock_mhz,
-       1},
-      {"DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).",
-       &GpuSample::mem_clock_mhz, 1},
-      {"DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "gauge", "PCIe Tx throughput (in KB/s).",
-       &GpuSample::pcie_tx_kbps, 1},
-      {"DCGM_FI_DEV_PCIE_RX_THROUGHPUT", "gauge", "PCIe Rx throughput (in KB/s).",
-       &GpuSample::pcie_rx_kbps, 1},
-      {"gpuorch_nvlink_tx_bytes_total", "counter", "NVLink data bytes sent, all links.",
-       &GpuSample::nvlink_tx_bytes, 1},
-      {"gpuorch_nvlink_rx_bytes_total", "counter", "NVLink data bytes received, all links.",
-       &GpuSample::nvlink_rx_bytes, 1},
-  };
-  for (const auto& m : metrics) {
-    bool any = false;
-    for (const auto& s : round.gpus) any = any || (s.*m.field).has_value();
-    if (!any) continue;
-    w.family(m.name, m.type, m.help);
-    for (const auto& s : round.gpus) {
-      if (const auto& v = s.*m.field; v && static_cast<std::size_t>(s.gpu) < labels.size()) {
-        w.sample(m.name, labels[static_cast<std::size_t>(s.gpu)], *v * m.scale);
-      }
+  out += fmt::format(",Hostname=\"{}\"", escape_label(host.hostname));
+  if (pod != nullptr) {
+    out += fmt::format(",container=\"{}\",namespace=\"{}\",pod=\"{}\"",
+                       escape_label(pod->container), escape_label(pod->ns), escape_label(pod->pod));
+  }
+  return out + attributes;
+}
+
+// The containers holding a device; one empty entry (no pod labels) when none does.
+std::vector<const PodRef*> holders(const RenderOptions& o, const std::string& id) {
+  std::vector<const PodRef*> out;
+  if (const auto it = o.pods.find(id); !id.empty() && it != o.pods.end()) {
+    for (const auto& p : it->second) out.push_back(&p);
+  }
+  if (out.empty()) out.push_back(nullptr);
+  return out;
+}
+
+}  // namespace
+
+std::string render_metrics(const topology::Host& host, const Round& round,
+                           const ExporterHealth& health, const RenderOptions& options) {
+  Writer w;
+  std::vector<std::string> labels;  // per GPU, for gpuorch's own families
+  for (const auto& g : host.gpus) labels.push_back(entity_labels(host, g, nullptr, nullptr, ""));
+
+  std::string attributes;  // label-type fields, on every DCGM series
+  for (const auto& c : options.collectors) {
+    if (c.type == "label" && c.field->name == "DCGM_FI_DRIVER_VERSION") {
+      attributes +=
+          fmt::format(",DCGM_FI_DRIVER_VERSION=\"{}\"", escape_label(host.driver_version));
     }
   }
-  // FB_FREE is derived: DCGM reports it, NVML gives total and used.
-  bool any_free = false;
-  for (const auto& s : round.gpus) any_free = any_free || (s.memory_used_mib && s.memory_total_mib);
-  if (any_free) {
-    w.family("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).");
+  for (const auto& c : options.collectors) {
+    const DcgmField& f = *c.field;
+    if (f.value == nullptr) continue;  // a label, or no NVML source (docs/telemetry.md says why)
+    std::string series;
     for (const auto& s : round.gpus) {
-      if (s.memory_used_mib && s.memory_total_mib &&
-          static_cast<std::size_t>(s.gpu) < labels.size()) {
-        w.sample("DCGM_FI_DEV_FB_FREE", labels[static_cast<std::size_t>(s.gpu)],
-                 *s.memory_total_mib - *s.memory_used_mib);
+      if (static_cast<std::size_t>(s.gpu) >= host.gpus.size()) continue;
+      const topology::Gpu& g = host.gpus[static_cast<std::size_t>(s.gpu)];
+      const std::string gpu_id =
+          options.pods_by_device_name && g.minor >= 0 ? fmt::format("nvidia{}", g.minor) : g.uuid;
+      if (const auto& v = s.*f.value) {
+        for (const PodRef* p : holders(options, gpu_id)) {
+          series += fmt::format("{}{{{}}} {}\n", f.name,
+                                entity_labels(host, g, nullptr, p, attributes), *v);
+        }
+      }
+      if (!f.per_mig_instance) continue;
+      for (const auto& m : s.mig) {
+        const auto& v = f.name == "DCGM_FI_DEV_FB_USED" ? m.memory_used_mib : m.memory_free_mib;
+        if (!v) continue;
+        for (const PodRef* p : holders(options, m.uuid)) {
+          series +=
+              fmt::format("{}{{{}}} {}\n", f.name, entity_labels(host, g, &m, p, attributes), *v);
+        }
+      }
+    }
+    // A family no GPU reports is left out, as dcgm-exporter leaves out fields DCGM has no value
+    // for (blank values).
+    if (series.empty()) continue;
+    w.family(std::string(f.name).c_str(), c.type.c_str(), c.help.c_str());
+    w.raw(series);
+  }
+  for (const auto& m :
+       std::initializer_list<std::pair<const char*, std::optional<double> GpuSample::*>>{
+           {"gpuorch_nvlink_tx_bytes_total", &GpuSample::nvlink_tx_bytes},
+           {"gpuorch_nvlink_rx_bytes_total", &GpuSample::nvlink_rx_bytes}}) {
+    bool any = false;
+    for (const auto& s : round.gpus) any = any || (s.*m.second).has_value();
+    if (!any) continue;
+    w.family(m.first, "counter",
+             m.first == std::string_view("gpuorch_nvlink_tx_bytes_total")
+                 ? "NVLink data bytes sent, all links."
+                 : "NVLink data bytes received, all links.");
+    for (const auto& s : round.gpus) {
+      if (const auto& v = s.*m.second; v && static_cast<std::size_t>(s.gpu) < labels.size()) {
+        w.sample(m.first, labels[static_cast<std::size_t>(s.gpu)], *v);
       }
     }
   }

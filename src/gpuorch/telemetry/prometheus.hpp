@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "gpuorch/telemetry/dcgm_fields.hpp"
+#include "gpuorch/telemetry/pods.hpp"
 #include "gpuorch/telemetry/sampler.hpp"
 #include "gpuorch/topology/host.hpp"
 
@@ -15,8 +17,16 @@ struct ExporterHealth {
   std::uint64_t gpu_errors = 0;  // cumulative failed GPU readings
 };
 
+// What the DCGM-named part of a page shows: the counters file's fields, and whose pods hold
+// which GPU (empty without --kubernetes).
+struct RenderOptions {
+  std::vector<Collector> collectors = default_collectors();
+  PodAssignments pods;
+  bool pods_by_device_name = false;  // --kubernetes-gpu-id-type device-name: "nvidia0"
+};
+
 std::string render_metrics(const topology::Host& host, const Round& round,
-                           const ExporterHealth& health);
+                           const ExporterHealth& health, const RenderOptions& options = {});
 // The one family computed at scrape time, appended after the pre-rendered rest.
 std::string render_sample_age(double seconds);
 // Escapes a label value (backslash, double quote, newline).

@@ -25,6 +25,7 @@ Sampler::Sampler(const topology::Host& host, std::unique_ptr<discover::Nvml> nvm
     }
     nvml_index_.push_back(g.vendor == topology::Vendor::kNvidia ? idx : -1);
   }
+  nvlink_marks_.resize(gpus_.size());
 }
 
 Round Sampler::sample() {
@@ -36,7 +37,7 @@ Round Sampler::sample() {
     if (g.vendor == topology::Vendor::kAmd) {
       r.gpus.push_back(amd(g));
     } else if (nvml_index_[i] >= 0) {
-      r.gpus.push_back(nvidia(g, static_cast<unsigned>(nvml_index_[i])));
+      r.gpus.push_back(nvidia(g, static_cast<unsigned>(nvml_index_[i]), i));
     } else {
       GpuSample s;
       s.gpu = g.index;
@@ -44,11 +45,21 @@ Round Sampler::sample() {
       r.gpus.push_back(s);
     }
   }
+  // DCGM's FB_FREE: what is neither used nor reserved, from the same reading.
+  auto free_of = [](auto& m, std::optional<double> reserved) {
+    if (m.memory_used_mib && m.memory_total_mib) {
+      m.memory_free_mib = *m.memory_total_mib - *m.memory_used_mib - reserved.value_or(0);
+    }
+  };
+  for (auto& s : r.gpus) {
+    free_of(s, s.memory_reserved_mib);
+    for (auto& m : s.mig) free_of(m, std::nullopt);
+  }
   r.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
 
-GpuSample Sampler::nvidia(const topology::Gpu& g, unsigned nvml_index) {
+GpuSample Sampler::nvidia(const topology::Gpu& g, unsigned nvml_index, std::size_t slot) {
   const discover::NvmlSample n = nvml_->sample(nvml_index);
   GpuSample s;
   s.gpu = g.index;
@@ -73,6 +84,60 @@ GpuSample Sampler::nvidia(const topology::Gpu& g, unsigned nvml_index) {
   s.energy_mj = d(n.energy_mj);
   s.nvlink_tx_bytes = d(n.nvlink_tx_kib, 1024.0);
   s.nvlink_rx_bytes = d(n.nvlink_rx_kib, 1024.0);
+  s.enc_util = d(n.encoder_util);
+  s.dec_util = d(n.decoder_util);
+  s.memory_reserved_mib = d(n.memory_reserved_bytes, 1.0 / 1048576);
+  s.memory_temperature_c = d(n.memory_temperature_c);
+  s.pcie_replays = d(n.pcie_replays);
+  s.rows_correctable = d(n.remapped_rows_correctable);
+  s.rows_uncorrectable = d(n.remapped_rows_uncorrectable);
+  s.row_remap_failure = d(n.row_remap_failure);
+  // DCGM reports 0 until the GPU has had an XID; live events win over a recording's value.
+  s.last_xid = static_cast<double>(n.last_xid.value_or(0));
+  if (xids_) {
+    if (const auto x = xids_->last(g.uuid)) s.last_xid = static_cast<double>(*x);
+  }
+  // GPM gives percentages; DCGM's profiling fields are ratios 0-1.
+  s.gr_engine_active = d(n.gpm.graphics_util, 0.01);
+  s.sm_active = d(n.gpm.sm_util, 0.01);
+  s.sm_occupancy = d(n.gpm.sm_occupancy, 0.01);
+  s.tensor_active = d(n.gpm.tensor_util, 0.01);
+  s.dram_active = d(n.gpm.dram_bw_util, 0.01);
+  s.fp64_active = d(n.gpm.fp64_util, 0.01);
+  s.fp32_active = d(n.gpm.fp32_util, 0.01);
+  s.fp16_active = d(n.gpm.fp16_util, 0.01);
+  // Bytes per second: GPM's MiB/s, else NVML's PCIe throughput (KB/s, a 20 ms window).
+  s.pcie_tx_bytes_per_s =
+      n.gpm.pcie_tx_mibps ? d(n.gpm.pcie_tx_mibps, 1048576.0) : d(n.pcie_tx_kbps, 1024.0);
+  s.pcie_rx_bytes_per_s =
+      n.gpm.pcie_rx_mibps ? d(n.gpm.pcie_rx_mibps, 1048576.0) : d(n.pcie_rx_kbps, 1024.0);
+  // NVLink MB/s, both directions: GPM's, else the rate of the byte counters since last round.
+  const auto now = std::chrono::steady_clock::now();
+  if (n.gpm.nvlink_tx_mibps && n.gpm.nvlink_rx_mibps) {
+    s.nvlink_mb_per_s = (*n.gpm.nvlink_tx_mibps + *n.gpm.nvlink_rx_mibps) * 1.048576;
+  }
+  if (s.nvlink_tx_bytes && s.nvlink_rx_bytes) {
+    const double bytes = *s.nvlink_tx_bytes + *s.nvlink_rx_bytes;
+    auto& mark = nvlink_marks_[slot];
+    const double dt = mark ? std::chrono::duration<double>(now - mark->at).count() : 0;
+    if (!s.nvlink_mb_per_s && mark && dt > 0 && bytes >= mark->bytes) {
+      s.nvlink_mb_per_s = (bytes - mark->bytes) / dt / 1e6;
+    }
+    mark = NvlinkMark{now, bytes};
+  }
+  for (const auto& m : n.mig) {
+    MigSample ms;
+    ms.gpu_instance = m.gpu_instance;
+    for (const auto& inst : g.mig.instances) {
+      if (inst.gpu_instance == m.gpu_instance) {
+        ms.profile = inst.profile;
+        ms.uuid = inst.uuid;
+      }
+    }
+    ms.memory_used_mib = d(m.memory_used_bytes, 1.0 / 1048576);
+    ms.memory_total_mib = d(m.memory_total_bytes, 1.0 / 1048576);
+    s.mig.push_back(std::move(ms));
+  }
   return s;
 }
 
