@@ -97,15 +97,19 @@ GpuSample Sampler::nvidia(const topology::Gpu& g, unsigned nvml_index, std::size
   if (xids_) {
     if (const auto x = xids_->last(g.uuid)) s.last_xid = static_cast<double>(*x);
   }
-  // GPM gives percentages; DCGM's profiling fields are ratios 0-1.
-  s.gr_engine_active = d(n.gpm.graphics_util, 0.01);
-  s.sm_active = d(n.gpm.sm_util, 0.01);
-  s.sm_occupancy = d(n.gpm.sm_occupancy, 0.01);
-  s.tensor_active = d(n.gpm.tensor_util, 0.01);
-  s.dram_active = d(n.gpm.dram_bw_util, 0.01);
-  s.fp64_active = d(n.gpm.fp64_util, 0.01);
-  s.fp32_active = d(n.gpm.fp32_util, 0.01);
-  s.fp16_active = d(n.gpm.fp16_util, 0.01);
+  // GPM gives percentages; DCGM's profiling fields are ratios 0-1. Divided, not multiplied by
+  // 0.01, so 51.95 % prints as 0.5195 rather than 0.5195000000000001.
+  auto ratio = [](const std::optional<double>& percent) {
+    return percent ? std::optional<double>(*percent / 100) : std::nullopt;
+  };
+  s.gr_engine_active = ratio(n.gpm.graphics_util);
+  s.sm_active = ratio(n.gpm.sm_util);
+  s.sm_occupancy = ratio(n.gpm.sm_occupancy);
+  s.tensor_active = ratio(n.gpm.tensor_util);
+  s.dram_active = ratio(n.gpm.dram_bw_util);
+  s.fp64_active = ratio(n.gpm.fp64_util);
+  s.fp32_active = ratio(n.gpm.fp32_util);
+  s.fp16_active = ratio(n.gpm.fp16_util);
   // Bytes per second: GPM's MiB/s, else NVML's PCIe throughput (KB/s, a 20 ms window).
   s.pcie_tx_bytes_per_s =
       n.gpm.pcie_tx_mibps ? d(n.gpm.pcie_tx_mibps, 1048576.0) : d(n.pcie_tx_kbps, 1024.0);
