@@ -29,7 +29,7 @@ t0=$SECONDS
 stamp() { echo "# [$((SECONDS - t0)) s] $*" >&2; }
 
 {
-  echo "# $(date -u) $(uname -n) gpuorch $("$GPUORCH" --version)"
+  echo "# $(date -u) $(uname -n) $("$GPUORCH" --version | head -2 | paste -sd " ")"
   echo "# NCCL library: ${NCCL_LIB:-not found}; NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE"
   grep -h PRETTY_NAME /etc/os-release
   ldd --version | head -1

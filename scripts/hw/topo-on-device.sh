@@ -30,7 +30,7 @@ status=0
 # 4-5. nvidia-smi's matrix and the comparison
 nvidia-smi topo -m >"$OUT/nvidia-smi-topo.txt" 2>&1 || status=1
 {
-  echo "# gpuorch $("$GPUORCH" --version) vs $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
+  echo "# $("$GPUORCH" --version | head -2 | paste -sd " ") vs $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
   python3 scripts/hw/compare_topo.py "$OUT/topo.txt" "$OUT/nvidia-smi-topo.txt"
 } >"$OUT/compare.txt" 2>&1 || status=1
 

@@ -1,8 +1,12 @@
 #include "cli/command_line.hpp"
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <iterator>
 #include <string_view>
+
+#include "cli/build_info.hpp"
 
 namespace gpuorch::cli {
 namespace {
@@ -39,6 +43,12 @@ std::string command_line() {
     start = end + 1;
   }
   return out;
+}
+
+report::RunHeader report_header(std::string seeds) {
+  const BuildInfo& b = build_info();
+  return {command_line(), std::move(seeds),
+          fmt::format("commit {}{}", b.commit, b.dirty ? "-dirty" : "")};
 }
 
 }  // namespace gpuorch::cli

@@ -10,6 +10,7 @@
 #include "cli/k8s_flags.hpp"
 #include "cli/verbs.hpp"
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/base/log.hpp"
 #include "gpuorch/io/openb.hpp"
 #include "gpuorch/k8s/extender_http.hpp"
 #include "gpuorch/k8s/extender_service.hpp"
@@ -32,12 +33,6 @@ struct ExtenderFlags {
   bool all_pods = false;
   int weight = 1;
 };
-
-void log_line(const std::string& line) {
-  const auto now = std::chrono::system_clock::now();
-  fmt::print(stderr, "{:%Y-%m-%dT%H:%M:%S}Z gpuorch extender: {}\n",
-             std::chrono::floor<std::chrono::seconds>(now), line);
-}
 
 // The KubeSchedulerConfiguration `extenders[]` entry that points kube-scheduler at us.
 std::string config_stanza(const ExtenderFlags& f, const std::string& address, int port) {
@@ -79,7 +74,7 @@ int run(const ExtenderFlags& f) {
   k8s::ExtenderOptions options;
   options.mirror.policy = spec;
   options.mirror.seed = f.seed;
-  options.log = log_line;
+  options.log = base::log;
   if (!f.workload.empty()) options.mirror.history = io::load_openb_pods(f.workload).pods;
 
   const std::optional<std::string> kubeconfig =
@@ -113,7 +108,7 @@ int run(const ExtenderFlags& f) {
   const int port = k8s::bind_extender_http(*http, service, listen.address, listen.port);
   if (port < 0) base::fail_input(fmt::format("--listen {}: cannot bind", f.listen));
   std::jthread http_thread([&http] { http->listen_after_bind(); });
-  log_line(fmt::format(
+  base::log_info(fmt::format(
       "extender (policy {}, seed {}) for the cluster at {}; serving on {}://{} ({})", spec, f.seed,
       api.config().server, f.tls_cert.empty() ? "http" : "https",
       telemetry::host_port(listen.address, port), telemetry::listen_scope(listen.address)));
@@ -121,7 +116,7 @@ int run(const ExtenderFlags& f) {
   service.run(stop);
   stop = true;
   http->stop();
-  log_line("stopped");
+  base::log_info("stopped");
   return 0;
 }
 

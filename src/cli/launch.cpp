@@ -16,6 +16,7 @@
 #include "cli/verbs.hpp"
 #include "gpuorch/base/atomic_file.hpp"
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/base/log.hpp"
 #include "gpuorch/discover/discover.hpp"
 #include "gpuorch/launch/agent.hpp"
 #include "gpuorch/launch/node_env.hpp"
@@ -71,7 +72,9 @@ struct LaunchFlags {
        given_rdzv_id = false;
 };
 
-void log_line(const std::string& s) { fmt::print(stderr, "gpuorch launch: {}\n", s); }
+// klog lines (base/log.hpp). launch::Log carries no severity or source line yet, so every line
+// is info from here; the agent's own file:line needs launch::Log to become a base::LogSink.
+void log_line(const std::string& s) { base::log_info(s); }
 
 std::pair<int, int> parse_nnodes(const std::string& s) {
   auto number = [&](const std::string& part) {

@@ -8,43 +8,37 @@
 #include <string>
 #include <vector>
 
-#include "cli/verbs.hpp"
+#include "cli/app.hpp"
+#include "cli/build_info.hpp"
+#include "cli/unknown_command.hpp"
 #include "gpuorch/base/error.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{"gpuorch: keeps GPU clusters busy for distributed training", "gpuorch"};
-  app.set_version_flag("--version", GPUORCH_VERSION);
-  app.require_subcommand(1);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  // Before the tree is built: `--version` needs none of it.
+  if (args == std::vector<std::string>{"--version"}) {
+    fmt::print("{}", gpuorch::cli::version_text());
+    return 0;
+  }
+  if (args == std::vector<std::string>{"--version", "--json"} ||
+      args == std::vector<std::string>{"--json", "--version"}) {
+    fmt::print("{}", gpuorch::cli::version_json());
+    return 0;
+  }
   gpuorch::cli::Action action;
-
-  CLI::App* sim = app.add_subcommand("sim", "Simulate the scheduler core on traces");
-  sim->require_subcommand(1);
-  gpuorch::cli::add_sim_fill(*sim, action);
-  gpuorch::cli::add_sim_arrivals(*sim, action);
-  gpuorch::cli::add_sim_scale(*sim, action);
-  gpuorch::cli::add_sim_timeline(*sim, action);
-  gpuorch::cli::add_topo(app, action);
-  gpuorch::cli::add_dmon(app, action);
-  gpuorch::cli::add_exporter(app, action);
-  gpuorch::cli::add_scheduler(app, action);
-  gpuorch::cli::add_extender(app, action);
-  gpuorch::cli::add_bench(app, action);
-  gpuorch::cli::add_tune(app, action);
-  gpuorch::cli::add_device_plugin(app, action);
-  gpuorch::cli::add_manifests(app, action);
-  gpuorch::cli::add_node_labeller(app, action);
-  gpuorch::cli::add_launch(app, action);
-  gpuorch::cli::add_doctor(app, action);
-
+  const auto app = gpuorch::cli::make_app(action);
+  if (const auto unknown = gpuorch::cli::unknown_command(*app, args)) {
+    fmt::print(stderr, "gpuorch: {}\n", *unknown);
+    return 2;
+  }
   try {
-    std::vector<std::string> args(argv + 1, argv + argc);
-    gpuorch::cli::mark_launch_program(app, args);
+    gpuorch::cli::mark_launch_program(*app, args);
     std::reverse(args.begin(), args.end());  // CLI11 takes them last first
-    app.parse(args);
+    app->parse(args);
   } catch (const CLI::Success& e) {
-    return app.exit(e);
+    return app->exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    app->exit(e);
     return 2;
   }
   try {

@@ -14,6 +14,7 @@
 #include "cli/verbs.hpp"
 #include "discovery_flags.hpp"
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/base/log.hpp"
 #include "gpuorch/discover/discover.hpp"
 #include "gpuorch/k8s/kubeconfig.hpp"
 #include "gpuorch/topology/json_read.hpp"
@@ -56,7 +57,7 @@ int run(LabellerFlags f) {
   } else {
     o.host = [d = f.discover] { return discover_with_warnings(d).host; };
   }
-  o.log = [](const std::string& line) { fmt::print(stderr, "gpuorch node-labeller: {}\n", line); };
+  o.log = base::log;
   if (f.dry_run) {
     fmt::print("{}", k8s::feature_file(k8s::NodeLabeller(nullptr, o).compute()));
     return 0;
@@ -79,9 +80,9 @@ int run(LabellerFlags f) {
   std::signal(SIGHUP, on_hup);
   std::atomic<bool> stop{false};
   const auto waiter = stop_on_signals(stop);
-  o.log(fmt::format("labelling {} every {} s{}", o.node_name.empty() ? o.output_file : o.node_name,
-                    f.interval,
-                    o.config_file.empty() ? "" : ", and when " + o.config_file + " changes"));
+  base::log_info(fmt::format(
+      "labelling {} every {} s{}", o.node_name.empty() ? o.output_file : o.node_name, f.interval,
+      o.config_file.empty() ? "" : ", and when " + o.config_file + " changes"));
   labeller.run(stop, g_wake);
   return 0;
 }

@@ -15,6 +15,7 @@
 #include "cli/k8s_flags.hpp"
 #include "cli/verbs.hpp"
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/base/log.hpp"
 #include "gpuorch/io/openb.hpp"
 #include "gpuorch/k8s/kubeconfig.hpp"
 #include "gpuorch/k8s/leader_election.hpp"
@@ -48,12 +49,6 @@ std::string replica_identity() {
   return fmt::format("{}_{:08x}", host, rd());
 }
 
-void log_line(const std::string& line) {
-  const auto now = std::chrono::system_clock::now();
-  fmt::print(stderr, "{:%Y-%m-%dT%H:%M:%S}Z gpuorch scheduler: {}\n",
-             std::chrono::floor<std::chrono::seconds>(now), line);
-}
-
 // Fails at start, with one line and exit 2, when the credentials are refused: a scheduler that
 // cannot list nodes would only log errors forever.
 void check_access(k8s::ApiClient& api) {
@@ -80,7 +75,7 @@ int run(const SchedulerFlags& f) {
   options.mirror.seed = f.seed;
   options.binders = f.binders;
   options.retry_unschedulable = std::chrono::seconds(f.retry_seconds);
-  options.log = log_line;
+  options.log = base::log;
   for (std::size_t start = 0; start < f.topology_levels.size();) {
     std::size_t end = f.topology_levels.find(',', start);
     if (end == std::string::npos) end = f.topology_levels.size();
@@ -120,7 +115,7 @@ int run(const SchedulerFlags& f) {
   const int port = telemetry::harden_and_bind(http, listen.address, listen.port);
   if (port < 0) base::fail_input(fmt::format("--listen {}: cannot bind", f.listen));
   std::jthread http_thread([&http] { http.listen_after_bind(); });
-  log_line(
+  base::log_info(
       fmt::format("serving pods with schedulerName {} (policy {}, seed {}) from {}; "
                   "metrics on http://{}:{}/metrics",
                   f.scheduler_name, spec, f.seed, api.config().server, listen.address, port));
@@ -131,7 +126,7 @@ int run(const SchedulerFlags& f) {
     lease.ns = f.lease_namespace.empty() ? api.config().default_namespace : f.lease_namespace;
     lease.name = f.lease_name;
     lease.identity = replica_identity();
-    k8s::LeaderElector elector(api, lease, log_line);
+    k8s::LeaderElector elector(api, lease, base::log);
     if (elector.acquire(stop)) {
       standby = false;
       std::atomic<bool> lost{false};
@@ -154,7 +149,11 @@ int run(const SchedulerFlags& f) {
   }
   stop = true;
   http.stop();
-  log_line(rc == 0 ? "stopped" : "stopped: lost the leader lease");
+  if (rc == 0) {
+    base::log_info("stopped");
+  } else {
+    base::log(base::Severity::kError, "stopped: lost the leader lease");
+  }
   return rc;
 }
 

@@ -155,7 +155,7 @@ int run(const FillFlags& f) {
   meta.consolidate = f.consolidate;
   const sim::FillInput input = load_input(f, meta);
 
-  Progress progress("sim fill", ::isatty(STDERR_FILENO) != 0);
+  Progress progress("sim fill");
   sim::FillOptions options;
   options.tune = f.tune;
   options.consolidation.max_moves = f.consolidate;
@@ -172,9 +172,8 @@ int run(const FillFlags& f) {
   const std::string placements =
       f.placements.empty() ? "" : report::fill_placements_csv(input, runs);
   if (!f.report.empty()) {
-    const report::RunHeader header{command_line(),
-                                   fmt::format("{} ({} seeds)", f.seeds, seeds.size())};
-    report::write_fill_html(f.report, meta, header, runs);
+    report::write_fill_html(
+        f.report, meta, report_header(fmt::format("{} ({} seeds)", f.seeds, seeds.size())), runs);
   }
   if (!f.csv.empty()) base::write_file_atomically(f.csv, csv);
   if (!f.placements.empty()) base::write_file_atomically(f.placements, placements);

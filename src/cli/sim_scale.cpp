@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli/progress.hpp"
 #include "cli/verbs.hpp"
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/sched/policy.hpp"
@@ -49,7 +50,11 @@ int run(const ScaleFlags& f) {
   o.seed = whole_number("--seed", f.seed);
   o.policy = f.policy;
   o.full_scan = f.full_scan;
+  Progress progress("sim scale");
+  if (progress.enabled())
+    o.on_progress = [&](std::size_t done, std::size_t total) { progress.update(done, total); };
   const sim::ScaleResult r = sim::run_scale(o);
+  progress.finish();
   const double rss = peak_rss_mb();
   if (f.json) {
     nlohmann::ordered_json j;

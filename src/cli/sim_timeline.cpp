@@ -218,7 +218,7 @@ int run(const TimelineFlags& f) {
     runs.push_back(std::move(run));
   }
 
-  Progress progress("sim timeline", ::isatty(STDERR_FILENO) != 0);
+  Progress progress("sim timeline");
   std::vector<sim::TimelineResult> results;
   std::vector<double> elapsed;
   std::vector<std::size_t> node_counts;
@@ -257,8 +257,8 @@ int run(const TimelineFlags& f) {
   if (!f.report.empty()) {
     const report::TimelineMeta meta{f.workload, jobs.size(), interval};
     report::write_timeline_html(
-        f.report, meta,
-        {command_line(), f.seed + " (no timeline policy draws random numbers today)"}, results);
+        f.report, meta, report_header(f.seed + " (no timeline policy draws random numbers today)"),
+        results);
   }
   if (!f.csv.empty()) base::write_file_atomically(f.csv, csv);
   if (f.json) {
@@ -298,15 +298,7 @@ void add_sim_timeline(CLI::App& sim, Action& action) {
       "(gpuorch's own; `default`), lasgo:las=off|packing=off|batch=off|restart=off|scale=H\n"
       "(ablations), all.\n"
       "Workloads: the Pollux artifact's CSV (name,time,application,num_replicas,batch_size) with\n"
-      "apps/<app>/ profiles, or the Philly trace (rigid jobs: fifo, sjf, tiresias).\n\n"
-      "Example:\n"
-      "  gpuorch sim timeline --workload ../shared/traces/pollux_philly/workload-6.csv \\\n"
-      "      --policy tiresias,optimus,pollux,default --json\n"
-      "  gpuorch sim timeline --workload ../shared/traces/pollux_philly/workload-6.csv \\\n"
-      "      --policy pollux,default --gpus 32:128:32     # makespan, JCT, GPU-hours per size\n"
-      "  gpuorch sim timeline --workload ../shared/traces/pollux_philly/workload-6.csv \\\n"
-      "      --policy tiresias,pollux,default --report out/w6   # HTML: JCT CDF, utilisation, "
-      "queue");
+      "apps/<app>/ profiles, or the Philly trace (rigid jobs: fifo, sjf, tiresias).");
   c->add_option("--workload", f->workload, "Workload CSV (Pollux format or philly.csv)")
       ->required();
   c->add_option("--apps", f->apps,

@@ -96,7 +96,7 @@ TEST(SimFillCli, ReportFolderWithPlots) {
   // How the run was made: command, seeds, version, date.
   EXPECT_THAT(html, HasSubstr("--policy fgd,random --seeds 1-3 --report"));
   EXPECT_THAT(html, HasSubstr("Seeds: 1-3 (3 seeds)"));
-  EXPECT_THAT(html, HasSubstr("gpuorch " GPUORCH_VERSION));
+  EXPECT_THAT(html, HasSubstr("gpuorch " GPUORCH_VERSION " (commit "));
   EXPECT_THAT(html, HasSubstr(" UTC"));
   for (const char* svg : {"alloc.svg", "frag_amount.svg", "frag_ratio.svg"}) {
     const std::string content = test::read_text(report + "/" + svg);

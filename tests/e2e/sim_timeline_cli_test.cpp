@@ -203,9 +203,10 @@ TEST(SimTimelineCli, HelpShowsDefaultsAndAnExample) {
   TempDir tmp;
   const auto r = run_cli({"sim", "timeline", "--help"}, tmp);
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_NE(r.out.find("Example:"), std::string::npos);
-  EXPECT_NE(r.out.find("--nodes TEXT=16"), std::string::npos);
-  EXPECT_NE(r.out.find("--policy TEXT=default"), std::string::npos);
+  EXPECT_NE(r.out.find("Policies: fifo"), std::string::npos);
+  EXPECT_NE(r.out.find("Examples:\n  gpuorch sim timeline --workload"), std::string::npos);
+  EXPECT_NE(r.out.find("(default: 16)"), std::string::npos);
+  EXPECT_NE(r.out.find("(default: default)"), std::string::npos);
 }
 
 }  // namespace

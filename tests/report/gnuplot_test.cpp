@@ -88,11 +88,13 @@ TEST(FillReport, PageStartsWithHowTheRunWasMadeAndHasEveryPlot) {
   meta.gpu_count = 8;
   const test::TempDir tmp;
   const std::string dir = tmp.file("report");
-  write_fill_html(dir, meta, {"gpuorch sim fill --seeds 42 --report r", "42 (1 seeds)"}, runs);
+  write_fill_html(dir, meta,
+                  {"gpuorch sim fill --seeds 42 --report r", "42 (1 seeds)", "commit 0123456789ab"},
+                  runs);
   const std::string html = test::read_text(dir + "/index.html");
   EXPECT_THAT(html, HasSubstr("<pre>gpuorch sim fill --seeds 42 --report r</pre>"));
   EXPECT_THAT(html, HasSubstr("Seeds: 42 (1 seeds)"));
-  EXPECT_THAT(html, HasSubstr("gpuorch " GPUORCH_VERSION));
+  EXPECT_THAT(html, HasSubstr("gpuorch " GPUORCH_VERSION " (commit 0123456789ab)"));
   EXPECT_THAT(html, HasSubstr(" UTC"));
   EXPECT_LT(html.find("Seeds:"), html.find("<h2>"));  // at the top
   for (const char* svg : {"alloc.svg", "alloc_zoom.svg", "frag_amount.svg", "frag_ratio.svg"}) {

@@ -99,7 +99,7 @@ TEST(TimelineReport, WritesThePageThePlotsAndTheirData) {
   if (!test::has_gnuplot()) GTEST_SKIP() << "gnuplot is not installed";
   const test::TempDir tmp;
   const std::string dir = tmp.file("report");
-  write_timeline_html(dir, {"w.csv", 4, 60}, {"gpuorch sim timeline --workload w.csv", "1"},
+  write_timeline_html(dir, {"w.csv", 4, 60}, {"gpuorch sim timeline --workload w.csv", "1", ""},
                       {result("fifo"), result("lasgo")});
   for (const char* f : {"index.html", "jct_cdf.svg", "utilisation.svg", "goodput.svg", "queue.svg",
                         "jct_cdf.dat", "series.dat", "plots.gp"}) {

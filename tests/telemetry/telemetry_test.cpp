@@ -70,8 +70,8 @@ TEST(Dmon, RowsAndRates) {
   const Rates r = rates(b, &a, 2.0);
   EXPECT_DOUBLE_EQ(*r.nvlink_tx_mbps, 1000);
   const std::string row = dmon_row(b, r);
-  EXPECT_NE(row.find("     42"), std::string::npos);
-  EXPECT_NE(row.find("   1000"), std::string::npos);
+  EXPECT_NE(row.find("   42"), std::string::npos);
+  EXPECT_NE(row.find("    1000"), std::string::npos);
   EXPECT_EQ(dmon_header().substr(0, 5), "# gpu");
 }
 

@@ -107,8 +107,9 @@ std::string pod_path(const std::string& ns, const std::string& name) {
 ExtenderService::ExtenderService(ApiClient& api, ExtenderOptions options)
     : api_(api), options_(std::move(options)), mirror_(options_.mirror) {}
 
-void ExtenderService::log(const std::string& line) const {
-  if (options_.log) options_.log(line);
+void ExtenderService::log(const std::string& line, base::Severity severity,
+                          std::source_location where) const {
+  if (options_.log) options_.log(severity, line, where);
 }
 
 void ExtenderService::run(const std::atomic<bool>& stop) {
@@ -123,7 +124,9 @@ void ExtenderService::run(const std::atomic<bool>& stop) {
         log(fmt::format("synced: {} nodes, {} pods", nodes_.size(), seen_.size()));
       }
     };
-    h.on_error = [this](const std::string& what) { log(fmt::format("watch: {}", what)); };
+    h.on_error = [this](const std::string& what) {
+      log(fmt::format("watch: {}", what), base::Severity::kWarning);
+    };
     return h;
   };
   Informer nodes(api_, "/api/v1/nodes", handlers(true, synced_nodes_));
@@ -160,7 +163,7 @@ void ExtenderService::on_node(const json& obj, bool deleted) {
   const std::string& why = std::get<std::string>(parsed);
   if (!deleted && bad_nodes_[name] != why) {
     bad_nodes_[name] = why;
-    log(fmt::format("left out {}", why));
+    log(fmt::format("left out {}", why), base::Severity::kWarning);
   }
 }
 
@@ -232,7 +235,8 @@ void ExtenderService::expire_locked() {
   for (auto it = decisions_.begin(); it != decisions_.end();) {
     if (now - it->second.when > options_.assume_ttl) {
       log(fmt::format("{}: the decision for {} was never bound; forgotten", it->second.pod.key(),
-                      it->second.node));
+                      it->second.node),
+          base::Severity::kWarning);
       mirror_.release(it->first);
       it = decisions_.erase(it);
     } else {
@@ -324,7 +328,7 @@ json ExtenderService::bind(const json& args) {
   const std::string node = string_field(args, "Node", "ExtenderBindingArgs");
   auto refuse = [&](const std::string& why) {
     ++counters_.bind_errors;
-    log(fmt::format("bind {}/{} to {} failed: {}", ns, name, node, why));
+    log(fmt::format("bind {}/{} to {} failed: {}", ns, name, node, why), base::Severity::kError);
     return json{{"Error", why}};
   };
   std::vector<std::int64_t> milli;
@@ -404,7 +408,7 @@ ExtenderService::Reply ExtenderService::call(std::string_view verb, std::string_
     return one_line(400, fmt::format("{} request: {}", verb, e.what()));
   } catch (const std::exception& e) {
     // A bug or an object the core cannot use costs this one answer, never the extender.
-    log(fmt::format("{} failed: {}", verb, e.what()));
+    log(fmt::format("{} failed: {}", verb, e.what()), base::Severity::kError);
     return one_line(500, fmt::format("{} failed: {}", verb, e.what()));
   }
 }

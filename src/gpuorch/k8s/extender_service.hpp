@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gpuorch/base/log.hpp"
 #include "gpuorch/k8s/api_client.hpp"
 #include "gpuorch/k8s/cluster_mirror.hpp"
 #include "gpuorch/k8s/pod_object.hpp"
@@ -36,7 +37,7 @@ struct ExtenderOptions {
   // A filter decision that kube-scheduler neither binds nor asks again about within this long is
   // forgotten (another extender or a permit plugin turned it down).
   std::chrono::seconds assume_ttl{30};
-  std::function<void(const std::string& line)> log;  // may be empty
+  base::LogSink log;  // may be empty
 };
 
 struct ExtenderCounters {
@@ -99,7 +100,8 @@ class ExtenderService {
   std::string ensure_built_locked(const PodObject& asking);
   void forget_locked(const std::string& uid);
   void expire_locked();
-  void log(const std::string& line) const;
+  void log(const std::string& line, base::Severity severity = base::Severity::kInfo,
+           std::source_location where = std::source_location::current()) const;
 
   ApiClient& api_;
   ExtenderOptions options_;

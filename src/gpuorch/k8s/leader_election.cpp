@@ -34,12 +34,12 @@ std::string micro_time_now() {
   return fmt::format("{}.{:06d}Z", buf, us.count());
 }
 
-LeaderElector::LeaderElector(ApiClient& api, LeaseOptions options,
-                             std::function<void(const std::string&)> log)
+LeaderElector::LeaderElector(ApiClient& api, LeaseOptions options, base::LogSink log)
     : api_(api), options_(std::move(options)), log_(std::move(log)) {}
 
-void LeaderElector::log(const std::string& line) const {
-  if (log_) log_(line);
+void LeaderElector::log(const std::string& line, base::Severity severity,
+                        std::source_location where) const {
+  if (log_) log_(severity, line, where);
 }
 
 std::string LeaderElector::path() const {
@@ -120,7 +120,8 @@ bool LeaderElector::acquire(const std::atomic<bool>& stop) {
         waiting_logged = true;
       }
     } catch (const std::exception& e) {
-      log(fmt::format("lease {}/{}: {}", options_.ns, options_.name, e.what()));
+      log(fmt::format("lease {}/{}: {}", options_.ns, options_.name, e.what()),
+          base::Severity::kWarning);
     }
     if (!sleep_unless_stopped(options_.retry_period, stop)) break;
   }
@@ -134,13 +135,14 @@ bool LeaderElector::hold(const std::atomic<bool>& stop) {
     try {
       renewed = try_acquire_or_renew();
     } catch (const std::exception& e) {
-      log(fmt::format("lease renewal: {}", e.what()));
+      log(fmt::format("lease renewal: {}", e.what()), base::Severity::kWarning);
     }
     if (renewed) {
       last_renewed = Clock::now();
     } else if (Clock::now() - last_renewed > options_.renew_deadline) {
       log(fmt::format("lost lease {}/{}: not renewed within {} s", options_.ns, options_.name,
-                      options_.renew_deadline.count()));
+                      options_.renew_deadline.count()),
+          base::Severity::kError);
       return false;
     }
   }
@@ -157,7 +159,8 @@ void LeaderElector::release() {
     api_.replace(path(), lease);
     log(fmt::format("released lease {}/{}", options_.ns, options_.name));
   } catch (const std::exception& e) {
-    log(fmt::format("could not release lease {}/{}: {}", options_.ns, options_.name, e.what()));
+    log(fmt::format("could not release lease {}/{}: {}", options_.ns, options_.name, e.what()),
+        base::Severity::kError);
   }
 }
 

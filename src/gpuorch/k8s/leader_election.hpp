@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "gpuorch/base/log.hpp"
 #include "gpuorch/k8s/api_client.hpp"
 
 namespace gpuorch::k8s {
@@ -26,8 +27,7 @@ struct LeaseOptions {
 
 class LeaderElector {
  public:
-  LeaderElector(ApiClient& api, LeaseOptions options,
-                std::function<void(const std::string&)> log = {});
+  LeaderElector(ApiClient& api, LeaseOptions options, base::LogSink log = {});
 
   // Blocks until this replica holds the lease (true) or `stop` (false).
   bool acquire(const std::atomic<bool>& stop);
@@ -44,11 +44,12 @@ class LeaderElector {
 
  private:
   [[nodiscard]] std::string path() const;
-  void log(const std::string& line) const;
+  void log(const std::string& line, base::Severity severity = base::Severity::kInfo,
+           std::source_location where = std::source_location::current()) const;
 
   ApiClient& api_;
   LeaseOptions options_;
-  std::function<void(const std::string&)> log_;
+  base::LogSink log_;
   std::string observed_;  // holder + renewTime last seen
   std::chrono::steady_clock::time_point observed_at_;
 };

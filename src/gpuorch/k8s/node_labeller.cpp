@@ -111,8 +111,11 @@ std::string feature_file(const NodeFeatures& f) {
 }
 
 NodeLabeller::NodeLabeller(ApiClient* api, LabellerOptions options)
-    : api_(api), o_(std::move(options)) {
-  if (!o_.log) o_.log = [](const std::string&) {};
+    : api_(api), o_(std::move(options)) {}
+
+void NodeLabeller::log(const std::string& line, base::Severity severity,
+                       std::source_location where) const {
+  if (o_.log) o_.log(severity, line, where);
 }
 
 NodeFeatures NodeLabeller::compute() const {
@@ -128,7 +131,7 @@ LabelChange NodeLabeller::refresh() {
   if (!o_.output_file.empty()) base::write_file_atomically(o_.output_file, feature_file(f));
   LabelChange change;
   if (api_ != nullptr && !o_.node_name.empty()) change = publish(*api_, o_.node_name, f);
-  if (!change.empty()) o_.log(fmt::format("node {}: {}", o_.node_name, describe(change)));
+  if (!change.empty()) log(fmt::format("node {}: {}", o_.node_name, describe(change)));
   return change;
 }
 
@@ -145,7 +148,7 @@ void NodeLabeller::run(const std::atomic<bool>& stop, std::atomic<bool>& wake) {
       const FileStamp now = stamp_of(o_.config_file);
       if (now != seen) {
         seen = now;
-        o_.log(fmt::format("{} changed", o_.config_file));
+        log(fmt::format("{} changed", o_.config_file));
         due = true;
       }
     }
@@ -154,7 +157,7 @@ void NodeLabeller::run(const std::atomic<bool>& stop, std::atomic<bool>& wake) {
         refresh();
       } catch (const std::exception& e) {
         // The labels stay as they were: better a stale truth than none.
-        o_.log(fmt::format("refresh failed, labels unchanged: {}", e.what()));
+        log(fmt::format("refresh failed, labels unchanged: {}", e.what()), base::Severity::kError);
       }
       next_refresh = Clock::now() + o_.interval;
     }

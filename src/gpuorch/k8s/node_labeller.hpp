@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "gpuorch/base/log.hpp"
 #include "gpuorch/k8s/api_client.hpp"
 #include "gpuorch/k8s/config.hpp"
 #include "gpuorch/k8s/node_features.hpp"
@@ -51,7 +52,7 @@ struct LabellerOptions {
   // How often the config file's identity (mtime, size, inode) is checked between refreshes; a
   // ConfigMap update swaps a symlink, which changes all three.
   std::chrono::milliseconds config_poll{500};
-  std::function<void(const std::string&)> log;
+  base::LogSink log;  // may be empty
 };
 
 class NodeLabeller {
@@ -68,6 +69,9 @@ class NodeLabeller {
   void run(const std::atomic<bool>& stop, std::atomic<bool>& wake);
 
  private:
+  void log(const std::string& line, base::Severity severity = base::Severity::kInfo,
+           std::source_location where = std::source_location::current()) const;
+
   ApiClient* api_;
   LabellerOptions o_;
 };

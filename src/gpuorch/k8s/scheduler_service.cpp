@@ -34,8 +34,9 @@ SchedulerService::SchedulerService(ApiClient& api, SchedulerServiceOptions optio
 
 SchedulerService::~SchedulerService() = default;
 
-void SchedulerService::log(const std::string& line) const {
-  if (options_.log) options_.log(line);
+void SchedulerService::log(const std::string& line, base::Severity severity,
+                           std::source_location where) const {
+  if (options_.log) options_.log(severity, line, where);
 }
 
 bool SchedulerService::ours(const PodObject& pod) const {
@@ -58,7 +59,9 @@ void SchedulerService::run(const std::atomic<bool>& stop) {
     };
     h.on_delete = [this, kind](const json& o) { push({kind, Event::Type::kDelete, o, {}}); };
     h.on_synced = [this] { push({Event::Kind::kSynced, Event::Type::kUpsert, {}, {}}); };
-    h.on_error = [this](const std::string& what) { log(fmt::format("watch: {}", what)); };
+    h.on_error = [this](const std::string& what) {
+      log(fmt::format("watch: {}", what), base::Severity::kWarning);
+    };
     return h;
   };
   Informer nodes(api_, "/api/v1/nodes", handlers(Event::Kind::kNode));
@@ -71,7 +74,8 @@ void SchedulerService::run(const std::atomic<bool>& stop) {
     podgroups_served_ = true;
   } catch (const ApiError& e) {
     if (e.status() != 404) throw;
-    log("no scheduling.x-k8s.io/v1alpha1 API (PodGroup CRD not installed): gangs will wait");
+    log("no scheduling.x-k8s.io/v1alpha1 API (PodGroup CRD not installed): gangs will wait",
+        base::Severity::kWarning);
   }
   Informer groups(api_, "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
                   handlers(Event::Kind::kPodGroup));
@@ -98,7 +102,8 @@ void SchedulerService::run(const std::atomic<bool>& stop) {
       try {
         handle(e);
       } catch (const std::exception& ex) {
-        log(fmt::format("ignored an event that could not be used: {}", ex.what()));
+        log(fmt::format("ignored an event that could not be used: {}", ex.what()),
+            base::Severity::kWarning);
       }
     }
     batch.clear();
@@ -111,7 +116,7 @@ void SchedulerService::run(const std::atomic<bool>& stop) {
       try {
         if (!schedule_next()) break;
       } catch (const std::exception& ex) {
-        log(fmt::format("a scheduling decision failed: {}", ex.what()));
+        log(fmt::format("a scheduling decision failed: {}", ex.what()), base::Severity::kError);
       }
     }
     counters_.queue_length = active_.size() + unschedulable_.size();
@@ -177,7 +182,7 @@ void SchedulerService::handle_node(const json& obj, bool deleted) {
     nodes_.erase(name);
     if (!deleted && bad_nodes_[name] != why) {
       bad_nodes_[name] = why;
-      log(fmt::format("left out {}", why));
+      log(fmt::format("left out {}", why), base::Severity::kWarning);
     }
   }
   if (!changed) return;
@@ -428,10 +433,12 @@ void SchedulerService::write_podgroup_status(const std::string& gang, const std:
       // A CRD without the status subresource keeps status in the object itself.
       if (e.status() == 404) api_.patch(path, status);
     } catch (const std::exception& e2) {
-      log(fmt::format("PodGroup {}: cannot write status: {}", gang, e2.what()));
+      log(fmt::format("PodGroup {}: cannot write status: {}", gang, e2.what()),
+          base::Severity::kError);
     }
   } catch (const std::exception& e) {
-    log(fmt::format("PodGroup {}: cannot write status: {}", gang, e.what()));
+    log(fmt::format("PodGroup {}: cannot write status: {}", gang, e.what()),
+        base::Severity::kError);
   }
 }
 
@@ -458,7 +465,8 @@ void SchedulerService::report_unschedulable(const PodObject& pod, const std::str
                 {"metadata", {{"namespace", pod.ns}, {"name", pod.name}, {"uid", pod.uid}}}},
                "Warning", "FailedScheduling", message);
   } catch (const std::exception& e) {
-    log(fmt::format("{}: cannot report unschedulable: {}", pod.key(), e.what()));
+    log(fmt::format("{}: cannot report unschedulable: {}", pod.key(), e.what()),
+        base::Severity::kError);
   }
 }
 
@@ -489,7 +497,8 @@ void SchedulerService::post_event(const std::string& ns, const json& involved,
   try {
     api_.create(fmt::format("/api/v1/namespaces/{}/events", ns), event);
   } catch (const std::exception& e) {
-    log(fmt::format("cannot post event for {}/{}: {}", ns, meta.value("name", ""), e.what()));
+    log(fmt::format("cannot post event for {}/{}: {}", ns, meta.value("name", ""), e.what()),
+        base::Severity::kError);
   }
 }
 
@@ -527,7 +536,8 @@ void SchedulerService::bind(const BindJob& job) {
     push({Event::Kind::kBindDone, Event::Type::kUpsert, {}, job.pod.uid});
   } catch (const std::exception& e) {
     ++counters_.bind_errors;
-    log(fmt::format("bind {} to {} failed: {}", job.pod.key(), job.node, e.what()));
+    log(fmt::format("bind {} to {} failed: {}", job.pod.key(), job.node, e.what()),
+        base::Severity::kError);
     push(
         {Event::Kind::kBindFailed, Event::Type::kUpsert, json(std::string(e.what())), job.pod.uid});
   }

@@ -20,6 +20,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "gpuorch/base/log.hpp"
 #include "gpuorch/k8s/api_client.hpp"
 #include "gpuorch/k8s/cluster_mirror.hpp"
 #include "gpuorch/k8s/pod_object.hpp"
@@ -33,7 +34,7 @@ struct SchedulerServiceOptions {
   int binders = 4;  // concurrent bind calls (decisions stay sequential)
   // Unschedulable pods are retried on every cluster change, and at the latest after this long.
   std::chrono::seconds retry_unschedulable{60};
-  std::function<void(const std::string& line)> log;  // one line per bind/failure; may be empty
+  base::LogSink log;  // one line per bind/failure; may be empty
 };
 
 struct SchedulerCounters {
@@ -96,7 +97,8 @@ class SchedulerService {
   void report_unschedulable(const PodObject& pod, const std::string& message);
   void bind_loop(const std::atomic<bool>& stop);
   void bind(const BindJob& job);
-  void log(const std::string& line) const;
+  void log(const std::string& line, base::Severity severity = base::Severity::kInfo,
+           std::source_location where = std::source_location::current()) const;
   [[nodiscard]] bool ours(const PodObject& pod) const;
 
   ApiClient& api_;

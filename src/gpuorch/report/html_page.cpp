@@ -42,9 +42,9 @@ std::string html_page_start(const std::string& title, const RunHeader& header) {
       "table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 8px;"
       "text-align:right}}td:first-child,th:first-child{{text-align:left}}</style></head><body>\n"
       "<h1>{0}</h1>\n<p>Command:</p>\n<pre>{1}</pre>\n"
-      "<p>Seeds: {2}<br>gpuorch {3}<br>Written {4}</p>\n",
+      "<p>Seeds: {2}<br>gpuorch {3}{5}<br>Written {4}</p>\n",
       html_escape(title), html_escape(header.command), html_escape(header.seeds), GPUORCH_VERSION,
-      date);
+      date, header.build.empty() ? "" : " (" + html_escape(header.build) + ")");
 }
 
 std::string html_page_end() { return "</body></html>\n"; }

@@ -10,12 +10,13 @@ namespace gpuorch::report {
 struct RunHeader {
   std::string command;  // the command line, shell-quoted
   std::string seeds;    // e.g. "42-51 (10 seeds)"
+  std::string build;    // which build made it, e.g. "commit 96e53de0a1b2"; may be empty
 };
 
 std::string html_escape(const std::string& s);
 
-// From <!doctype> to the header paragraph: title, command, seeds, gpuorch version and the date
-// (UTC) the report was written.
+// From <!doctype> to the header paragraph: title, command, seeds, gpuorch version (and build) and
+// the date (UTC) the report was written.
 std::string html_page_start(const std::string& title, const RunHeader& header);
 std::string html_page_end();
 

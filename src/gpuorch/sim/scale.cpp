@@ -103,7 +103,9 @@ ScaleResult run_scale(const ScaleOptions& options) {
   };
   const auto placing = Clock::now();
   const double cpu_before = cpu_seconds();
+  const std::size_t progress_every = std::max<std::size_t>(1, requests.size() / 200);
   for (std::size_t i = 0; i < requests.size(); ++i) {
+    if (options.on_progress && i % progress_every == 0) options.on_progress(i, requests.size());
     const auto t0 = Clock::now();
     const sched::Decision d = scheduler.schedule(requests[i]);
     const auto t1 = Clock::now();
@@ -118,6 +120,7 @@ ScaleResult run_scale(const ScaleOptions& options) {
     }
   }
   r.placing_s = seconds_since(placing);
+  if (options.on_progress) options.on_progress(requests.size(), requests.size());
   r.placing_cpu_s = cpu_seconds() - cpu_before;
 
   r.gpu_alloc_pct = 100.0 * static_cast<double>(cluster.gpu_milli_used()) /

@@ -4,6 +4,7 @@
 // sched::Scheduler or failed, nothing departs; every decision is timed.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace gpuorch::sim {
@@ -14,6 +15,9 @@ struct ScaleOptions {
   std::string policy;
   std::uint64_t seed = 42;
   bool full_scan = false;  // force the scheduler's full-scan reference path
+  // Called about every 1/200 of the pods, between decisions (outside their timing); may be
+  // empty.
+  std::function<void(std::size_t done, std::size_t total)> on_progress;
 };
 
 struct ScaleResult {

@@ -3,12 +3,30 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <iterator>
 
 namespace gpuorch::telemetry {
 namespace {
 
-std::string cell(const std::optional<double>& v) {
-  return v ? fmt::format("{:>7.0f}", std::round(*v)) : fmt::format("{:>7}", "-");
+// The columns after the GPU index: name, unit, width. Header, unit line and rows are all printed
+// from this table, right-aligned to the same widths, so their right edges line up. A width holds
+// the largest value the column reaches on current GPUs plus a separating space: fb 143771 MiB
+// (H200), rxnvl/txnvl 900000 MB/s (NVLink 4, 18 links), 7 characters in all.
+struct Column {
+  const char* name;
+  const char* unit;
+  int width;
+};
+constexpr Column kColumns[] = {
+    {"pwr", "W", 6},      {"gtemp", "C", 6},    {"sm", "%", 5},       {"mem", "%", 5},
+    {"fb", "MiB", 8},     {"mclk", "MHz", 6},   {"pclk", "MHz", 6},   {"rxpci", "MB/s", 7},
+    {"txpci", "MB/s", 7}, {"rxnvl", "MB/s", 8}, {"txnvl", "MB/s", 8},
+};
+// "# gpu" over the index: rows print it in the same 5 characters.
+constexpr int kIndexWidth = 5;
+
+std::string cell(const std::optional<double>& v, int width) {
+  return v ? fmt::format("{:>{}.0f}", std::round(*v), width) : fmt::format("{:>{}}", "-", width);
 }
 
 nlohmann::ordered_json value(const std::optional<double>& v) {
@@ -29,21 +47,28 @@ Rates rates(const GpuSample& now, const GpuSample* before, double seconds) {
 }
 
 std::string dmon_header() {
-  return "# gpu     pwr   gtemp      sm     mem      fb    mclk    pclk   rxpci   txpci   rxnvl   "
-         "txnvl\n"
-         "# Idx       W       C       %       %     MiB     MHz     MHz    MB/s    MB/s    MB/s    "
-         "MB/s\n";
+  std::string names = "# gpu", units = "# Idx";
+  for (const Column& c : kColumns) {
+    names += fmt::format("{:>{}}", c.name, c.width);
+    units += fmt::format("{:>{}}", c.unit, c.width);
+  }
+  return names + "\n" + units + "\n";
 }
 
 std::string dmon_row(const GpuSample& s, const Rates& r) {
-  if (!s.ok) return fmt::format("{:>5}  {}\n", s.gpu, "error: " + s.error);
+  if (!s.ok) return fmt::format("{:>{}}  {}\n", s.gpu, kIndexWidth, "error: " + s.error);
   auto mbps = [](const std::optional<double>& kbps) {
     return kbps ? std::optional<double>(*kbps / 1000) : std::nullopt;
   };
-  return fmt::format("{:>5}{}{}{}{}{}{}{}{}{}{}{}\n", s.gpu, cell(s.power_w), cell(s.temperature_c),
-                     cell(s.gpu_util), cell(s.mem_copy_util), cell(s.memory_used_mib),
-                     cell(s.mem_clock_mhz), cell(s.sm_clock_mhz), cell(mbps(s.pcie_rx_kbps)),
-                     cell(mbps(s.pcie_tx_kbps)), cell(r.nvlink_rx_mbps), cell(r.nvlink_tx_mbps));
+  const std::optional<double> values[] = {
+      s.power_w,        s.temperature_c,      s.gpu_util,
+      s.mem_copy_util,  s.memory_used_mib,    s.mem_clock_mhz,
+      s.sm_clock_mhz,   mbps(s.pcie_rx_kbps), mbps(s.pcie_tx_kbps),
+      r.nvlink_rx_mbps, r.nvlink_tx_mbps};
+  static_assert(sizeof values / sizeof values[0] == std::size(kColumns));
+  std::string row = fmt::format("{:>{}}", s.gpu, kIndexWidth);
+  for (std::size_t i = 0; i < std::size(kColumns); ++i) row += cell(values[i], kColumns[i].width);
+  return row + "\n";
 }
 
 nlohmann::ordered_json dmon_json(const Round& round, const GpuSample& s, const Rates& r) {
