@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "cli/nvidia_plugin_flags.hpp"
 #include "cli/verbs.hpp"
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/discover/discover.hpp"
@@ -25,9 +26,8 @@ namespace {
 using namespace std::chrono_literals;
 
 struct PluginFlags {
-  std::string topology, sysfs_root = "/", config_file, nvml_library = "libnvidia-ml.so.1";
-  std::string mig_strategy, device_list_strategy, device_id_strategy, driver_root;
-  std::optional<bool> pass_device_specs;
+  std::string topology, sysfs_root = "/", nvml_library = "libnvidia-ml.so.1";
+  NvidiaPluginFlags nvidia;  // NVIDIA's own flags and variables (docs/device-plugin.md)
   std::string directory = "/var/lib/kubelet/device-plugins/";
   std::string vendor = "all", health_file;
   int health_interval_ms = 5000;
@@ -44,20 +44,17 @@ extern "C" void on_stop_signal(int) {
   if (auto* m = g_running.load()) m->stop();
 }
 
+extern "C" void on_hangup_signal(int) {
+  if (auto* m = g_running.load()) m->reload();
+}
+
+void log_line(const std::string& l) { fmt::print(stderr, "gpuorch device-plugin: {}\n", l); }
+
+// The config with flags and variables applied, its warnings (what it sets that has no effect)
+// said once each.
 k8s::PluginConfig effective_config(const PluginFlags& f) {
-  k8s::PluginConfig c;
-  c.source = "defaults";
-  if (!f.config_file.empty()) c = k8s::load_config(f.config_file);
-  // Flags (and their environment variables) win over the file, as in NVIDIA's plugin.
-  if (!f.mig_strategy.empty()) c.mig_strategy = k8s::parse_mig_strategy(f.mig_strategy);
-  if (!f.device_list_strategy.empty()) {
-    c.device_list_strategy = k8s::parse_device_list_strategy(f.device_list_strategy);
-  }
-  if (!f.device_id_strategy.empty()) {
-    c.device_id_strategy = k8s::parse_device_id_strategy(f.device_id_strategy);
-  }
-  if (!f.driver_root.empty()) c.nvidia_driver_root = f.driver_root;
-  if (f.pass_device_specs) c.pass_device_specs = *f.pass_device_specs;
+  auto c = f.nvidia.effective_config();
+  for (const auto& w : c.warnings) log_line("warning: " + w);
   return c;
 }
 
@@ -94,7 +91,7 @@ nlohmann::ordered_json plan_json(const topology::Host& host,
 }
 
 int run_plugin(const PluginFlags& f) {
-  const auto config = effective_config(f);
+  auto config = effective_config(f);
   std::unique_ptr<discover::Nvml> keep_nvml;
   topology::Host host;
   if (!f.topology.empty()) {
@@ -108,7 +105,14 @@ int run_plugin(const PluginFlags& f) {
     for (const auto& p : d.problems) fmt::print(stderr, "gpuorch: warning: {}\n", p);
     host = std::move(d.host);
   }
-  auto resources = k8s::plan_resources(host, config, vendor_filter(f.vendor));
+  std::vector<k8s::Resource> resources;
+  try {
+    resources = k8s::plan_resources(host, config, vendor_filter(f.vendor));
+  } catch (const base::InputError& e) {
+    // NVIDIA's --fail-on-init-error=false: an init error leaves the plugin up and idle.
+    if (config.fail_on_init_error || f.dry_run) throw;
+    log_line(fmt::format("{}: serving nothing (fail-on-init-error is false)", e.what()));
+  }
   if (f.dry_run) {
     const k8s::HealthState health;
     fmt::print("{}\n", plan_json(host, resources, health).dump(2));
@@ -120,9 +124,23 @@ int run_plugin(const PluginFlags& f) {
                  f.topology.empty() ? "live discovery" : f.topology);
       return 1;
     }
+    log_line("no devices found: waiting indefinitely (fail-on-init-error is false)");
   }
   k8s::PluginOptions options;
   options.directory = f.directory;
+  if (config.kubelet_socket) options.kubelet_socket = *config.kubelet_socket;
+  // SIGHUP: the file and the variables read again; a config that does not load or does not fit
+  // this host is one line, and the running one stays.
+  options.reload = [&f, &host]() -> std::optional<k8s::PluginPlan> {
+    try {
+      auto c = effective_config(f);
+      auto r = k8s::plan_resources(host, c, vendor_filter(f.vendor));
+      return k8s::PluginPlan{std::move(c), std::move(r)};
+    } catch (const base::InputError& e) {
+      log_line(fmt::format("SIGHUP: {}", e.what()));
+      return std::nullopt;
+    }
+  };
   // The pods' recorded GPUs come from the API server: the node's name from --node-name or
   // NODE_NAME (the DaemonSet's downward API), credentials from --kubeconfig or in-cluster.
   std::string node_name = f.node_name;
@@ -175,6 +193,10 @@ int run_plugin(const PluginFlags& f) {
   sigemptyset(&sa.sa_mask);
   ::sigaction(SIGTERM, &sa, nullptr);
   ::sigaction(SIGINT, &sa, nullptr);
+  struct sigaction hup {};
+  hup.sa_handler = on_hangup_signal;
+  sigemptyset(&hup.sa_mask);
+  ::sigaction(SIGHUP, &hup, nullptr);
   const int rc = manager.run();
   g_running = nullptr;
   fmt::print(stderr, "gpuorch device-plugin: stopped\n");
@@ -282,21 +304,7 @@ void add_device_plugin(CLI::App& app, Action& action) {
                   "Static inventory: the JSON of `gpuorch topo --json` instead of live discovery");
   cmd->add_option("--sysfs-root", f->sysfs_root, "Discover a recorded tree instead of this host")
       ->capture_default_str();
-  cmd->add_option("--config-file", f->config_file,
-                  "Config file in NVIDIA's device plugin format (version: v1, flags, sharing)")
-      ->envname("CONFIG_FILE");
-  cmd->add_option("--mig-strategy", f->mig_strategy, "none, single or mixed (overrides the file)")
-      ->envname("MIG_STRATEGY");
-  cmd->add_option("--device-list-strategy", f->device_list_strategy,
-                  "envvar, volume-mounts, cdi-annotations, cdi-cri; comma-separated")
-      ->envname("DEVICE_LIST_STRATEGY");
-  cmd->add_option("--device-id-strategy", f->device_id_strategy, "uuid or index")
-      ->envname("DEVICE_ID_STRATEGY");
-  cmd->add_option("--pass-device-specs", f->pass_device_specs,
-                  "Also return /dev/nvidia* DeviceSpecs (true/false)")
-      ->envname("PASS_DEVICE_SPECS");
-  cmd->add_option("--nvidia-driver-root", f->driver_root, "Where the driver's /dev lives")
-      ->envname("NVIDIA_DRIVER_ROOT");
+  f->nvidia.add_to(*cmd);
   cmd->add_option("--device-plugin-path", f->directory,
                   "The kubelet's device plugin directory (kubelet.sock and our sockets)")
       ->capture_default_str();

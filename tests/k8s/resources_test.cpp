@@ -67,23 +67,39 @@ TEST(Resources, TimeSlicingReplicasFourOnTwoGpusAdvertisesEight) {
             "GPU-7216ad8e-95b6-8ef5-ccd6-39be851b1e98,GPU-40380e55-81ac-72b8-7924-42d4762c4989");
 }
 
-TEST(Resources, RenameAndDeviceSelection) {
+// NVIDIA's plugin reads `rename` and `devices` and ignores both (a warning each): every device is
+// shared, under its own name or <name>.shared with renameByDefault.
+TEST(Resources, RenameAndDevicesAreIgnoredAsNvidiasPluginDoes) {
   const auto host = test::fixture_host("t4x2");
   const auto renamed = plan_resources(
       host, config("sharing:\n  timeSlicing:\n    renameByDefault: true\n    resources:\n"
                    "    - {name: nvidia.com/gpu, replicas: 3, devices: [1]}\n"));
-  EXPECT_EQ(counts(renamed), (std::map<std::string, std::size_t>{{"nvidia.com/gpu", 1},
-                                                                 {"nvidia.com/gpu.shared", 3}}));
+  EXPECT_EQ(counts(renamed), (std::map<std::string, std::size_t>{{"nvidia.com/gpu.shared", 6}}));
   const auto explicit_name =
       plan_resources(host, config("sharing:\n  timeSlicing:\n    resources:\n"
                                   "    - {name: nvidia.com/gpu, rename: t4-slice, replicas: 2}\n"));
-  EXPECT_EQ(counts(explicit_name),
-            (std::map<std::string, std::size_t>{{"nvidia.com/t4-slice", 4}}));
-  const auto missing = test::input_error([&] {
-    plan_resources(host, config("sharing:\n  timeSlicing:\n    resources:\n"
-                                "    - {name: nvidia.com/gpu, replicas: 2, devices: [5]}\n"));
+  EXPECT_EQ(counts(explicit_name), (std::map<std::string, std::size_t>{{"nvidia.com/gpu", 4}}));
+  const auto absent =
+      plan_resources(host, config("sharing:\n  timeSlicing:\n    resources:\n"
+                                  "    - {name: nvidia.com/gpu, replicas: 2, devices: [5]}\n"));
+  EXPECT_EQ(counts(absent), (std::map<std::string, std::size_t>{{"nvidia.com/gpu", 4}}));
+}
+
+TEST(Resources, MpsOverMigDevicesIsRefused) {
+  // The MIG H100s with one profile left, the GPUs without MIG gone: what `single` takes.
+  auto host = test::fixture_host("h100-mig");
+  std::erase_if(host.gpus, [](const topology::Gpu& g) { return !g.mig.enabled; });
+  for (auto& g : host.gpus) {
+    std::erase_if(g.mig.instances, [](const auto& mi) { return mi.profile != "3g.40gb"; });
+  }
+  std::erase_if(host.gpus, [](const topology::Gpu& g) { return g.mig.instances.empty(); });
+  ASSERT_FALSE(host.gpus.empty());
+  const auto err = test::input_error([&] {
+    plan_resources(host, config("flags:\n  migStrategy: single\nsharing:\n  mps:\n"
+                                "    resources:\n    - {name: nvidia.com/gpu, replicas: 2}\n"));
   });
-  EXPECT_EQ(missing, "test.yaml:4: device '5' of nvidia.com/gpu is not on this host");
+  EXPECT_NE(err.find("sharing using MPS is not supported for MIG devices"), std::string::npos)
+      << err;
 }
 
 TEST(Resources, FailRequestsGreaterThanOne) {

@@ -57,6 +57,12 @@ class SchedulerProcess {
     return status_;
   }
   [[nodiscard]] std::string log() const { return read_text(log_); }
+  [[nodiscard]] pid_t pid() const { return pid_; }
+  // Still running (not exited, not reaped).
+  [[nodiscard]] bool running() const {
+    int status = 0;
+    return pid_ > 0 && ::waitpid(pid_, &status, WNOHANG) == 0;
+  }
 
  private:
   std::string log_;

@@ -50,10 +50,11 @@ void nvidia_allocation(const topology::Host& host, const Resource& r,
         join(qualified, ",");
   }
   if (config.has_list_strategy("cdi-cri")) out.cdi_devices = qualified;
+  if (config.gdrcopy_enabled) out.envs["NVIDIA_GDRCOPY"] = "enabled";
   if (config.gds_enabled) out.envs["NVIDIA_GDS"] = "enabled";
   if (config.mofed_enabled) out.envs["NVIDIA_MOFED"] = "enabled";
   if (config.pass_device_specs) {
-    const std::string& root = config.nvidia_driver_root;
+    const std::string& root = config.dev_root();  // the device nodes' root (driver root by default)
     for (const char* p :
          {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"}) {
       const bool required = std::string(p) == "/dev/nvidiactl";
@@ -78,16 +79,19 @@ void nvidia_allocation(const topology::Host& host, const Resource& r,
       limits.push_back(fmt::format("{}={}M", i, devs[i]->memory_mib / r.replicas));
     }
     out.envs["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = join(limits, ",");
-    const std::string base =
-        (std::filesystem::path(options.device_plugin_dir) / "mps" / r.name).string();
+    // The MPS control daemon's root (flags.mpsRoot, --mps-root), laid out as NVIDIA's:
+    // <root>/<resource>/{pipe,log} and <root>/shm.
+    const std::filesystem::path root =
+        options.config != nullptr && !options.config->mps_root.empty()
+            ? std::filesystem::path(options.config->mps_root)
+            : std::filesystem::path(options.device_plugin_dir) / "mps";
+    const std::string base = (root / r.name).string();
     const std::string inside = "/mps/" + r.name;
     out.envs["CUDA_MPS_PIPE_DIRECTORY"] = inside + "/pipe";
     out.envs["CUDA_MPS_LOG_DIRECTORY"] = inside + "/log";
     out.mounts.push_back({inside + "/pipe", base + "/pipe", false});
     out.mounts.push_back({inside + "/log", base + "/log", false});
-    out.mounts.push_back({"/dev/shm",
-                          (std::filesystem::path(options.device_plugin_dir) / "mps/shm").string(),
-                          false});
+    out.mounts.push_back({"/dev/shm", (root / "shm").string(), false});
   }
 }
 

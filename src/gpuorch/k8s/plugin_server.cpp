@@ -85,9 +85,9 @@ class DevicePluginService final : public v1beta1::DevicePlugin::Service {
         if (scheduled_ != nullptr && must.empty()) {
           recorded = scheduled_->preferred(r_, avail, c.allocation_size());
         }
-        for (const auto& id : recorded ? *recorded
-                                       : preferred_allocation(host_, r_, avail, must,
-                                                              c.allocation_size())) {
+        for (const auto& id :
+             recorded ? *recorded
+                      : preferred_allocation(host_, r_, avail, must, c.allocation_size())) {
           resp->add_deviceids(id);
         }
       }
@@ -152,6 +152,7 @@ struct PluginManager::Impl {
   HealthState health;
   std::vector<Endpoint> endpoints;
   int stop_fd = -1;
+  int reload_fd = -1;
   std::atomic<int> registrations{0};
 
   Impl(topology::Host h, PluginConfig c, std::vector<Resource> r, PluginOptions o)
@@ -172,13 +173,45 @@ struct PluginManager::Impl {
     return (fs::path(options.directory) / options.kubelet_socket).string();
   }
 
+  void make_endpoints() {
+    endpoints.clear();
+    endpoints.reserve(resources.size());
+    for (const auto& r : resources) endpoints.push_back(Endpoint{&r, nullptr, nullptr, false, {}});
+  }
+
+  // SIGHUP: the new plan replaces the running one only when there is one; the streams of the old
+  // endpoints end, and the kubelet gets the new resources by registration, as after its restart.
+  bool reload_plan() {
+    if (!options.reload) {
+      log("SIGHUP: nothing to reload");
+      return true;
+    }
+    std::optional<PluginPlan> plan = options.reload();
+    if (!plan) {
+      log("SIGHUP: keeping the running config");
+      return true;
+    }
+    for (auto& e : endpoints) stop_endpoint(e);
+    config = std::move(plan->config);
+    resources = std::move(plan->resources);
+    make_endpoints();
+    std::string what;
+    for (const auto& r : resources) {
+      what += fmt::format("{}{} ({} devices)", what.empty() ? "" : ", ", r.name, r.devices.size());
+    }
+    log(fmt::format("SIGHUP: reloaded {}: {}", config.source,
+                    what.empty() ? "no resources" : what));
+    bool ok = true;
+    for (auto& e : endpoints) ok = serve(e) && ok;
+    return ok;
+  }
+
   bool serve(Endpoint& e) {
     e.path = (fs::path(options.directory) / e.resource->socket_name()).string();
     std::error_code ec;
     fs::remove(e.path, ec);  // a stale socket of an earlier run
-    e.service =
-        std::make_unique<DevicePluginService>(host, config, *e.resource, health, options.directory,
-                                              options.scheduled);
+    e.service = std::make_unique<DevicePluginService>(host, config, *e.resource, health,
+                                                      options.directory, options.scheduled);
     grpc::ServerBuilder b;
     b.AddListeningPort("unix:" + e.path, grpc::InsecureServerCredentials());
     b.RegisterService(e.service.get());
@@ -262,11 +295,13 @@ PluginManager::PluginManager(topology::Host host, PluginConfig config,
     base::fail_input(fmt::format("{}: the device plugin directory is not writable", dir));
   }
   impl_->stop_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  impl_->reload_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 }
 
 PluginManager::~PluginManager() {
   for (auto& e : impl_->endpoints) impl_->stop_endpoint(e);
   if (impl_->stop_fd >= 0) ::close(impl_->stop_fd);
+  if (impl_->reload_fd >= 0) ::close(impl_->reload_fd);
 }
 
 HealthState& PluginManager::health() { return impl_->health; }
@@ -279,18 +314,24 @@ void PluginManager::stop() {
   [[maybe_unused]] const auto n = ::write(impl_->stop_fd, &one, sizeof one);
 }
 
+void PluginManager::reload() {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const auto n = ::write(impl_->reload_fd, &one, sizeof one);
+}
+
 int PluginManager::run() {
   Impl& m = *impl_;
-  const int ino = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-  if (ino < 0 ||
-      ::inotify_add_watch(ino, m.options.directory.c_str(), IN_CREATE | IN_MOVED_TO) < 0) {
+  const bool registering = !m.options.kubelet_socket.empty();
+  const fs::path kubelet = m.kubelet_path();
+  const std::string kubelet_name = kubelet.filename().string();
+  const int ino = registering ? ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK) : -1;
+  if (registering && (ino < 0 || ::inotify_add_watch(ino, kubelet.parent_path().c_str(),
+                                                     IN_CREATE | IN_MOVED_TO) < 0)) {
     m.log(fmt::format("cannot watch {} with inotify: kubelet restarts will not be seen",
-                      m.options.directory));
+                      kubelet.parent_path().string()));
   }
-  m.endpoints.clear();
-  m.endpoints.reserve(m.resources.size());
-  for (const auto& r : m.resources)
-    m.endpoints.push_back(Endpoint{&r, nullptr, nullptr, false, {}});
+  if (!registering) m.log("no kubelet socket: serving without registering");
+  m.make_endpoints();
   int rc = 0;
   for (auto& e : m.endpoints) {
     if (!m.serve(e)) rc = 1;
@@ -304,7 +345,7 @@ int PluginManager::run() {
       bool all = true;
       for (auto& e : m.endpoints) {
         std::string why;
-        if (!e.registered && !m.register_endpoint(e, why)) {
+        if (registering && !e.registered && !m.register_endpoint(e, why)) {
           all = false;
           m.log(fmt::format("kubelet not reachable at {} ({}): retrying {} in {} ms",
                             m.kubelet_path(), why, e.resource->name, backoff.count()));
@@ -327,11 +368,18 @@ int PluginManager::run() {
       timeout_ms = static_cast<int>(std::max<long long>(
           0, std::chrono::duration_cast<std::chrono::milliseconds>(next_try - now).count()));
     }
-    pollfd fds[2] = {{m.stop_fd, POLLIN, 0}, {ino, POLLIN, 0}};
-    const int n = ::poll(fds, ino >= 0 ? 2 : 1, timeout_ms);
+    pollfd fds[3] = {{m.stop_fd, POLLIN, 0}, {m.reload_fd, POLLIN, 0}, {ino, POLLIN, 0}};
+    const int n = ::poll(fds, ino >= 0 ? 3 : 2, timeout_ms);
     if (n < 0 && errno != EINTR) break;
     if (fds[0].revents & POLLIN) break;
-    if (ino >= 0 && (fds[1].revents & POLLIN)) {
+    if (fds[1].revents & POLLIN) {
+      std::uint64_t count = 0;
+      [[maybe_unused]] const auto got = ::read(m.reload_fd, &count, sizeof count);
+      if (!m.reload_plan()) rc = 1;
+      backoff = m.options.backoff_initial;
+      next_try = std::chrono::steady_clock::now();
+    }
+    if (ino >= 0 && (fds[2].revents & POLLIN)) {
       alignas(inotify_event) char buf[4096];
       bool kubelet_created = false;
       for (;;) {
@@ -339,7 +387,7 @@ int PluginManager::run() {
         if (len <= 0) break;
         for (ssize_t off = 0; off < len;) {
           const auto* ev = reinterpret_cast<const inotify_event*>(buf + off);
-          if (ev->len > 0 && m.options.kubelet_socket == ev->name) kubelet_created = true;
+          if (ev->len > 0 && kubelet_name == ev->name) kubelet_created = true;
           off += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
         }
       }

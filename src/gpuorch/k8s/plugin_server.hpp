@@ -4,9 +4,14 @@
 // directory with inotify and, when a new kubelet creates kubelet.sock (and has deleted every
 // socket there), serves again and re-registers. A kubelet that is not there yet is retried with
 // backoff. stop() (async-signal-safe) ends the streams, stops the servers and removes the sockets.
+// reload() (async-signal-safe, SIGHUP) asks PluginOptions::reload for a new config and its
+// resources and, when it gives them, stops every endpoint, serves the new resources and registers
+// them again, as NVIDIA's plugin restarts its plugins on SIGHUP; when it does not, the running
+// endpoints stay as they are.
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,9 +22,17 @@
 
 namespace gpuorch::k8s {
 
+// What the plugin serves: a config and the resources planned from it.
+struct PluginPlan {
+  PluginConfig config;
+  std::vector<Resource> resources;
+};
+
 struct PluginOptions {
   std::string directory = "/var/lib/kubelet/device-plugins/";
-  std::string kubelet_socket = "kubelet.sock";  // in `directory`
+  // Relative: in `directory`; absolute: that path; empty: serve without registering (NVIDIA's
+  // --kubelet-socket "").
+  std::string kubelet_socket = "kubelet.sock";
   std::chrono::milliseconds backoff_initial{500};
   std::chrono::milliseconds backoff_max{30000};
   std::chrono::milliseconds register_timeout{10000};
@@ -27,6 +40,8 @@ struct PluginOptions {
   // Where the GPUs a gpuorch scheduler recorded on the pods of this node come from; null: every
   // request keeps the kubelet's devices (no API server access).
   ScheduledAllocations* scheduled = nullptr;
+  // Called on the run() thread after reload(): the new plan, or nothing (it has logged why).
+  std::function<std::optional<PluginPlan>()> reload;
 };
 
 class PluginManager {
@@ -42,6 +57,7 @@ class PluginManager {
   int run();
   // Safe from a signal handler and from any thread.
   void stop();
+  void reload();
 
   HealthState& health();
   [[nodiscard]] const std::vector<Resource>& resources() const;

@@ -44,14 +44,6 @@ bool mig_in_use(const Gpu& g) {
   return g.vendor == Vendor::kNvidia && g.mig.enabled && !g.mig.instances.empty();
 }
 
-// Whether `ref` (a sharing `devices` list entry) names `d`.
-bool matches(const Host& host, const PhysicalDevice& d, const std::string& ref) {
-  const Gpu& g = host.gpus[static_cast<std::size_t>(d.gpu)];
-  if (d.mig < 0) return ref == std::to_string(g.index) || ref == g.uuid;
-  const auto& mi = g.mig.instances[static_cast<std::size_t>(d.mig)];
-  return ref == fmt::format("{}:{}", g.index, d.mig) || ref == mi.uuid;
-}
-
 void add_unshared(Resource& r) {
   r.devices.clear();
   for (std::size_t i = 0; i < r.physical.size(); ++i) {
@@ -59,45 +51,23 @@ void add_unshared(Resource& r) {
   }
 }
 
-// Splits `base` by a sharing entry: the selected devices become a replicated resource (renamed
-// or not), the others stay as they are.
-std::vector<Resource> apply_sharing(const Host& host, Resource base, const PluginConfig& config,
-                                    const ReplicaResource& entry) {
+// `base` shared by a sharing entry. As in NVIDIA's plugin every device of the resource is shared
+// (`devices` is ignored) under its own name, or <name>.shared with renameByDefault (`rename` is
+// ignored).
+Resource apply_sharing(Resource base, const PluginConfig& config, const ReplicaResource& entry) {
   const auto& rr = config.replicated;
-  std::vector<PhysicalDevice> selected, rest;
-  for (std::size_t i = 0; i < base.physical.size(); ++i) {
-    const auto& d = base.physical[i];
-    bool take = entry.all_devices;
-    if (!entry.all_devices && entry.device_count > 0) {
-      take = static_cast<int>(i) < entry.device_count;
-    }
-    for (const auto& ref : entry.device_list) take = take || matches(host, d, ref);
-    (take ? selected : rest).push_back(d);
+  if (config.sharing == SharingKind::kMps &&
+      std::any_of(base.physical.begin(), base.physical.end(),
+                  [](const PhysicalDevice& d) { return d.mig >= 0; })) {
+    base::fail_input(
+        config.source, static_cast<std::size_t>(entry.line),
+        fmt::format("{}: sharing using MPS is not supported for MIG devices", base.name));
   }
-  for (const auto& ref : entry.device_list) {
-    const bool found = std::any_of(base.physical.begin(), base.physical.end(),
-                                   [&](const PhysicalDevice& d) { return matches(host, d, ref); });
-    if (!found) {
-      base::fail_input(config.source, static_cast<std::size_t>(entry.line),
-                       fmt::format("device '{}' of {} is not on this host", ref, entry.name));
-    }
-  }
-  if (entry.device_count > static_cast<int>(base.physical.size())) {
-    base::fail_input(config.source, static_cast<std::size_t>(entry.line),
-                     fmt::format("devices: {} but this host has {} {}", entry.device_count,
-                                 base.physical.size(), entry.name));
-  }
-  Resource shared = base;
-  shared.physical = std::move(selected);
+  Resource shared = std::move(base);
   shared.sharing = config.sharing;
   shared.replicas = entry.replicas;
   shared.fail_requests_greater_than_one = rr.fail_requests_greater_than_one;
-  const std::string domain = base.name.substr(0, base.name.find('/') + 1);
-  if (!entry.rename.empty()) {
-    shared.name = domain + entry.rename;
-  } else if (rr.rename_by_default) {
-    shared.name = base.name + ".shared";
-  }
+  if (rr.rename_by_default) shared.name += ".shared";
   shared.devices.clear();
   for (std::size_t i = 0; i < shared.physical.size(); ++i) {
     for (int n = 0; n < entry.replicas; ++n) {
@@ -105,23 +75,7 @@ std::vector<Resource> apply_sharing(const Host& host, Resource base, const Plugi
           {fmt::format("{}::{}", shared.physical[i].id, n), static_cast<int>(i), n});
     }
   }
-  std::vector<Resource> out;
-  if (shared.name == base.name) {
-    // Same name: one registration carries the replicas and the devices left unshared.
-    for (std::size_t i = 0; i < rest.size(); ++i) {
-      shared.physical.push_back(rest[i]);
-      shared.devices.push_back({rest[i].id, static_cast<int>(shared.physical.size() - 1), -1});
-    }
-    out.push_back(std::move(shared));
-  } else {
-    if (!shared.physical.empty()) out.push_back(std::move(shared));
-    if (!rest.empty()) {
-      base.physical = std::move(rest);
-      add_unshared(base);
-      out.push_back(std::move(base));
-    }
-  }
-  return out;
+  return shared;
 }
 
 }  // namespace
@@ -225,7 +179,7 @@ std::vector<Resource> plan_resources(const Host& host, const PluginConfig& confi
       out.push_back(std::move(r));
       continue;
     }
-    for (auto& s : apply_sharing(host, std::move(r), config, *entry)) out.push_back(std::move(s));
+    out.push_back(apply_sharing(std::move(r), config, *entry));
   }
   for (const auto& r : out) {
     if (r.name.size() > 63) {

@@ -46,7 +46,7 @@ struct Resource {
 enum class VendorFilter { kAll, kNvidia, kAmd };
 
 // Throws base::InputError when the config cannot apply to this host (single strategy over
-// different MIG profiles, a sharing entry naming a device the host lacks, ...).
+// different MIG profiles, MPS over MIG devices).
 std::vector<Resource> plan_resources(const topology::Host& host, const PluginConfig& config,
                                      VendorFilter vendors = VendorFilter::kAll);
 
