@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -38,6 +39,31 @@ TEST(TcpStoreStuckPeer, APeerThatNeverReadsDoesNotStallOthers) {
   const auto waited = std::chrono::steady_clock::now() - start;
   EXPECT_LT(waited, std::chrono::seconds(5)) << "the server waited on the peer that never reads";
   ::close(stuck);
+}
+
+// PyTorch 2.x's store client checks a new connection with PING (a u32 nonce it expects back); a
+// server that refused it made torchrun fail to join a rendezvous gpuorch's agent serves.
+TEST(TcpStorePing, TheNonceComesBack) {
+  TcpStoreServer server("127.0.0.1", 0);
+  const int fd = test::open_loopback(server.port(), 4096);
+  ASSERT_GE(fd, 0);
+  std::vector<char> q{static_cast<char>(wire::kValidate)};
+  q.resize(1 + sizeof wire::kValidateMagic);
+  std::memcpy(q.data() + 1, &wire::kValidateMagic, sizeof wire::kValidateMagic);
+  const std::uint32_t nonce = 0xC0FFEE42;
+  q.push_back(static_cast<char>(wire::kPing));
+  const auto* p = reinterpret_cast<const char*>(&nonce);
+  q.insert(q.end(), p, p + sizeof nonce);
+  ASSERT_EQ(::send(fd, q.data(), q.size(), MSG_NOSIGNAL), static_cast<ssize_t>(q.size()));
+  std::uint32_t back = 0;
+  std::size_t got = 0;
+  while (got < sizeof back) {
+    const ssize_t n = ::recv(fd, reinterpret_cast<char*>(&back) + got, sizeof back - got, 0);
+    ASSERT_GT(n, 0) << "the server closed the connection";
+    got += static_cast<std::size_t>(n);
+  }
+  EXPECT_EQ(back, nonce);
+  ::close(fd);
 }
 
 }  // namespace

@@ -322,5 +322,20 @@ TEST(Manifests, ValidKubernetesObjects) {
   }
 }
 
+// The exporter labels GPU series with the pod using them, as dcgm-exporter's DaemonSet: -k and the
+// kubelet's pod-resources socket mounted read-only (docs/telemetry.md).
+TEST(Manifests, ExporterReadsPodResourcesReadOnly) {
+  const auto ms = make_manifests({});
+  const Json* ds = find(ms, "DaemonSet", "gpuorch-exporter");
+  ASSERT_NE(ds, nullptr);
+  const Json& pod = (*ds)["spec"]["template"]["spec"];
+  const Json& c = pod["containers"][0];
+  EXPECT_NE(std::find(c["args"].begin(), c["args"].end(), "--kubernetes"), c["args"].end());
+  ASSERT_EQ(c["volumeMounts"].size(), 1u);
+  EXPECT_EQ(c["volumeMounts"][0]["mountPath"], "/var/lib/kubelet/pod-resources");
+  EXPECT_EQ(c["volumeMounts"][0]["readOnly"], true);
+  EXPECT_EQ(pod["volumes"][0]["hostPath"]["path"], "/var/lib/kubelet/pod-resources");
+}
+
 }  // namespace
 }  // namespace gpuorch::k8s

@@ -23,7 +23,7 @@ std::string klog_line(Severity severity, std::chrono::system_clock::time_point w
                      utc, micros, pid, file, line, message);
 }
 
-void log(Severity severity, std::string_view message, std::source_location where) {
+void log(Severity severity, std::string_view message, SourceLocation where) {
   const std::string text = klog_line(severity, std::chrono::system_clock::now(), ::getpid(),
                                      where.file_name(), where.line(), message);
   // One write(2) per line: stderr is unbuffered, and fmt::print would not promise one call.

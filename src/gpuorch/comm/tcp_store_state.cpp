@@ -199,6 +199,13 @@ class StoreImpl {
           std::memcpy(reply.data(), &n, sizeof n);
           break;
         }
+        case kPing: {
+          const auto nonce = r.value<std::uint32_t>();
+          if (!r.ok) break;
+          reply.resize(sizeof nonce);
+          std::memcpy(reply.data(), &nonce, sizeof nonce);
+          break;
+        }
         default:
           r.fail(fmt::format("query {} is not served", static_cast<int>(code)));
       }
@@ -262,12 +269,10 @@ class StoreImpl {
   std::vector<Waiter> waiters_;
 };
 
-
 TcpStoreState::TcpStoreState(Send send) : impl_(std::make_unique<StoreImpl>(std::move(send))) {}
 TcpStoreState::~TcpStoreState() = default;
 
-bool TcpStoreState::handle(int fd, std::vector<char>& in, StoreDialect& dialect,
-                           std::string& why) {
+bool TcpStoreState::handle(int fd, std::vector<char>& in, StoreDialect& dialect, std::string& why) {
   return impl_->handle(fd, in, dialect, why);
 }
 

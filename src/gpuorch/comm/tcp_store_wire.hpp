@@ -19,6 +19,8 @@ enum Query : std::uint8_t {
   kWait = 6,
   kGetNumKeys = 7,
   kDeleteKey = 8,
+  // 9-12 (APPEND, MULTI_GET, MULTI_SET, CANCEL_WAIT) are not served.
+  kPing = 13,  // PyTorch 2.x clients check a new connection with it: a u32 nonce, echoed
 };
 constexpr std::uint32_t kValidateMagic = 0x3C85F7CE;
 constexpr std::uint8_t kReady = 0, kNotReady = 1, kStopWaiting = 0;
@@ -30,7 +32,9 @@ inline int from_legacy(std::uint8_t q) {
   if (q < kLegacyWatchKey) return q + 1;
   return q == kDeleteKey ? kDeleteKey : -1;
 }
-inline std::uint8_t to_legacy(Query q) { return static_cast<std::uint8_t>(q == kDeleteKey ? q : q - 1); }
+inline std::uint8_t to_legacy(Query q) {
+  return static_cast<std::uint8_t>(q == kDeleteKey ? q : q - 1);
+}
 
 inline void put_u64(std::vector<char>& out, std::uint64_t v) {
   const auto* p = reinterpret_cast<const char*>(&v);
@@ -40,6 +44,8 @@ inline void put_bytes(std::vector<char>& out, const char* data, std::size_t n) {
   put_u64(out, n);
   out.insert(out.end(), data, data + n);
 }
-inline void put_str(std::vector<char>& out, const std::string& s) { put_bytes(out, s.data(), s.size()); }
+inline void put_str(std::vector<char>& out, const std::string& s) {
+  put_bytes(out, s.data(), s.size());
+}
 
 }  // namespace gpuorch::comm::wire

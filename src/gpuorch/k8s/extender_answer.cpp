@@ -41,6 +41,16 @@ void append_failed(std::string& out, const FilterAnswer& a) {
   out += '}';
 }
 
+// Whether a node object of the request is named `name`; anything not shaped like a Node is not
+// (kube-scheduler's request is a peer's text: a malformed item must not reach a const operator[]).
+bool node_named(const nlohmann::json& n, std::string_view name) {
+  if (!n.is_object()) return false;
+  const auto meta = n.find("metadata");
+  if (meta == n.end() || !meta->is_object()) return false;
+  const auto it = meta->find("name");
+  return it != meta->end() && it->is_string() && it->get_ref<const std::string&>() == name;
+}
+
 }  // namespace
 
 std::string filter_answer_text(const FilterAnswer& a) {
@@ -70,7 +80,7 @@ std::string filter_answer_text(const FilterAnswer& a) {
   }
   nlohmann::json items = nlohmann::json::array();
   for (const nlohmann::json& n : *a.items) {
-    if (!a.keep.empty() && n["metadata"]["name"] == a.keep) items.push_back(n);
+    if (!a.keep.empty() && node_named(n, a.keep)) items.push_back(n);
   }
   out += ",\"Nodes\":";
   out += nlohmann::json{{"metadata", nlohmann::json::object()}, {"items", std::move(items)}}.dump(

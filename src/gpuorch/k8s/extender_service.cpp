@@ -108,7 +108,7 @@ ExtenderService::ExtenderService(ApiClient& api, ExtenderOptions options)
     : api_(api), options_(std::move(options)), mirror_(options_.mirror) {}
 
 void ExtenderService::log(const std::string& line, base::Severity severity,
-                          std::source_location where) const {
+                          base::SourceLocation where) const {
   if (options_.log) options_.log(severity, line, where);
 }
 

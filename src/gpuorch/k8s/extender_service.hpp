@@ -101,7 +101,7 @@ class ExtenderService {
   void forget_locked(const std::string& uid);
   void expire_locked();
   void log(const std::string& line, base::Severity severity = base::Severity::kInfo,
-           std::source_location where = std::source_location::current()) const;
+           base::SourceLocation where = base::SourceLocation::current()) const;
 
   ApiClient& api_;
   ExtenderOptions options_;

@@ -38,7 +38,7 @@ LeaderElector::LeaderElector(ApiClient& api, LeaseOptions options, base::LogSink
     : api_(api), options_(std::move(options)), log_(std::move(log)) {}
 
 void LeaderElector::log(const std::string& line, base::Severity severity,
-                        std::source_location where) const {
+                        base::SourceLocation where) const {
   if (log_) log_(severity, line, where);
 }
 

@@ -45,7 +45,7 @@ class LeaderElector {
  private:
   [[nodiscard]] std::string path() const;
   void log(const std::string& line, base::Severity severity = base::Severity::kInfo,
-           std::source_location where = std::source_location::current()) const;
+           base::SourceLocation where = base::SourceLocation::current()) const;
 
   ApiClient& api_;
   LeaseOptions options_;

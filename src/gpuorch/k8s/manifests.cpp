@@ -13,6 +13,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 constexpr const char* kPluginDir = "/var/lib/kubelet/device-plugins";
+constexpr const char* kPodResourcesDir = "/var/lib/kubelet/pod-resources";
 
 Json metadata(const std::string& name, const ManifestOptions& o, bool namespaced = true) {
   Json m;
@@ -171,7 +172,13 @@ Json exporter_daemonset(const ManifestOptions& o) {
   Json c;
   c["name"] = "exporter";
   c["image"] = o.image;
-  c["args"] = Json::array({"exporter", "--listen", fmt::format("0.0.0.0:{}", o.exporter_port)});
+  // -k: pod, namespace and container labels from the kubelet's pod-resources socket, as
+  // dcgm-exporter's DaemonSet does (docs/telemetry.md); read-only, and the exporter keeps serving
+  // without the labels if the socket cannot be reached.
+  c["args"] = Json::array(
+      {"exporter", "--listen", fmt::format("0.0.0.0:{}", o.exporter_port), "--kubernetes"});
+  c["volumeMounts"] = Json::array(
+      {{{"name", "pod-resources"}, {"mountPath", kPodResourcesDir}, {"readOnly", true}}});
   c["env"] = Json::array({{{"name", "NVIDIA_VISIBLE_DEVICES"}, {"value", "all"}},
                           {{"name", "NVIDIA_DRIVER_CAPABILITIES"}, {"value", "utility"}}});
   c["ports"] = Json::array({{{"name", "metrics"}, {"containerPort", o.exporter_port}}});
@@ -189,6 +196,8 @@ Json exporter_daemonset(const ManifestOptions& o) {
              Json::array({{{"key", "gpuorch.io/gpu.vendor"}, {"operator", "Exists"}}})}}});
   spec["tolerations"] = gpu_tolerations();
   spec["containers"] = Json::array({c});
+  spec["volumes"] =
+      Json::array({host_path_volume("pod-resources", kPodResourcesDir, "DirectoryOrCreate")});
   const Json scrape = {{"prometheus.io/scrape", "true"},
                        {"prometheus.io/port", std::to_string(o.exporter_port)},
                        {"prometheus.io/path", "/metrics"}};

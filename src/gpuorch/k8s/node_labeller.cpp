@@ -114,7 +114,7 @@ NodeLabeller::NodeLabeller(ApiClient* api, LabellerOptions options)
     : api_(api), o_(std::move(options)) {}
 
 void NodeLabeller::log(const std::string& line, base::Severity severity,
-                       std::source_location where) const {
+                       base::SourceLocation where) const {
   if (o_.log) o_.log(severity, line, where);
 }
 

@@ -70,7 +70,7 @@ class NodeLabeller {
 
  private:
   void log(const std::string& line, base::Severity severity = base::Severity::kInfo,
-           std::source_location where = std::source_location::current()) const;
+           base::SourceLocation where = base::SourceLocation::current()) const;
 
   ApiClient* api_;
   LabellerOptions o_;

@@ -35,7 +35,7 @@ SchedulerService::SchedulerService(ApiClient& api, SchedulerServiceOptions optio
 SchedulerService::~SchedulerService() = default;
 
 void SchedulerService::log(const std::string& line, base::Severity severity,
-                           std::source_location where) const {
+                           base::SourceLocation where) const {
   if (options_.log) options_.log(severity, line, where);
 }
 

@@ -98,7 +98,7 @@ class SchedulerService {
   void bind_loop(const std::atomic<bool>& stop);
   void bind(const BindJob& job);
   void log(const std::string& line, base::Severity severity = base::Severity::kInfo,
-           std::source_location where = std::source_location::current()) const;
+           base::SourceLocation where = base::SourceLocation::current()) const;
   [[nodiscard]] bool ours(const PodObject& pod) const;
 
   ApiClient& api_;
