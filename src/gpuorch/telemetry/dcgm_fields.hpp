@@ -18,8 +18,9 @@ struct DcgmField {
   std::string_view type, help;
   // The reading that gives it; null when NVML cannot (see `why_not`).
   std::optional<double> GpuSample::*value = nullptr;
-  std::string_view why_not;       // one line, for the start-up note and docs/telemetry.md
-  bool per_mig_instance = false;  // also exported per MIG instance (memory fields)
+  std::string_view why_not;  // one line, for the start-up note and docs/telemetry.md
+  // Also exported per MIG instance, from this reading of it (the memory fields); null: not.
+  std::optional<double> MigSample::*mig_value = nullptr;
 };
 
 // Every DCGM field gpuorch knows by name.

@@ -105,6 +105,17 @@ std::string render_metrics(const topology::Host& host, const Round& round,
           fmt::format(",DCGM_FI_DRIVER_VERSION=\"{}\"", escape_label(host.driver_version));
     }
   }
+  // Each GPU's DCGM labels, one set per container holding it: the same for every field, so
+  // formatted once per round rather than once per series.
+  std::vector<std::vector<std::string>> gpu_series_labels(host.gpus.size());
+  for (std::size_t i = 0; i < host.gpus.size(); ++i) {
+    const topology::Gpu& g = host.gpus[i];
+    const std::string gpu_id =
+        options.pods_by_device_name && g.minor >= 0 ? fmt::format("nvidia{}", g.minor) : g.uuid;
+    for (const PodRef* p : holders(options, gpu_id)) {
+      gpu_series_labels[i].push_back(entity_labels(host, g, nullptr, p, attributes));
+    }
+  }
   for (const auto& c : options.collectors) {
     const DcgmField& f = *c.field;
     if (f.value == nullptr) continue;  // a label, or no NVML source (docs/telemetry.md says why)
@@ -112,17 +123,14 @@ std::string render_metrics(const topology::Host& host, const Round& round,
     for (const auto& s : round.gpus) {
       if (static_cast<std::size_t>(s.gpu) >= host.gpus.size()) continue;
       const topology::Gpu& g = host.gpus[static_cast<std::size_t>(s.gpu)];
-      const std::string gpu_id =
-          options.pods_by_device_name && g.minor >= 0 ? fmt::format("nvidia{}", g.minor) : g.uuid;
       if (const auto& v = s.*f.value) {
-        for (const PodRef* p : holders(options, gpu_id)) {
-          series += fmt::format("{}{{{}}} {}\n", f.name,
-                                entity_labels(host, g, nullptr, p, attributes), *v);
+        for (const auto& l : gpu_series_labels[static_cast<std::size_t>(s.gpu)]) {
+          series += fmt::format("{}{{{}}} {}\n", f.name, l, *v);
         }
       }
-      if (!f.per_mig_instance) continue;
+      if (f.mig_value == nullptr) continue;
       for (const auto& m : s.mig) {
-        const auto& v = f.name == "DCGM_FI_DEV_FB_USED" ? m.memory_used_mib : m.memory_free_mib;
+        const auto& v = m.*f.mig_value;
         if (!v) continue;
         for (const PodRef* p : holders(options, m.uuid)) {
           series +=
