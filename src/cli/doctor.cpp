@@ -231,8 +231,7 @@ void add_doctor(CLI::App& app, Action& action) {
       "Read an NCCL_DEBUG=INFO log: transport per peer (P2P, SHM, NET/IB with or without "
       "GPUDirect, "
       "NET/Socket fallback), rings and trees, NCCL WARN lines, collective timeouts and which rank "
-      "stopped.\nExample: NCCL_DEBUG=INFO torchrun ... 2>&1 | tee job.log; gpuorch doctor nccl-log "
-      "job.log");
+      "stopped.");
   nccl->add_option("FILE", f->nccl_log, "The log (any job output that holds NCCL's lines)")
       ->required();
   add_json(*nccl, *f);
@@ -242,8 +241,7 @@ void add_doctor(CLI::App& app, Action& action) {
       "network",
       "Check what NCCL needs from this host's network: RDMA ports (state, rate, link layer, as "
       "ibv_devinfo shows them), nvidia-peermem for GPUDirect RDMA, the memlock limit, and that "
-      "NCCL_SOCKET_IFNAME / NCCL_IB_HCA name devices that exist.\nExample: gpuorch doctor network "
-      "--env-file nccl.env");
+      "NCCL_SOCKET_IFNAME / NCCL_IB_HCA name devices that exist.");
   add_root(*net, *f);
   net->add_option("--env-file", f->env_files,
                   "The launcher's env file (gpuorch launch --env-file, gpuorch tune nccl "
@@ -258,8 +256,7 @@ void add_doctor(CLI::App& app, Action& action) {
       "numa",
       "For each process with a GPU open (/proc/PID/fd -> /dev/nvidiaN), compare its CPU affinity "
       "(Cpus_allowed_list) and memory (numa_maps) with its GPUs' NUMA node and local cores; with "
-      "--kubelet-config, check the kubelet's CPU, Topology and Memory Manager policies.\nExample: "
-      "sudo gpuorch doctor numa --kubelet-config /var/lib/kubelet/config.yaml");
+      "--kubelet-config, check the kubelet's CPU, Topology and Memory Manager policies.");
   add_root(*numa, *f);
   numa->add_option("--topology", f->topology,
                    "The host as `gpuorch topo --json` wrote it, instead of discovering it")
@@ -275,8 +272,7 @@ void add_doctor(CLI::App& app, Action& action) {
       "Why a pod is Pending, in the scheduler core's words on the cluster's current state (the "
       "explanation `gpuorch scheduler` writes): which nodes lack what, labels and taints that "
       "exclude nodes, gang members missing, and whether it is waiting or infeasible. Any "
-      "scheduler's pods. Without NS/NAME: every unbound pod.\nExample: gpuorch doctor pod "
-      "default/train-0 --kubeconfig ~/.kube/config");
+      "scheduler's pods. Without NS/NAME: every unbound pod.");
   pod->add_option("NS/NAME", f->pod, "The pod (default: every unbound pod)");
   pod->add_option("--kubeconfig", f->kubeconfig,
                   "kubeconfig file (default: $KUBECONFIG, else in-cluster, else ~/.kube/config)");

@@ -126,9 +126,7 @@ void add_doctor_measure(CLI::App& doctor, Action& action) {
       "Sample each GPU's SM utilisation, memory and PCIe traffic and the CPU use of the processes "
       "that hold it (per thread, DataLoader workers included) for --seconds, then flag GPUs that "
       "are starved and name the likely cause: data loading in the main process, CPU-bound "
-      "preprocessing, unoverlapped input copies, or too little work per step.\nExample: gpuorch "
-      "doctor utilisation --seconds 10 --record util.json; gpuorch doctor utilisation --replay "
-      "util.json");
+      "preprocessing, unoverlapped input copies, or too little work per step.");
   util->alias("utilization");
   util->add_option("--seconds", u->seconds, "How long to sample")->capture_default_str();
   util->add_option("--interval", u->interval, "Seconds between samples")->capture_default_str();
@@ -153,8 +151,7 @@ void add_doctor_measure(CLI::App& doctor, Action& action) {
       "data",
       "Measure how fast a dataset reads (a file, or every file under a directory; several "
       "threads, O_DIRECT) and compare it with what the GPUs consume (samples/s x bytes per "
-      "sample x GPUs).\nExample: gpuorch doctor data /data/imagenet/train --samples-per-second "
-      "3000 --sample-bytes 110K --gpus 8");
+      "sample x GPUs).");
   data->add_option("PATH", d->read.path, "The dataset: a file or a directory")->required();
   data->add_option("--samples-per-second", d->samples_per_second,
                    "Samples per second one GPU trains on");

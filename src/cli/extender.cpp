@@ -127,10 +127,7 @@ void add_extender(CLI::App& app, Action& action) {
   CLI::App* cmd = app.add_subcommand(
       "extender",
       "kube-scheduler HTTP extender (filter, prioritize, bind) with the same scheduler core and "
-      "policies as `gpuorch scheduler` and `gpuorch sim` (docs/extender.md).\n"
-      "Example: gpuorch extender --kubeconfig ~/.kube/config --policy efd --listen "
-      "127.0.0.1:10262\n"
-      "         gpuorch extender --print-config   # the KubeSchedulerConfiguration extenders[]");
+      "policies as `gpuorch scheduler` and `gpuorch sim` (docs/extender.md).");
   add_core_flags(*cmd, flags->kubeconfig, flags->policy, flags->seed, flags->workload);
   cmd->add_option("--listen", flags->listen,
                   "ADDRESS:PORT for the extender verbs, /metrics, /healthz and /readyz (port 0: "

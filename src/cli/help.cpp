@@ -35,11 +35,11 @@ const std::map<std::string, std::vector<std::string>>& examples() {
         "gpuorch topo --json > host.json"}},
       {"dmon", {"gpuorch dmon --interval 1 --count 10", "gpuorch dmon --json --count 1"}},
       {"exporter",
-       {"gpuorch exporter --listen 127.0.0.1:9401   # /metrics, /healthz",
-        "curl -s localhost:9401/metrics | grep DCGM_FI_DEV_GPU_UTIL"}},
+       {"gpuorch exporter --listen 127.0.0.1:9400   # /metrics, /health (and /healthz)",
+        "curl -s localhost:9400/metrics | grep DCGM_FI_DEV_GPU_UTIL"}},
       {"scheduler", {"gpuorch scheduler --kubeconfig ~/.kube/config --policy efd --seed 42"}},
       {"extender",
-       {"gpuorch extender --kubeconfig ~/.kube/config --policy efd --listen 0.0.0.0:8888",
+       {"gpuorch extender --kubeconfig ~/.kube/config --policy efd --listen 127.0.0.1:10262",
         "gpuorch extender --print-config      # the KubeSchedulerConfiguration extenders[] entry"}},
       {"bench",
        {"gpuorch bench all_reduce -b 8 -e 8G -f 2 -g 2          # NCCL on this host's GPUs",
@@ -53,7 +53,11 @@ const std::map<std::string, std::vector<std::string>>& examples() {
       {"manifests",
        {"gpuorch manifests --vendor nvidia --image registry.example/gpuorch:0.1.0 | kubectl apply "
         "-f -",
-        "gpuorch manifests --vendor both --sharing time-slicing --replicas 4 -o deploy/"}},
+        "gpuorch manifests --vendor both --sharing time-slicing --replicas 4 -o deploy/",
+        "gpuorch manifests --vendor nvidia --image registry.example/gpuorch:0.1.0 "
+        "--image-pull-secret regcred --node-selector pool=gpu --toleration "
+        "dedicated=gpu:NoSchedule --runtime-class nvidia --mig-strategy mixed --requests "
+        "exporter:cpu=100m -o deploy/"}},
       {"node-labeller",
        {"gpuorch node-labeller --config-file config.yaml --interval 60",
         "gpuorch node-labeller --dry-run      # print the labels, change nothing"}},
@@ -65,13 +69,16 @@ const std::map<std::string, std::vector<std::string>>& examples() {
       {"doctor nccl-log",
        {"NCCL_DEBUG=INFO torchrun ... 2>&1 | tee job.log; gpuorch doctor nccl-log job.log"}},
       {"doctor network", {"gpuorch doctor network --env-file nccl.env"}},
-      {"doctor numa", {"gpuorch doctor numa --kubelet-config /var/lib/kubelet/config.yaml"}},
+      {"doctor numa", {"sudo gpuorch doctor numa --kubelet-config /var/lib/kubelet/config.yaml"}},
       {"doctor pod",
        {"gpuorch doctor pod default/train-0 --kubeconfig ~/.kube/config",
         "gpuorch doctor pod                   # every unbound pod"}},
-      {"doctor utilisation", {"gpuorch doctor utilisation --seconds 10 --record util.json"}},
+      {"doctor utilisation",
+       {"gpuorch doctor utilisation --seconds 10 --record util.json",
+        "gpuorch doctor utilisation --replay util.json"}},
       {"doctor data",
-       {"gpuorch doctor data /data/train --samples-per-second 3000 --sample-bytes 110K --gpus 8"}},
+       {"gpuorch doctor data /data/imagenet/train --samples-per-second 3000 --sample-bytes 110K "
+        "--gpus 8"}},
   };
   return table;
 }

@@ -86,11 +86,7 @@ void add_manifests(CLI::App& app, Action& action) {
       "Print the Kubernetes YAML that deploys gpuorch: device plugin DaemonSet(s) and sharing "
       "ConfigMap, exporter DaemonSet + Service, node labeller, the scheduler Deployment (2 "
       "replicas, leader election) with the PodGroup CRD, and least-privilege RBAC. Every "
-      "component is included by default. See docs/manifests.md.\n"
-      "Example: gpuorch manifests --vendor nvidia --image registry.example/gpuorch:0.1.0 \\\n"
-      "           --image-pull-secret regcred --node-selector pool=gpu \\\n"
-      "           --toleration dedicated=gpu:NoSchedule --runtime-class nvidia \\\n"
-      "           --mig-strategy mixed --requests exporter:cpu=100m -o deploy/");
+      "component is included by default. See docs/manifests.md.");
   cmd->add_option("--image", f->options.image, "gpuorch container image")->capture_default_str();
   cmd->add_option("--mps-image", f->options.mps_image,
                   "CUDA image with nvidia-cuda-mps-control (--sharing mps)")

@@ -164,8 +164,7 @@ void add_scheduler(CLI::App& app, Action& action) {
   CLI::App* cmd = app.add_subcommand(
       "scheduler",
       "Schedule the pods of a Kubernetes cluster whose spec.schedulerName is ours, with the same "
-      "scheduler core and policies as `gpuorch sim` (docs/scheduler.md).\n"
-      "Example: gpuorch scheduler --kubeconfig ~/.kube/config --policy efd --seed 42");
+      "scheduler core and policies as `gpuorch sim` (docs/scheduler.md).");
   add_core_flags(*cmd, flags->kubeconfig, flags->policy, flags->seed, flags->workload);
   cmd->add_option("--scheduler-name", flags->scheduler_name,
                   "Serve pods with this spec.schedulerName")

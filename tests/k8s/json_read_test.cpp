@@ -55,6 +55,16 @@ TEST(JsonRead, BadFilesAreOneLine) {
             f + ": top level: \"memory_mib\" is out of range");
   EXPECT_EQ(err(head + "\"gpus\": [" + gpu + ", \"numa_node\": 4294967296}]}"),
             f + ": gpus[0]: \"numa_node\" 4294967296 is out of range");
+  // Found by fuzz_topology_json: a version's digits were read with atoi and multiplied (overflow).
+  EXPECT_EQ(err(head + "\"cuda_driver_version\": \"18888888882.2\", " + two_gpus + "}"),
+            f + ": top level: \"cuda_driver_version\" is \"18888888882.2\", not MAJOR.MINOR "
+                "(e.g. \"12.4\")");
+  EXPECT_EQ(err(head + "\"gpus\": [" + gpu + ", \"compute_capability\": \"9.x\"}]}"),
+            f + ": gpus[0]: \"compute_capability\" is \"9.x\", not MAJOR.MINOR (e.g. \"12.4\")");
+  test::write_text(f, head + "\"cuda_driver_version\": \"12.4\", \"gpus\": [" + gpu +
+                          ", \"compute_capability\": \"9.0\"}]}");
+  EXPECT_EQ(load_host_json(f).cuda_driver_version, 12040);
+  EXPECT_EQ(load_host_json(f).gpus.at(0).cc_major, 9);
   const std::string numa = "\"numa_nodes\": [{\"id\": 0}, {\"id\": 1}], ";
   EXPECT_EQ(err(head + numa + "\"gpus\": [" + gpu + ", \"numa_node\": 1000000}]}"),
             f + ": gpus[0]: \"numa_node\": 1000000 is not in \"numa_nodes\" (ids 0, 1), nor -1");

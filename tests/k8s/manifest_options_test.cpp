@@ -255,9 +255,10 @@ TEST(ManifestOptions, CommandLine) {
   test::TempDir dir;
   auto r = test::run_cli({"manifests", "--help"}, dir);
   ASSERT_EQ(r.exit_code, 0);
-  for (const char* s : {"Example: gpuorch manifests", "--toleration", "KEY=VALUE:EFFECT",
-                        "--mig-strategy TEXT", "(default: none)", "--image-pull-secret",
-                        "--runtime-class", "--requests", "device-plugin cpu=10m,memory=64Mi"}) {
+  for (const char* s :
+       {"  gpuorch manifests --vendor nvidia --image", "--toleration", "KEY=VALUE:EFFECT",
+        "--mig-strategy TEXT", "(default: none)", "--image-pull-secret", "--runtime-class",
+        "--requests", "device-plugin cpu=10m,memory=64Mi"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
   }
   r = test::run_cli({"manifests",

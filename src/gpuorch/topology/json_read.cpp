@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <charconv>
 #include <climits>
-#include <cstdlib>
 #include <set>
+#include <string_view>
+#include <tuple>
+#include <utility>
 
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/base/json_check.hpp"
@@ -72,6 +74,25 @@ struct Reader {
     return v;
   }
 };
+
+// "MAJOR.MINOR" (a CUDA version, a compute capability) as `gpuorch topo --json` writes it. Bounded:
+// a file, not the driver, is speaking here, and NVML's encoding (major * 1000) must not overflow.
+std::pair<int, int> dotted_version(const Reader& r, const std::string& where, const char* key,
+                                   const std::string& text) {
+  const auto part = [&](std::string_view digits) {
+    int v = -1;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+    if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size() || v < 0 ||
+        v > 999) {
+      r.fail(where, fmt::format("\"{}\" is \"{}\", not MAJOR.MINOR (e.g. \"12.4\")", key, text));
+    }
+    return v;
+  };
+  const auto dot = text.find('.');
+  const std::string_view all{text};
+  const int major = part(all.substr(0, dot));
+  return {major, dot == std::string::npos ? 0 : part(all.substr(dot + 1))};
+}
 
 std::string opt_str(const Json& obj, const char* key) {
   return obj.contains(key) && obj.at(key).is_string() ? obj.at(key).get<std::string>()
@@ -141,11 +162,7 @@ Gpu read_gpu(const Reader& r, const Json& j, std::size_t i) {
   g.pci = read_pci(r, j, where);
   g.pci_device_id = static_cast<std::uint32_t>(hex(opt_str(j, "pci_device_id")));
   if (const std::string cc = opt_str(j, "compute_capability"); !cc.empty()) {
-    const auto dot = cc.find('.');
-    if (dot != std::string::npos) {
-      g.cc_major = std::atoi(cc.substr(0, dot).c_str());
-      g.cc_minor = std::atoi(cc.substr(dot + 1).c_str());
-    }
+    std::tie(g.cc_major, g.cc_minor) = dotted_version(r, where, "compute_capability", cc);
   }
   g.gfx_target = opt_str(j, "gfx_target");
   g.compute_units = r.int32(j, where, "compute_units", 0);
@@ -265,10 +282,10 @@ Host host_from_json_text(const std::string& text, const std::string& file) {
     h.machine = j["machine"].get<std::string>();
   h.driver_version = opt_str(j, "driver_version");
   if (const std::string cuda = opt_str(j, "cuda_driver_version"); !cuda.empty()) {
-    const auto dot = cuda.find('.');
-    h.cuda_driver_version =
-        std::atoi(cuda.substr(0, dot).c_str()) * 1000 +
-        (dot == std::string::npos ? 0 : std::atoi(cuda.substr(dot + 1).c_str()) * 10);
+    const auto [major, minor] = dotted_version(r, "top level", "cuda_driver_version", cuda);
+    if (minor > 99)
+      r.fail("top level", fmt::format("cuda_driver_version \"{}\": minor above 99", cuda));
+    h.cuda_driver_version = major * 1000 + minor * 10;
   }
   h.memory_mib = r.integer(j, "top level", "memory_mib", 0);
   if (j.contains("cpus") && j["cpus"].is_object()) {
