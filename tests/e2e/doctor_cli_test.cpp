@@ -65,7 +65,7 @@ TEST(DoctorCli, BadUsageIsExitTwo) {
   EXPECT_EQ(run_cli({"doctor", "nccl-log"}, dir).exit_code, 2);
   const auto help = run_cli({"doctor", "nccl-log", "--help"}, dir);
   EXPECT_EQ(help.exit_code, 0);
-  EXPECT_NE(help.out.find("Example:"), std::string::npos);
+  EXPECT_NE(help.out.find("Examples:\n  NCCL_DEBUG=INFO torchrun"), std::string::npos) << help.out;
 }
 
 TEST(DoctorCli, NetworkOnARecordedTree) {
