@@ -48,13 +48,13 @@ extern "C" void on_hangup_signal(int) {
   if (auto* m = g_running.load()) m->reload();
 }
 
-void log_line(const std::string& l) { fmt::print(stderr, "gpuorch device-plugin: {}\n", l); }
+void plugin_log(const std::string& l) { fmt::print(stderr, "gpuorch device-plugin: {}\n", l); }
 
 // The config with flags and variables applied, its warnings (what it sets that has no effect)
 // said once each.
 k8s::PluginConfig effective_config(const PluginFlags& f) {
   auto c = f.nvidia.effective_config();
-  for (const auto& w : c.warnings) log_line("warning: " + w);
+  for (const auto& w : c.warnings) plugin_log("warning: " + w);
   return c;
 }
 
@@ -111,7 +111,7 @@ int run_plugin(const PluginFlags& f) {
   } catch (const base::InputError& e) {
     // NVIDIA's --fail-on-init-error=false: an init error leaves the plugin up and idle.
     if (config.fail_on_init_error || f.dry_run) throw;
-    log_line(fmt::format("{}: serving nothing (fail-on-init-error is false)", e.what()));
+    plugin_log(fmt::format("{}: serving nothing (fail-on-init-error is false)", e.what()));
   }
   if (f.dry_run) {
     const k8s::HealthState health;
@@ -124,7 +124,7 @@ int run_plugin(const PluginFlags& f) {
                  f.topology.empty() ? "live discovery" : f.topology);
       return 1;
     }
-    log_line("no devices found: waiting indefinitely (fail-on-init-error is false)");
+    plugin_log("no devices found: waiting indefinitely (fail-on-init-error is false)");
   }
   k8s::PluginOptions options;
   options.directory = f.directory;
@@ -137,7 +137,7 @@ int run_plugin(const PluginFlags& f) {
       auto r = k8s::plan_resources(host, c, vendor_filter(f.vendor));
       return k8s::PluginPlan{std::move(c), std::move(r)};
     } catch (const base::InputError& e) {
-      log_line(fmt::format("SIGHUP: {}", e.what()));
+      plugin_log(fmt::format("SIGHUP: {}", e.what()));
       return std::nullopt;
     }
   };

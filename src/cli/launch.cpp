@@ -74,7 +74,7 @@ struct LaunchFlags {
 
 // klog lines (base/log.hpp). launch::Log carries no severity or source line yet, so every line
 // is info from here; the agent's own file:line needs launch::Log to become a base::LogSink.
-void log_line(const std::string& s) { base::log_info(s); }
+void launch_log(const std::string& s) { base::log_info(s); }
 
 std::pair<int, int> parse_nnodes(const std::string& s) {
   auto number = [&](const std::string& part) {
@@ -316,19 +316,19 @@ int run(LaunchFlags f) {
   }
   if (config.log_dir.empty() && (any_stream(redirects) || any_stream(tee))) {
     config.log_dir = temporary_log_dir();
-    log_line(
+    launch_log(
         fmt::format("worker logs in {} (--redirects/--tee without --log-dir)", config.log_dir));
   }
 
   rc.local_world_size = static_cast<int>(plan.ranks.size());
   rc.role = f.role;
   auto rdzv = launch::make_rendezvous(rc);
-  log_line(fmt::format("{} workers on this node, backend {} (torch: {}), bind {}; rendezvous {}{}",
-                       plan.ranks.size(), launch::to_string(plan.backend),
-                       launch::torch_backend(plan.backend), launch::to_string(plan.bind),
-                       rdzv->describe(),
-                       node_source == "flags" ? "" : " (from " + node_source + ")"));
-  const auto result = launch::run_agent(config, *rdzv, log_line);
+  launch_log(
+      fmt::format("{} workers on this node, backend {} (torch: {}), bind {}; rendezvous {}{}",
+                  plan.ranks.size(), launch::to_string(plan.backend),
+                  launch::torch_backend(plan.backend), launch::to_string(plan.bind),
+                  rdzv->describe(), node_source == "flags" ? "" : " (from " + node_source + ")"));
+  const auto result = launch::run_agent(config, *rdzv, launch_log);
   fmt::print(stderr, "{}", launch::render_summary(config, result));
   if (!f.summary_json.empty()) {
     base::write_file_atomically(f.summary_json, launch::summary_json(config, result) + "\n");
