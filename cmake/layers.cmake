@@ -6,7 +6,7 @@
 #
 # gpuorch_layer(NAME [DEPS layer...] [LIBS target...])
 # nlohmann-json alone is 5-9 s of parsing per object in C++20 on g++ 12, most of a typical object's
-# compile time; CI builds everything twice on two cores. So each target parses it (and fmt) once.
+# compile time, and CI builds every object on two cores. So each target parses it (and fmt) once.
 function(gpuorch_precompile_common_headers target)
   target_precompile_headers(${target} PRIVATE
     <nlohmann/json.hpp> <fmt/format.h> <map> <memory> <optional> <string> <vector>)
