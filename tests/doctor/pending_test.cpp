@@ -1,9 +1,10 @@
 // doctor pod on recorded API objects (a kubectl List): waiting vs infeasible, a gang short of
 // members, a pod that fits, bound pods counted whatever their scheduler.
+#include "gpuorch/doctor/pending.hpp"
+
 #include <gtest/gtest.h>
 
 #include "doctor/doctor_test_util.hpp"
-#include "gpuorch/doctor/pending.hpp"
 
 namespace gpuorch {
 namespace {
@@ -19,17 +20,18 @@ json node(const std::string& name) {
 }
 
 json pod(const std::string& name, int gpus, const std::string& bound_to = "") {
-  json p = {{"apiVersion", "v1"},
-            {"kind", "Pod"},
-            {"metadata", {{"name", name}, {"namespace", "ml"}, {"uid", "uid-" + name}}},
-            {"spec",
-             {{"schedulerName", "default-scheduler"},
-              {"containers",
-               json::array({{{"name", "c"},
-                             {"resources",
-                              {{"requests", {{"cpu", "4"}, {"nvidia.com/gpu", std::to_string(gpus)}}},
-                               {"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}})}}},
-            {"status", {{"phase", bound_to.empty() ? "Pending" : "Running"}}}};
+  json p = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", name}, {"namespace", "ml"}, {"uid", "uid-" + name}}},
+      {"spec",
+       {{"schedulerName", "default-scheduler"},
+        {"containers",
+         json::array({{{"name", "c"},
+                       {"resources",
+                        {{"requests", {{"cpu", "4"}, {"nvidia.com/gpu", std::to_string(gpus)}}},
+                         {"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}})}}},
+      {"status", {{"phase", bound_to.empty() ? "Pending" : "Running"}}}};
   if (!bound_to.empty()) p["spec"]["nodeName"] = bound_to;
   return p;
 }
@@ -70,7 +72,8 @@ TEST(DoctorPending, FitsWhenNoSchedulerActedAndEveryPendingPodExplained) {
   EXPECT_EQ(test::problem_ids(f), (std::vector<std::string>{"pod.fits", "pod.gang-incomplete"}));
   for (const auto& x : f) {
     if (x.id == "pod.gang-incomplete") {
-      EXPECT_EQ(x.what, "ml/g-0: gang ml/g: 1 of minMember 2 pods exist (0 bound); waiting for the rest");
+      EXPECT_EQ(x.what,
+                "ml/g-0: gang ml/g: 1 of minMember 2 pods exist (0 bound); waiting for the rest");
     } else {
       EXPECT_NE(x.fix.find("'default-scheduler'"), std::string::npos) << x.fix;
     }
@@ -80,6 +83,31 @@ TEST(DoctorPending, FitsWhenNoSchedulerActedAndEveryPendingPodExplained) {
             "pod ml/nope not found (or it has finished)");
   EXPECT_EQ(test::input_error([] { doctor::cluster_from_list(json::array(), "x.json"); }),
             "x.json: not a Kubernetes List (kubectl get nodes,pods -A -o json)");
+}
+
+// The API server's conditions are read by shape: kube-scheduler's verdict is shown, and a
+// status of another shape is no condition rather than an exception (found beside the extender's
+// fuzzing: a JSON pointer through an array throws).
+TEST(DoctorPending, TheirConditionIsShownAndAMisshapenStatusIsNone) {
+  json theirs = pod("next", 16);
+  theirs["status"]["conditions"] = json::array({"not an object",
+                                                {{"type", "PodScheduled"},
+                                                 {"status", "False"},
+                                                 {"reason", "Unschedulable"},
+                                                 {"message", "0/1 nodes are available"}}});
+  auto f = explain(json::array({node("n1"), theirs}), "ml/next");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(f[0].evidence.find("the pod's condition says Unschedulable: 0/1 nodes are available"),
+            std::string::npos)
+      << f[0].evidence;
+  for (const json& status : {json::array({"x"}), json{{"conditions", {{"type", 1}}}},
+                             json{{"phase", "Pending"}, {"conditions", "PodScheduled"}}}) {
+    json odd = pod("odd", 16);
+    odd["status"] = status;
+    f = explain(json::array({node("n1"), odd}), "ml/odd");
+    ASSERT_EQ(f.size(), 1u) << status;
+    EXPECT_EQ(f[0].evidence.find("the pod's condition says"), std::string::npos) << f[0].evidence;
+  }
 }
 
 }  // namespace

@@ -29,10 +29,12 @@ std::map<std::string, Group> read_groups(const ClusterObjects& o) {
     const auto meta = g.value("metadata", nlohmann::json::object());
     Group group;
     const auto spec = g.value("spec", nlohmann::json::object());
-    const auto min = spec.is_object() ? spec.value("minMember", nlohmann::json(1)) : nlohmann::json();
+    const auto min =
+        spec.is_object() ? spec.value("minMember", nlohmann::json(1)) : nlohmann::json();
     if (!min.is_number_integer() || min.get<std::int64_t>() < 1 ||
         min.get<std::int64_t>() > 100000) {
-      group.error = fmt::format("spec.minMember {} is not a whole number in [1, 100000]", min.dump());
+      group.error =
+          fmt::format("spec.minMember {} is not a whole number in [1, 100000]", min.dump());
     } else {
       group.min_member = static_cast<int>(min.get<std::int64_t>());
     }
@@ -73,11 +75,20 @@ std::string fix_for(sched::Reason r) {
 }
 
 // What another scheduler (kube-scheduler) wrote, to show beside the core's verdict.
+// The API server's JSON, read by shape: a field of another type is absent, never an exception.
 std::string own_condition(const nlohmann::json& pod) {
-  const auto conds = pod.value("/status/conditions"_json_pointer, nlohmann::json::array());
-  for (const auto& c : conds) {
-    if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False") {
-      return fmt::format("{}: {}", c.value("reason", ""), c.value("message", ""));
+  const auto text = [](const nlohmann::json& o, const char* key) {
+    const auto it = o.find(key);
+    return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  if (!pod.is_object()) return "";
+  const auto status = pod.find("status");
+  if (status == pod.end() || !status->is_object()) return "";
+  const auto conds = status->find("conditions");
+  if (conds == status->end() || !conds->is_array()) return "";
+  for (const auto& c : *conds) {
+    if (c.is_object() && text(c, "type") == "PodScheduled" && text(c, "status") == "False") {
+      return fmt::format("{}: {}", text(c, "reason"), text(c, "message"));
     }
   }
   return "";
@@ -123,20 +134,21 @@ class Explainer {
 
   Finding explain(const PodObject& pod) {
     if (!pod.node_name.empty()) {
-      return {Severity::kInfo, "pod.bound", fmt::format("{} is bound to {}", pod.key(), pod.node_name),
+      return {Severity::kInfo, "pod.bound",
+              fmt::format("{} is bound to {}", pod.key(), pod.node_name),
               fmt::format("phase {}", pod.phase), ""};
     }
     if (!build_error_.empty()) {
       return {Severity::kError, "pod.infeasible", fmt::format("{}: {}", pod.key(), build_error_),
               evidence(pod), "pass --policy efd-online, or the history the scheduler is given"};
     }
-    Finding f = node_count_ == 0
-                    ? Finding{Severity::kError, "pod.infeasible",
-                              fmt::format("{}: the cluster has no node the scheduler can use",
-                                          pod.key()),
-                              evidence(pod), "register nodes (kubelet) or fix the ones left out"}
-                : pod.gang.empty() ? explain_one(pod)
-                                   : explain_gang(pod);
+    Finding f =
+        node_count_ == 0
+            ? Finding{Severity::kError, "pod.infeasible",
+                      fmt::format("{}: the cluster has no node the scheduler can use", pod.key()),
+                      evidence(pod), "register nodes (kubelet) or fix the ones left out"}
+        : pod.gang.empty() ? explain_one(pod)
+                           : explain_gang(pod);
     const std::string theirs = own_condition(*raw_.at(pod.uid));
     if (!theirs.empty()) f.evidence += fmt::format("; the pod's condition says {}", theirs);
     if (!left_out_.empty()) {
@@ -147,8 +159,9 @@ class Explainer {
 
  private:
   std::string evidence(const PodObject& pod) const {
-    return fmt::format("schedulerName {}, requests {} GPU{}, {} mCPU, {} MiB; {} nodes", pod.scheduler_name,
-                       pod.spec.gpu_count, pod.spec.gpu_share() ? fmt::format(" x {} milli", pod.spec.gpu_milli) : "",
+    return fmt::format("schedulerName {}, requests {} GPU{}, {} mCPU, {} MiB; {} nodes",
+                       pod.scheduler_name, pod.spec.gpu_count,
+                       pod.spec.gpu_share() ? fmt::format(" x {} milli", pod.spec.gpu_milli) : "",
                        pod.spec.cpu_milli, pod.spec.memory_mib, node_count_);
   }
 
@@ -161,12 +174,13 @@ class Explainer {
     const auto r = mirror_.schedule(pod);
     if (r.decision.outcome == sched::Outcome::kPlaced) {
       mirror_.release(pod.uid);
-      return {Severity::kWarning, "pod.fits",
-              fmt::format("{} fits now: the scheduler core would place it on {}", pod.key(), r.node),
-              evidence(pod),
-              fmt::format("no scheduler has acted on it: check that a scheduler named '{}' runs "
-                          "(for gpuorch: `gpuorch scheduler`)",
-                          pod.scheduler_name)};
+      return {
+          Severity::kWarning, "pod.fits",
+          fmt::format("{} fits now: the scheduler core would place it on {}", pod.key(), r.node),
+          evidence(pod),
+          fmt::format("no scheduler has acted on it: check that a scheduler named '{}' runs "
+                      "(for gpuorch: `gpuorch scheduler`)",
+                      pod.scheduler_name)};
     }
     sched::RequestResolver resolver(mirror_.cluster());
     const auto request = resolver.resolve(pod.spec);

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "gpuorch/k8s/node_object.hpp"
+
 namespace gpuorch::k8s {
 
 void append_json_string(std::string& out, std::string_view s) {
@@ -44,11 +46,7 @@ void append_failed(std::string& out, const FilterAnswer& a) {
 // Whether a node object of the request is named `name`; anything not shaped like a Node is not
 // (kube-scheduler's request is a peer's text: a malformed item must not reach a const operator[]).
 bool node_named(const nlohmann::json& n, std::string_view name) {
-  if (!n.is_object()) return false;
-  const auto meta = n.find("metadata");
-  if (meta == n.end() || !meta->is_object()) return false;
-  const auto it = meta->find("name");
-  return it != meta->end() && it->is_string() && it->get_ref<const std::string&>() == name;
+  return !name.empty() && object_name(n) == name;
 }
 
 }  // namespace

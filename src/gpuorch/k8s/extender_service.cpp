@@ -156,9 +156,7 @@ void ExtenderService::on_node(const json& obj, bool deleted) {
     bad_nodes_.erase(spec->name);
     return;
   }
-  const std::string name = obj.value("/metadata/name"_json_pointer, json("")).is_string()
-                               ? obj.value("/metadata/name"_json_pointer, std::string())
-                               : std::string();
+  const std::string name = object_name(obj);
   nodes_dirty_ = nodes_.erase(name) > 0 || nodes_dirty_;
   const std::string& why = std::get<std::string>(parsed);
   if (!deleted && bad_nodes_[name] != why) {

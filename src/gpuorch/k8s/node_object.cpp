@@ -98,4 +98,12 @@ std::variant<cluster::NodeSpec, std::string> node_from_json(const json& node) {
   return spec;
 }
 
+std::string object_name(const nlohmann::json& object) {
+  if (!object.is_object()) return {};
+  const auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return {};
+  const auto name = meta->find("name");
+  return name != meta->end() && name->is_string() ? name->get<std::string>() : std::string();
+}
+
 }  // namespace gpuorch::k8s

@@ -20,4 +20,8 @@ inline constexpr const char* kGpuModelLabels[] = {"nvidia.com/gpu.product", "amd
 // quantity"); such a node is left out of the cluster, never guessed at.
 std::variant<cluster::NodeSpec, std::string> node_from_json(const nlohmann::json& node);
 
+// metadata.name of any Kubernetes object, or "" when the text is not shaped like one (a peer's
+// JSON: an array where an object belongs must not reach a JSON pointer or a const operator[]).
+std::string object_name(const nlohmann::json& object);
+
 }  // namespace gpuorch::k8s
