@@ -198,12 +198,13 @@ inline std::string shell_quote(const std::string& s) {
   return q;
 }
 
-// Runs the gpuorch binary with `args`; stdout and stderr are captured through files in `dir`.
-inline CommandResult run_cli(const std::vector<std::string>& args, const TempDir& dir,
-                             const std::string& tag = "cli") {
-  std::string command = shell_quote(::gpuorch::test::binary_path());
-  for (const auto& a : args) {
-    command += ' ';
+// Runs `argv` (a program and its arguments, no shell); stdout and stderr are captured through
+// files in `dir`.
+inline CommandResult run_command(const std::vector<std::string>& argv, const TempDir& dir,
+                                 const std::string& tag = "cmd") {
+  std::string command;
+  for (const auto& a : argv) {
+    if (!command.empty()) command += ' ';
     command += shell_quote(a);
   }
   const std::string out = dir.file(tag + ".stdout");
@@ -225,6 +226,14 @@ inline CommandResult run_cli(const std::vector<std::string>& args, const TempDir
   std::filesystem::remove(out);
   std::filesystem::remove(err);
   return r;
+}
+
+// Runs the gpuorch binary with `args`, as run_command.
+inline CommandResult run_cli(const std::vector<std::string>& args, const TempDir& dir,
+                             const std::string& tag = "cli") {
+  std::vector<std::string> argv{::gpuorch::test::binary_path()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_command(argv, dir, tag);
 }
 
 inline std::vector<std::string> lines_of(const std::string& text) {
