@@ -1,10 +1,13 @@
 // scripts/fill-ceiling's exact search over t (the last arrival that opens a free GPU) against
 // brute force, and its ceiling against an exhaustive search over every placement on 200 random
-// small clusters with CPU, memory and GPU-model constraints (issue 16's counterexample first).
+// small clusters with CPU, memory and GPU-model constraints (issue 16's counterexample first);
+// and --generated, which bounds made traces against FGD as gpuorch runs it.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
+#include <string>
 
 #include "support/paths.hpp"
 #include "support/test_support.hpp"
@@ -12,17 +15,82 @@
 namespace gpuorch {
 namespace {
 
-TEST(FillCeilingScript, ExactSearchAndCeilingHoldAgainstBruteForce) {
-  if (std::system("/usr/bin/python3 -c 'import numpy, scipy.optimize' >/dev/null 2>&1") != 0) {
-    GTEST_SKIP() << "/usr/bin/python3 has no scipy (scripts/setup installs python3-scipy)";
+bool have_scipy() {
+  return std::system("/usr/bin/python3 -c 'import numpy, scipy.optimize' >/dev/null 2>&1") == 0;
+}
+
+std::filesystem::path script() {
+  return std::filesystem::path(test::source_dir()) / "scripts" / "fill-ceiling";
+}
+
+// A made trace in the layout scripts/make-openb-family writes: ten 2-GPU nodes of two models, and
+// pods of every kind (shares, whole, 2-GPU pinned to T4, CPU-only), mostly 40-milli shares so that
+// the arrivals land on most percentage points.
+void write_made_trace(const test::TempDir& dir) {
+  std::string nodes = "sn,cpu_milli,memory_mib,gpu,model\n";
+  for (int i = 0; i < 6; ++i) nodes += "t" + std::to_string(i) + ",16000,8192,2,T4\n";
+  for (int i = 0; i < 4; ++i) nodes += "g" + std::to_string(i) + ",32000,16384,2,G2\n";
+  test::write_text(dir.file("openb_node_list_gpu_node.csv"), nodes);
+  std::string pods =
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+      "deletion_time,scheduled_time\n"
+      "p0,1000,512,1,810,,LS,Running,0,10,0\np1,2000,512,1,470,,LS,Running,0,10,0\n"
+      "p2,4000,1024,1,1000,,LS,Running,0,10,0\np3,1000,256,1,160,,LS,Running,0,10,0\n"
+      "p4,2000,512,2,1000,T4,LS,Running,0,10,0\np5,500,128,0,0,,LS,Running,0,10,0\n"
+      "p6,3000,512,1,320,G2,LS,Running,0,10,0\n";
+  for (int i = 7; i <= 30; ++i) {
+    pods += "p" + std::to_string(i) + "," + std::to_string(500 + i * 100) +
+            ",256,1,40,,LS,Running,0,10,0\n";
   }
-  const auto script =
-      std::filesystem::path(::gpuorch::test::fixtures_dir()).parent_path().parent_path() /
-      "scripts" / "fill-ceiling";
-  ASSERT_TRUE(std::filesystem::exists(script)) << script;
+  test::write_text(dir.file("openb_pod_list_tiny.csv"), pods);
+}
+
+TEST(FillCeilingScript, GeneratedTracesAreBoundedAboveFgdsOwnRuns) {
+  if (!have_scipy()) GTEST_SKIP() << "/usr/bin/python3 has no scipy (scripts/setup installs it)";
+  const test::TempDir dir;
+  write_made_trace(dir);
+  const auto r =
+      test::run_command({"/usr/bin/python3", script().string(), "--generated", dir.path().string(),
+                         "--gpuorch", test::binary_path(), "--seeds", "42-46"},
+                        dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = test::lines_of(r.out);
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  // | tiny | FGD @100 / @130 | offline @100 / @130 | no-refusal @100 / @130 | room @100 / @130 |
+  std::istringstream row(lines[2]);
+  std::string bar, trace, slash;
+  double fgd100 = 0, fgd130 = 0, off100 = 0, off130 = 0, nr100 = 0, nr130 = 0;
+  row >> bar >> trace >> bar >> fgd100 >> slash >> fgd130 >> bar >> off100 >> slash >> off130 >>
+      bar >> nr100 >> slash >> nr130;
+  ASSERT_TRUE(row) << lines[2];
+  EXPECT_EQ(trace, "tiny");
+  // FGD does not refuse a pod that fits, so its own runs are under the no-refusal ceiling.
+  EXPECT_GT(fgd100, 0.0);
+  EXPECT_LE(fgd100, nr100);
+  EXPECT_LE(fgd130, nr130);
+  EXPECT_LE(nr130, 100.0);
+  EXPECT_LE(off100, off130);
+}
+
+TEST(FillCeilingScript, AGeneratedFolderWithoutItsNodeListIsOneLineAndExitTwo) {
+  if (!have_scipy()) GTEST_SKIP() << "/usr/bin/python3 has no scipy (scripts/setup installs it)";
+  const test::TempDir dir;
+  const auto r = test::run_command(
+      {"/usr/bin/python3", script().string(), "--generated", dir.path().string()}, dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, dir.file("openb_node_list_gpu_node.csv") +
+                       ": not found (make the traces with scripts/make-openb-family --out " +
+                       dir.path().string() + ")\n");
+  EXPECT_EQ(r.out, "");
+}
+
+TEST(FillCeilingScript, ExactSearchAndCeilingHoldAgainstBruteForce) {
+  if (!have_scipy()) GTEST_SKIP() << "/usr/bin/python3 has no scipy (scripts/setup installs it)";
+  const auto path = script();
+  ASSERT_TRUE(std::filesystem::exists(path)) << path;
   const test::TempDir dir;
   const std::string out = dir.file("out");
-  const std::string command = "/usr/bin/python3 " + test::shell_quote(script.string()) +
+  const std::string command = "/usr/bin/python3 " + test::shell_quote(path.string()) +
                               " --self-test >" + test::shell_quote(out) + " 2>&1";
   const int status = std::system(command.c_str());
   EXPECT_EQ(status, 0) << test::read_text(out);
