@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "gpuorch/base/process_tree.hpp"
 #include "support/paths.hpp"
 #include "support/test_support.hpp"
 
@@ -31,26 +32,19 @@ std::string read_all(int fd) {
   return out;
 }
 
-// A process's state letter from /proc/<pid>/stat (after the parenthesised command), or 0 when gone.
-char proc_state(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  if (!std::getline(in, stat)) return 0;
-  const auto close = stat.rfind(')');
-  return close == std::string::npos || close + 2 >= stat.size() ? 0 : stat[close + 2];
-}
-
 // Running, not a zombie: a container whose PID 1 never reaps leaves killed orphans as zombies,
 // which kill(pid, 0) still finds.
-bool alive(pid_t pid) { return ::kill(pid, 0) == 0 && proc_state(pid) != 'Z'; }
+bool alive(pid_t pid) {
+  for (const auto& e : list_processes()) {
+    if (e.pid == pid) return e.state != 'Z';
+  }
+  return false;
+}
 
 // Whether any process of the group still runs (zombies do not count, as above).
 bool group_has_live_member(pid_t pgid) {
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const auto name = entry.path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const pid_t pid = static_cast<pid_t>(std::stol(name));
-    if (::getpgid(pid) == pgid && alive(pid)) return true;
+  for (const auto& e : list_processes()) {
+    if (e.state != 'Z' && ::getpgid(e.pid) == pgid) return true;
   }
   return false;
 }
