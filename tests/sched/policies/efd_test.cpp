@@ -229,6 +229,28 @@ TEST(EfdPolicy, ScarceModelPressureComesFromTheWholeHistory) {
   EXPECT_EQ(target.score(0, target.req(0, 1, 1000)).score, 0);
 }
 
+// scarcity_feed=1 charges the price on the pinned milli the node could still feed. Node "b":
+// model B, 2 GPUs, 8000 CPU; node "a": model A, 6 GPUs. History: a B-only whole-GPU pod of 8000
+// CPU and an any-model one of no CPU: pressure[B] = 1 as above. The B node's CPU feeds one pinned
+// pod, not two, so the pinned workload can fill 1000 of its 2000 idle milli.
+TEST(EfdPolicy, ScarcityFeedChargesOnlyWhatPinnedPodsCouldStillFill) {
+  const std::vector<cluster::NodeSpec> nodes{gpu_node("b", 8000, 2, "B"),
+                                             gpu_node("a", 64000, 6, "A")};
+  const auto past = concat({pods(1, 8000, 1, 1000, {"B"}), pods(1, 0, 1, 1000)});
+  EfdBench feed("efd:popularity=1:quantise=0:scarcity_feed=1", nodes, past);
+  EfdBench every("efd:popularity=1:quantise=0", nodes, past);
+  // An any-model GPU of no CPU leaves the 8000 CPU that feeds one pinned pod: nothing displaced
+  // with the option, 1 x 1000 without it (nothing is stranded either way).
+  EXPECT_EQ(feed.score(0, feed.req(0, 1, 1000)).score, 0);
+  EXPECT_EQ(every.score(0, every.req(0, 1, 1000)).score, -1000000);
+  // One of 8000 CPU takes the CPU too: the pinned fill drops from 1000 to 0, the same price, and
+  // the idle GPU left is stranded (no CPU to feed it): -1000 - 1000 either way.
+  EXPECT_EQ(feed.score(0, feed.req(8000, 1, 1000)).score, -2000000);
+  EXPECT_EQ(every.score(0, every.req(8000, 1, 1000)).score, -2000000);
+  // Model A has no pressure: no price there.
+  EXPECT_EQ(feed.score(1, feed.req(0, 1, 1000)).score, 0);
+}
+
 TEST(EfdPolicy, ScoresAreSigmoidIntegersOrTheExactGain) {
   // History: 500 milli with 4000 CPU. Node "tight": 8000 CPU, 1 GPU: its GPU's fill (two pods)
   // needs 8000 CPU, so a CPU-only pod of 4000 CPU halves it: stranded 0 -> 500, gain -500.
@@ -321,8 +343,8 @@ TEST(EfdPolicy, SpecOptionsAreChecked) {
   EXPECT_NO_THROW(check_policy_spec("efd-online:popularity=0.8"));
   EXPECT_EQ(test::input_error([] { check_policy_spec("efd:popularty=1"); }),
             "policy 'efd' has no option 'popularty' (options: popularity, score_scale, "
-            "scarcity_weight, scarcity_history, scarcity_cap, cpu_competition, multi_gpu_weight, "
-            "feed_limit, quantise)");
+            "scarcity_weight, scarcity_history, scarcity_cap, scarcity_feed, cpu_competition, "
+            "multi_gpu_weight, feed_limit, quantise)");
   EXPECT_THAT(test::input_error([] { check_policy_spec("efd-online:alpha=1"); }),
               ::testing::HasSubstr("policy 'efd-online' has no option 'alpha'"));
   EXPECT_EQ(test::input_error([] { check_policy_spec("efd:popularity"); }),

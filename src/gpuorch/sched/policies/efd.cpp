@@ -13,6 +13,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <span>
 #include <tuple>
 
 #include "gpuorch/base/error.hpp"
@@ -42,6 +43,13 @@ struct EfdParams {
   bool scarcity_from_history = true;
   // Cap a model's pressure at 1 (1), or not (0, as before issue 16).
   bool scarcity_cap = true;
+  // Charge the price on the milli the pinned workload could still fill on the node, fed by its
+  // CPU and memory (1), or on every milli the pod takes (0): GPUs a node cannot feed pinned pods,
+  // such as a 2-GPU P100 node's second GPU once an 11.9-core pod holds 12 of its 16 cores, are
+  // no one's reserve. Off: on the model-constrained family it gains at x = 130 (gpuspec40 +0.32)
+  // and loses more at x = 100 (gpuspec40 -1.39), and scripts/efd-crossval keeps 0 on both halves
+  // (docs/efd-robustness.md).
+  bool scarcity_feed = false;
   // No FGD-style multi-GPU term by default: on multigpu50, the one openb trace whose 8-GPU pods
   // enter the target, it guards the plentiful nodes the common 8-GPU shapes fit and not the few
   // that the 120-CPU ones need, so eight of those fail per run by x = 80 (0.5 costs 0.21 of margin
@@ -64,6 +72,7 @@ EfdParams params_from(const PolicyContext& context) {
   p.scarcity_weight = get("scarcity_weight", p.scarcity_weight);
   p.scarcity_from_history = get("scarcity_history", 1) > 0;
   p.scarcity_cap = get("scarcity_cap", 1) > 0;
+  p.scarcity_feed = get("scarcity_feed", 0) > 0;
   p.fill.cpu_competition = std::min(1.0, get("cpu_competition", p.fill.cpu_competition));
   p.fill.multi_gpu_weight = get("multi_gpu_weight", p.fill.multi_gpu_weight);
   p.fill.feed_limit = get("feed_limit", 1) > 0;
@@ -76,11 +85,10 @@ class EfdPolicy final : public Policy {
   EfdPolicy(const PolicyContext& context, EfdParams params, bool online)
       : cluster_(context.cluster), params_(params), online_(online) {
     if (!online_) {
-      const auto target = resolve_classes(
-          workload::most_popular(*context.history, params_.popularity), *cluster_);
-      rebuild(target, params_.scarcity_from_history
-                          ? resolve_classes(*context.history, *cluster_)
-                          : target);
+      const auto target =
+          resolve_classes(workload::most_popular(*context.history, params_.popularity), *cluster_);
+      rebuild(target, params_.scarcity_from_history ? resolve_classes(*context.history, *cluster_)
+                                                    : target);
     }
   }
 
@@ -112,29 +120,40 @@ class EfdPolicy final : public Policy {
     scratch_.assign(left.begin(), left.end());
     const std::int64_t cpu_after = cluster.cpu_free(n) - pod.cpu_milli;
     const std::int64_t memory_after = cluster.memory_free(n) - pod.memory_mib;
-    const double price = scarcity_price(cluster.model(n), pod);
+    const cluster::ModelId model = cluster.model(n);
+    const double rate = scarcity_rate(model, pod);
+    const double pinned_before =
+        rate > 0 ? pinned_fillable(model, cluster.cpu_free(n), cluster.memory_free(n), left) : 0;
+    // The price of the node's state after the placement (scratch_, cpu_after, memory_after).
+    auto price = [&] {
+      if (rate <= 0) return 0.0;
+      if (!params_.scarcity_feed) return rate * static_cast<double>(pod.gpu_count * pod.gpu_milli);
+      return rate * std::max(0.0, pinned_before -
+                                      pinned_fillable(model, cpu_after, memory_after, scratch_));
+    };
     NodeScore best;
     if (pod.gpu_share()) {
-      // The GPU that strands least; equal free milli gives equal results, the first one wins.
+      // The GPU that strands (and displaces) least; equal free milli gives equal results, the
+      // first one wins.
       double best_after = 0;
       for (int g = 0; g < static_cast<int>(left.size()); ++g) {
         if (left[g] < pod.gpu_milli) continue;
         if (std::find(left.begin(), left.begin() + g, left[g]) != left.begin() + g) continue;
         scratch_[static_cast<std::size_t>(g)] -= static_cast<std::int32_t>(pod.gpu_milli);
-        const double after = stranded(cluster.model(n), cpu_after, memory_after);
+        const double after = stranded(model, cpu_after, memory_after) + price();
         scratch_[static_cast<std::size_t>(g)] = left[g];
         if (best.gpu < 0 || after < best_after) {
           best_after = after;
           best.gpu = g;
         }
       }
-      best.score = quantised(before - best_after - price);
+      best.score = quantised(before - best_after);
       return best;
     }
     for (const int g : lowest_free_gpus(left, pod.gpu_count)) {
       scratch_[static_cast<std::size_t>(g)] -= static_cast<std::int32_t>(pod.gpu_milli);
     }
-    best.score = quantised(before - stranded(cluster.model(n), cpu_after, memory_after) - price);
+    best.score = quantised(before - stranded(model, cpu_after, memory_after) - price());
     return best;
   }
 
@@ -168,15 +187,27 @@ class EfdPolicy final : public Policy {
   // Taking d milli of model m, when pods restricted to m will ask for all of it, displaces d
   // milli of theirs that no other model can take: the price is d times m's pressure (the share of
   // its capacity the pinned demand is expected to need, at most 1), less that of the least
-  // pressed model this pod may use, in the same milli as the stranded GPU.
-  [[nodiscard]] double scarcity_price(cluster::ModelId model, const PodRequest& pod) const {
+  // pressed model this pod may use, in the same milli as the stranded GPU. With scarcity_feed, d
+  // is what the placement takes from the milli the pinned workload could still fill on the node
+  // (pinned_fillable), which is less than the pod's milli where the node cannot feed pinned pods.
+  [[nodiscard]] double scarcity_rate(cluster::ModelId model, const PodRequest& pod) const {
     if (pod.cpu_only() || model < 0 || scarcity_.empty()) return 0.0;
     double cheapest = scarcity_[static_cast<std::size_t>(model)];
     for (std::size_t m = 0; m < scarcity_.size(); ++m) {
       if (pod.allows(static_cast<cluster::ModelId>(m))) cheapest = std::min(cheapest, scarcity_[m]);
     }
-    return params_.scarcity_weight * static_cast<double>(pod.gpu_count * pod.gpu_milli) *
-           (scarcity_[static_cast<std::size_t>(model)] - cheapest);
+    return params_.scarcity_weight * (scarcity_[static_cast<std::size_t>(model)] - cheapest);
+  }
+
+  // Expected milli of the node's idle GPU that the pinned workload alone would fill, fed by the
+  // node's CPU and memory.
+  [[nodiscard]] double pinned_fillable(cluster::ModelId model, std::int64_t cpu,
+                                       std::int64_t memory,
+                                       std::span<const std::int32_t> gpu_left) const {
+    if (!pinned_fill_) return 0.0;
+    double idle = 0;
+    for (const std::int32_t l : gpu_left) idle += l;
+    return idle - pinned_fill_->stranded(model, cpu, memory, gpu_left);
   }
 
   // `classes`: the target workload of the fill programme; `demand_classes`: the pods whose
@@ -206,6 +237,20 @@ class EfdPolicy final : public Policy {
         if (((c.model_mask >> m) & 1U) == 0) continue;
         reserved[m] += c.weight * c.gpu_milli * c.gpu_count / demand * capacity[m] / allowed;
       }
+    }
+    // The pinned workload on its own, for pinned_fillable.
+    std::vector<ShapeClass> pinned;
+    double pinned_weight = 0;
+    for (const ShapeClass& c : demand_classes) {
+      if (c.gpu_milli == 0 || c.model_mask == kAnyModel) continue;
+      pinned.push_back(c);
+      pinned_weight += c.weight;
+    }
+    for (ShapeClass& c : pinned) c.weight /= pinned_weight;
+    if (pinned.empty()) {
+      pinned_fill_.reset();
+    } else {
+      pinned_fill_.emplace(std::move(pinned), models, params_.fill);
     }
     scarcity_.assign(models, 0.0);
     for (std::size_t m = 0; m < models; ++m) {
@@ -251,6 +296,7 @@ class EfdPolicy final : public Policy {
   EfdParams params_;
   bool online_;
   std::optional<ExpectedFill> fill_;
+  std::optional<ExpectedFill> pinned_fill_;
   std::vector<double> scarcity_;
   std::vector<std::pair<std::uint32_t, double>> before_;  // stranded milli per node version
   std::vector<std::int32_t> scratch_;
