@@ -35,10 +35,19 @@ def fill_means(gpuorch, openb, trace, policies, seeds, extra=(), fields=(), who=
     acc = {}
     for r in json.loads(out.stdout)["runs"]:
         a = acc.setdefault(r["policy"], {"a100": [], "a130": [], **{k: [] for k in fields}})
-        a["a100"].append(r["alloc"][100])
-        a["a130"].append(r["alloc"][130])
+        # A run whose arrivals jump over a point (a trace of few, large pods) has no value there;
+        # the mean is over the runs that have it.
+        for x in (100, 130):
+            if r["alloc"][x] is not None:
+                a[f"a{x}"].append(r["alloc"][x])
         for k in fields:
             a[k].append(r[k])
+    for p, a in acc.items():
+        for k, v in a.items():
+            if not v:
+                sys.stderr.write(f"{who}: {trace}: no run of {p} has a value for {k} (too few "
+                                 "pods to reach that point)\n")
+                sys.exit(2)
     return {p: {k: sum(v) / len(v) for k, v in a.items()} for p, a in acc.items()}
 
 

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "support/made_openb.hpp"
 #include "support/paths.hpp"
 #include "support/test_support.hpp"
 
@@ -24,32 +25,11 @@ std::filesystem::path script() {
   return std::filesystem::path(test::source_dir()) / "scripts" / "fill-ceiling";
 }
 
-// A made trace in the layout scripts/make-openb-family writes: ten 2-GPU nodes of two models, and
-// pods of every kind (shares, whole, 2-GPU pinned to T4, CPU-only), mostly 40-milli shares so that
-// the arrivals land on most percentage points.
-void write_made_trace(const test::TempDir& dir) {
-  std::string nodes = "sn,cpu_milli,memory_mib,gpu,model\n";
-  for (int i = 0; i < 6; ++i) nodes += "t" + std::to_string(i) + ",16000,8192,2,T4\n";
-  for (int i = 0; i < 4; ++i) nodes += "g" + std::to_string(i) + ",32000,16384,2,G2\n";
-  test::write_text(dir.file("openb_node_list_gpu_node.csv"), nodes);
-  std::string pods =
-      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
-      "deletion_time,scheduled_time\n"
-      "p0,1000,512,1,810,,LS,Running,0,10,0\np1,2000,512,1,470,,LS,Running,0,10,0\n"
-      "p2,4000,1024,1,1000,,LS,Running,0,10,0\np3,1000,256,1,160,,LS,Running,0,10,0\n"
-      "p4,2000,512,2,1000,T4,LS,Running,0,10,0\np5,500,128,0,0,,LS,Running,0,10,0\n"
-      "p6,3000,512,1,320,G2,LS,Running,0,10,0\n";
-  for (int i = 7; i <= 30; ++i) {
-    pods += "p" + std::to_string(i) + "," + std::to_string(500 + i * 100) +
-            ",256,1,40,,LS,Running,0,10,0\n";
-  }
-  test::write_text(dir.file("openb_pod_list_tiny.csv"), pods);
-}
-
 TEST(FillCeilingScript, GeneratedTracesAreBoundedAboveFgdsOwnRuns) {
   if (!have_scipy()) GTEST_SKIP() << "/usr/bin/python3 has no scipy (scripts/setup installs it)";
   const test::TempDir dir;
-  write_made_trace(dir);
+  test::write_made_nodes(dir);
+  test::write_made_trace(dir, "tiny");
   const auto r =
       test::run_command({"/usr/bin/python3", script().string(), "--generated", dir.path().string(),
                          "--gpuorch", test::binary_path(), "--seeds", "42-46"},
