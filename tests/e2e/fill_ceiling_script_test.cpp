@@ -30,19 +30,21 @@ TEST(FillCeilingScript, GeneratedTracesAreBoundedAboveFgdsOwnRuns) {
   const test::TempDir dir;
   test::write_made_nodes(dir);
   test::write_made_trace(dir, "tiny");
-  const auto r =
-      test::run_command({"/usr/bin/python3", script().string(), "--generated", dir.path().string(),
-                         "--gpuorch", test::binary_path(), "--seeds", "42-46"},
-                        dir);
+  const auto r = test::run_command(
+      {"/usr/bin/python3", script().string(), "--generated", dir.path().string(), "--gpuorch",
+       test::binary_path(), "--seeds", "42-46", "--check", "fgd,efd,efd-online,best-fit"},
+      dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto lines = test::lines_of(r.out);
   ASSERT_EQ(lines.size(), 3u) << r.out;
   // | tiny | FGD @100 / @130 | offline @100 / @130 | no-refusal @100 / @130 | room @100 / @130 |
+  // closest run |
   std::istringstream row(lines[2]);
   std::string bar, trace, slash;
-  double fgd100 = 0, fgd130 = 0, off100 = 0, off130 = 0, nr100 = 0, nr130 = 0;
+  double fgd100 = 0, fgd130 = 0, off100 = 0, off130 = 0, nr100 = 0, nr130 = 0, room100 = 0,
+         room130 = 0, closest = -1;
   row >> bar >> trace >> bar >> fgd100 >> slash >> fgd130 >> bar >> off100 >> slash >> off130 >>
-      bar >> nr100 >> slash >> nr130;
+      bar >> nr100 >> slash >> nr130 >> bar >> room100 >> slash >> room130 >> bar >> closest;
   ASSERT_TRUE(row) << lines[2];
   EXPECT_EQ(trace, "tiny");
   // FGD does not refuse a pod that fits, so its own runs are under the no-refusal ceiling.
@@ -50,6 +52,8 @@ TEST(FillCeilingScript, GeneratedTracesAreBoundedAboveFgdsOwnRuns) {
   EXPECT_LE(fgd100, nr100);
   EXPECT_LE(fgd130, nr130);
   EXPECT_LE(nr130, 100.0);
+  // No run of the four policies is above its seed's ceiling (--check; it would exit 1).
+  EXPECT_GE(closest, 0.0);
   EXPECT_LE(off100, off130);
 }
 
