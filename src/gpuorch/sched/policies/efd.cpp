@@ -123,7 +123,9 @@ class EfdPolicy final : public Policy {
     const cluster::ModelId model = cluster.model(n);
     const double rate = scarcity_rate(model, pod);
     const double pinned_before =
-        rate > 0 ? pinned_fillable(model, cluster.cpu_free(n), cluster.memory_free(n), left) : 0;
+        rate > 0 && params_.scarcity_feed
+            ? pinned_fillable(model, cluster.cpu_free(n), cluster.memory_free(n), left)
+            : 0;
     // The price of the node's state after the placement (scratch_, cpu_after, memory_after).
     auto price = [&] {
       if (rate <= 0) return 0.0;
@@ -238,18 +240,17 @@ class EfdPolicy final : public Policy {
         reserved[m] += c.weight * c.gpu_milli * c.gpu_count / demand * capacity[m] / allowed;
       }
     }
-    // The pinned workload on its own, for pinned_fillable.
+    // The pinned workload on its own, for pinned_fillable (scarcity_feed only).
     std::vector<ShapeClass> pinned;
     double pinned_weight = 0;
     for (const ShapeClass& c : demand_classes) {
-      if (c.gpu_milli == 0 || c.model_mask == kAnyModel) continue;
+      if (!params_.scarcity_feed || c.gpu_milli == 0 || c.model_mask == kAnyModel) continue;
       pinned.push_back(c);
       pinned_weight += c.weight;
     }
-    for (ShapeClass& c : pinned) c.weight /= pinned_weight;
-    if (pinned.empty()) {
-      pinned_fill_.reset();
-    } else {
+    pinned_fill_.reset();
+    if (pinned_weight > 0) {
+      for (ShapeClass& c : pinned) c.weight /= pinned_weight;
       pinned_fill_.emplace(std::move(pinned), models, params_.fill);
     }
     scarcity_.assign(models, 0.0);
