@@ -174,7 +174,9 @@ std::vector<workload::PodSpec> constrained_history() {
 }
 
 TEST(EfdPolicy, ScarceModelPriceSteersAnyModelPodsAway) {
-  EfdBench exact("efd:popularity=1:quantise=0", two_models(), constrained_history());
+  // The price on every milli taken (scarcity_feed=0); the default's is below.
+  EfdBench exact("efd:popularity=1:quantise=0:scarcity_feed=0", two_models(),
+                 constrained_history());
   // Any-model pod of one GPU: on B 1 x 1000 x 1 = 1000 -> -1000000; on A 0.
   EXPECT_EQ(exact.score(0, exact.req(0, 1, 1000)).score, -1000000);
   EXPECT_EQ(exact.score(1, exact.req(0, 1, 1000)).score, 0);
@@ -185,6 +187,11 @@ TEST(EfdPolicy, ScarceModelPriceSteersAnyModelPodsAway) {
   // A share pays for its milli, 1 x 500 x 1 = 500, and strands the 500 milli it leaves (no
   // class is that small): -1000 -> -1000000.
   EXPECT_EQ(exact.score(0, exact.req(0, 1, 500)).score, -1000000);
+  // As shipped (scarcity_feed=1) the share pays for the whole GPU the pinned whole-GPU pods
+  // can no longer fill: -500 - 1 x 1000 -> -1500000; a whole GPU pays the same as above.
+  EfdBench feed("efd:popularity=1:quantise=0", two_models(), constrained_history());
+  EXPECT_EQ(feed.score(0, feed.req(0, 1, 500)).score, -1500000);
+  EXPECT_EQ(feed.score(0, feed.req(0, 1, 1000)).score, -1000000);
 
   // Quantised: floor(100 sigmoid(-1000 / 2000)) = floor(37.75) = 37 against 50; the any-model
   // pod goes to A although B ranks first.
@@ -234,11 +241,12 @@ TEST(EfdPolicy, ScarceModelPressureComesFromTheWholeHistory) {
 // CPU and an any-model one of no CPU: pressure[B] = 1 as above. The B node's CPU feeds one pinned
 // pod, not two, so the pinned workload can fill 1000 of its 2000 idle milli.
 TEST(EfdPolicy, ScarcityFeedChargesOnlyWhatPinnedPodsCouldStillFill) {
+  // scarcity_feed=1 is the default; `feed` names it for the reader.
   const std::vector<cluster::NodeSpec> nodes{gpu_node("b", 8000, 2, "B"),
                                              gpu_node("a", 64000, 6, "A")};
   const auto past = concat({pods(1, 8000, 1, 1000, {"B"}), pods(1, 0, 1, 1000)});
   EfdBench feed("efd:popularity=1:quantise=0:scarcity_feed=1", nodes, past);
-  EfdBench every("efd:popularity=1:quantise=0", nodes, past);
+  EfdBench every("efd:popularity=1:quantise=0:scarcity_feed=0", nodes, past);
   // An any-model GPU of no CPU leaves the 8000 CPU that feeds one pinned pod: nothing displaced
   // with the option, 1 x 1000 without it (nothing is stranded either way).
   EXPECT_EQ(feed.score(0, feed.req(0, 1, 1000)).score, 0);
@@ -249,6 +257,44 @@ TEST(EfdPolicy, ScarcityFeedChargesOnlyWhatPinnedPodsCouldStillFill) {
   EXPECT_EQ(every.score(0, every.req(8000, 1, 1000)).score, -2000000);
   // Model A has no pressure: no price there.
   EXPECT_EQ(feed.score(1, feed.req(0, 1, 1000)).score, 0);
+}
+
+// scarcity_dynamic=1 re-measures the pressure every 64 arrivals: history pressure x (the
+// cluster's fillable share) / (the pinned-fillable share of the model). Two models as above:
+// pressure[B] = 1 from the history. Two whole GPUs used on A: the cluster's fillable share is
+// 6000 / 8000 = .75, B's pinned-fillable share 2000 / 2000 = 1: pressure[B] = .75, and an
+// any-model GPU on B pays 750. One GPU of B used as well: 5000 / 8000 over 1000 / 2000 = 1.25,
+// capped at 1 (uncapped, x the history's 2: 2.5).
+TEST(EfdPolicy, DynamicPressureFollowsWhatIsLeftToFill) {
+  const auto observe_64 = [](EfdBench& b) {
+    const std::uint64_t epoch = b.policy->score_epoch();
+    for (int i = 0; i < 64; ++i) b.policy->observe(b.req(0, 1, 1000));
+    return b.policy->score_epoch() != epoch;
+  };
+  EfdBench b("efd:popularity=1:quantise=0:scarcity_dynamic=1", two_models(), constrained_history());
+  b.apply(1, 0, 1000, {0});
+  b.apply(1, 0, 1000, {1});
+  EXPECT_EQ(b.score(0, b.req(0, 1, 1000)).score, -1000000);  // until the next re-measurement
+  EXPECT_TRUE(observe_64(b));
+  EXPECT_EQ(b.score(0, b.req(0, 1, 1000)).score, -750000);
+  EXPECT_EQ(b.score(1, b.req(0, 1, 1000)).score, 0);
+  EXPECT_FALSE(observe_64(b));  // nothing moved: the cached scores stay
+  b.apply(0, 0, 1000, {0});
+  EXPECT_TRUE(observe_64(b));
+  EXPECT_EQ(b.score(0, b.req(0, 1, 1000)).score, -1000000);
+  EfdBench uncapped("efd:popularity=1:quantise=0:scarcity_dynamic=1:scarcity_cap=0", two_models(),
+                    constrained_history());
+  uncapped.apply(1, 0, 1000, {0});
+  uncapped.apply(1, 0, 1000, {1});
+  uncapped.apply(0, 0, 1000, {0});
+  observe_64(uncapped);
+  EXPECT_EQ(uncapped.score(0, uncapped.req(0, 1, 1000)).score, -2500000);
+  // Off (the default): the history's pressure whatever the state.
+  EfdBench fixed("efd:popularity=1:quantise=0", two_models(), constrained_history());
+  fixed.apply(1, 0, 1000, {0});
+  fixed.apply(1, 0, 1000, {1});
+  EXPECT_FALSE(observe_64(fixed));
+  EXPECT_EQ(fixed.score(0, fixed.req(0, 1, 1000)).score, -1000000);
 }
 
 TEST(EfdPolicy, ScoresAreSigmoidIntegersOrTheExactGain) {
@@ -344,7 +390,7 @@ TEST(EfdPolicy, SpecOptionsAreChecked) {
   EXPECT_EQ(test::input_error([] { check_policy_spec("efd:popularty=1"); }),
             "policy 'efd' has no option 'popularty' (options: popularity, score_scale, "
             "scarcity_weight, scarcity_history, scarcity_cap, scarcity_feed, cpu_competition, "
-            "multi_gpu_weight, feed_limit, quantise)");
+            "multi_gpu_weight, feed_limit, quantise, scarcity_dynamic)");
   EXPECT_THAT(test::input_error([] { check_policy_spec("efd-online:alpha=1"); }),
               ::testing::HasSubstr("policy 'efd-online' has no option 'alpha'"));
   EXPECT_EQ(test::input_error([] { check_policy_spec("efd:popularity"); }),
