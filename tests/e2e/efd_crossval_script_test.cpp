@@ -1,6 +1,7 @@
 // scripts/efd-crossval on a made openb folder and a made family: with --ceilings the score is
 // issue 16's criterion (asked +1.0 where the ceiling leaves more than 1.5 points of room above
-// fgd, else +0.5; the worst slack, margin less asked, per half), and a ceilings file that is not
+// fgd, else +0.5; the worst slack, margin less asked, per half), only efd's own variants are
+// chosen (efd-online is compared), and a ceilings file that is not
 // fill-ceiling's JSON, or lacks a trace, is one line and exit 2 before any run.
 #include <gtest/gtest.h>
 
@@ -69,7 +70,8 @@ TEST(EfdCrossvalScript, CeilingsScoreByTheCriterionsWorstSlack) {
                                   {"trace": "gpuspec10", "no_refusal": [0, 0]},
                                   {"trace": "gpuspec99", "no_refusal": [100, 100]}]})");
   const std::string out = f.openb.file("cv.md");
-  const auto r = f.run({"--ceilings", ceilings, "--out", out, "efd", "efd:scarcity_feed=0"});
+  const auto r =
+      f.run({"--ceilings", ceilings, "--out", out, "efd", "efd:scarcity_feed=0", "efd-online"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string text = test::read_text(out);
   EXPECT_NE(text.find("| candidate | half A worst slack / mean | half B worst slack / mean |"),
@@ -83,11 +85,15 @@ TEST(EfdCrossvalScript, CeilingsScoreByTheCriterionsWorstSlack) {
       const auto [sa, ma] = pair_of(c[1]);
       const auto [sb, mb] = pair_of(c[2]);
       scores[c[0]] = {sa, ma, sb, mb};
-    } else if (c.size() == 6 && c[1].size() == 1) {
+    } else if (c.size() == 7 && c[1].size() == 1) {
       per_trace[c[0]] = c;
     }
   }
   ASSERT_EQ(per_trace.size(), 4U) << text;
+  // efd-online is compared, never chosen in efd's place.
+  EXPECT_EQ(text.find("Chosen on A: `efd-online`"), std::string::npos) << text;
+  EXPECT_EQ(text.find("chosen on B: `efd-online`"), std::string::npos) << text;
+  EXPECT_EQ(text.find("Kept: `efd-online`"), std::string::npos) << text;
   EXPECT_EQ(per_trace["default"][3], "+1.0 / +1.0");
   EXPECT_EQ(per_trace["gpuspec05"][3], "+0.5 / +0.5");
   EXPECT_EQ(per_trace["gpuspec99 (generated)"][3], "+1.0 / +1.0");

@@ -297,6 +297,29 @@ TEST(EfdPolicy, DynamicPressureFollowsWhatIsLeftToFill) {
   EXPECT_EQ(fixed.score(0, fixed.req(0, 1, 1000)).score, -1000000);
 }
 
+// efd-online re-measures by default, after each re-learn: 32 arrivals, half pinned to B, learn
+// pressure[B] = 1; two GPUs of A then used, the 64th arrival re-learns and re-measures: .75.
+TEST(EfdPolicy, OnlineRemeasuresThePressureAfterEachRelearn) {
+  const auto arrive_32 = [](EfdBench& b) {
+    for (int i = 0; i < 16; ++i) {
+      b.policy->observe(b.req(0, 1, 1000, {"B"}));
+      b.policy->observe(b.req(0, 1, 1000));
+    }
+  };
+  EfdBench online("efd-online:popularity=1:quantise=0", two_models(), constrained_history());
+  EfdBench fixed("efd-online:popularity=1:quantise=0:scarcity_dynamic=0", two_models(),
+                 constrained_history());
+  for (EfdBench* b : {&online, &fixed}) {
+    arrive_32(*b);
+    b->apply(1, 0, 1000, {0});
+    b->apply(1, 0, 1000, {1});
+    EXPECT_EQ(b->score(0, b->req(0, 1, 1000)).score, -1000000);
+    arrive_32(*b);
+  }
+  EXPECT_EQ(online.score(0, online.req(0, 1, 1000)).score, -750000);
+  EXPECT_EQ(fixed.score(0, fixed.req(0, 1, 1000)).score, -1000000);
+}
+
 TEST(EfdPolicy, ScoresAreSigmoidIntegersOrTheExactGain) {
   // History: 500 milli with 4000 CPU. Node "tight": 8000 CPU, 1 GPU: its GPU's fill (two pods)
   // needs 8000 CPU, so a CPU-only pod of 4000 CPU halves it: stranded 0 -> 500, gain -500.

@@ -54,7 +54,10 @@ struct EfdParams {
   // Re-measure each model's pressure as the cluster fills (1): the pinned demand expected before
   // the cluster's fillable GPU is used up, over what the pinned workload can still fill on the
   // model. A model whose pinned pods fall behind (or strand its GPUs) stops being reserved for
-  // them; one filling faster stays reserved. 0 keeps the pressure measured on the history.
+  // them; one filling faster stays reserved. 0 keeps the pressure measured on the history (or
+  // the arrivals). On for efd-online, off for efd: scripts/efd-crossval --ceilings keeps it for
+  // efd-online on both halves (equal worst slack, +0.02 mean on each) and not for efd (-0.02 of
+  // worst slack on one half); docs/efd-robustness.md.
   bool scarcity_dynamic = false;
   // No FGD-style multi-GPU term by default: on multigpu50, the one openb trace whose 8-GPU pods
   // enter the target, it guards the plentiful nodes the common 8-GPU shapes fit and not the few
@@ -66,8 +69,9 @@ struct EfdParams {
   bool quantise = true;
 };
 
-EfdParams params_from(const PolicyContext& context) {
+EfdParams params_from(const PolicyContext& context, bool online) {
   EfdParams p;
+  p.scarcity_dynamic = online;
   if (context.options == nullptr) return p;
   auto get = [&](const char* key, double fallback) {
     const auto it = context.options->find(key);
@@ -79,7 +83,7 @@ EfdParams params_from(const PolicyContext& context) {
   p.scarcity_from_history = get("scarcity_history", 1) > 0;
   p.scarcity_cap = get("scarcity_cap", 1) > 0;
   p.scarcity_feed = get("scarcity_feed", 1) > 0;
-  p.scarcity_dynamic = get("scarcity_dynamic", 0) > 0;
+  p.scarcity_dynamic = get("scarcity_dynamic", p.scarcity_dynamic ? 1 : 0) > 0;
   p.fill.cpu_competition = std::min(1.0, get("cpu_competition", p.fill.cpu_competition));
   p.fill.multi_gpu_weight = get("multi_gpu_weight", p.fill.multi_gpu_weight);
   p.fill.feed_limit = get("feed_limit", 1) > 0;
@@ -107,18 +111,9 @@ class EfdPolicy final : public Policy {
   [[nodiscard]] bool topology_aware_gpus() const override { return true; }
 
   void observe(const PodRequest& pod) override {
+    if (online_) learn(pod);
+    // After a re-learn, which resets the pressure to the one measured on the arrivals.
     if (params_.scarcity_dynamic && ++observed_ % kPressureEvery == 0) remeasure_pressure();
-    if (!online_) return;
-    auto& seen = seen_[std::make_tuple(pod.cpu_milli, pod.gpu_milli, pod.gpu_count,
-                                       pod.cpu_only() ? 0 : pod.model_mask)];
-    ++seen.count;
-    seen.memory_mib += static_cast<double>(pod.memory_mib);
-    // Re-learn at 32, 64, 128, ... arrivals, then every 4096: the estimate settles quickly and
-    // every re-learn drops the scheduler's cached scores.
-    if (++arrivals_ == next_relearn_) {
-      relearn();
-      next_relearn_ = next_relearn_ < 4096 ? next_relearn_ * 2 : next_relearn_ + 4096;
-    }
   }
 
   NodeScore score_node(const cluster::Cluster& cluster, cluster::NodeIndex n,
@@ -252,6 +247,19 @@ class EfdPolicy final : public Policy {
     if (moved) ++epoch_;
   }
 
+  // efd-online: count the shape; re-learn at 32, 64, 128, ... arrivals, then every 4096: the
+  // estimate settles quickly and every re-learn drops the scheduler's cached scores.
+  void learn(const PodRequest& pod) {
+    auto& seen = seen_[std::make_tuple(pod.cpu_milli, pod.gpu_milli, pod.gpu_count,
+                                       pod.cpu_only() ? 0 : pod.model_mask)];
+    ++seen.count;
+    seen.memory_mib += static_cast<double>(pod.memory_mib);
+    if (++arrivals_ == next_relearn_) {
+      relearn();
+      next_relearn_ = next_relearn_ < 4096 ? next_relearn_ * 2 : next_relearn_ + 4096;
+    }
+  }
+
   // Expected milli of the node's idle GPU that the pinned workload alone would fill, fed by the
   // node's CPU and memory.
   [[nodiscard]] double pinned_fillable(cluster::ModelId model, std::int64_t cpu,
@@ -372,11 +380,11 @@ std::unique_ptr<Policy> make_efd_policy(const PolicyContext& context) {
   if (context.history == nullptr || context.history->classes.empty()) {
     base::fail_input("policy 'efd' needs a workload history (use efd-online without one)");
   }
-  return std::make_unique<EfdPolicy>(context, params_from(context), /*online=*/false);
+  return std::make_unique<EfdPolicy>(context, params_from(context, false), /*online=*/false);
 }
 
 std::unique_ptr<Policy> make_efd_online_policy(const PolicyContext& context) {
-  return std::make_unique<EfdPolicy>(context, params_from(context), /*online=*/true);
+  return std::make_unique<EfdPolicy>(context, params_from(context, true), /*online=*/true);
 }
 
 }  // namespace gpuorch::sched
