@@ -32,9 +32,11 @@ struct EfdParams {
   // docs/efd-popularity.md found near 0.80 with the old scarce-model price are gone
   // (docs/efd-robustness.md).
   double popularity = 0.82;
-  // Milli of stranded GPU per sigmoid unit of the integer score. 1500: every trace gains a little
-  // over 2000 and the box 1250-1750 x popularity 0.70-0.78 has no cliff (docs/efd-popularity.md).
-  double score_scale = 1500;
+  // Milli of stranded GPU per sigmoid unit of the integer score. 1250: scripts/efd-crossval
+  // --ceilings chooses it over 1500 (the default before), 1350 and 1750 on both halves of the
+  // family levels, for efd and for efd-online (docs/efd-robustness.md); the box 1250-1750 x
+  // popularity 0.70-0.78 has no cliff (docs/efd-popularity.md).
+  double score_scale = 1250;
   // Price of using a GPU model that constrained pods need, in milli displaced per milli taken
   // (scarcity_price). 1 is the unit of the score, not a tuned value: 0 switches it off.
   double scarcity_weight = 1.0;
