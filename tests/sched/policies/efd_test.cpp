@@ -259,8 +259,8 @@ TEST(EfdPolicy, ScarcityFeedChargesOnlyWhatPinnedPodsCouldStillFill) {
   EXPECT_EQ(feed.score(1, feed.req(0, 1, 1000)).score, 0);
 }
 
-// scarcity_dynamic=1 re-measures the pressure every 64 arrivals: history pressure x (the
-// cluster's fillable share) / (the pinned-fillable share of the model). Two models as above:
+// scarcity_dynamic (on by default) re-measures the pressure every 64 arrivals: history pressure x
+// (the cluster's fillable share) / (the pinned-fillable share of the model). Two models as above:
 // pressure[B] = 1 from the history. Two whole GPUs used on A: the cluster's fillable share is
 // 6000 / 8000 = .75, B's pinned-fillable share 2000 / 2000 = 1: pressure[B] = .75, and an
 // any-model GPU on B pays 750. One GPU of B used as well: 5000 / 8000 over 1000 / 2000 = 1.25,
@@ -289,15 +289,16 @@ TEST(EfdPolicy, DynamicPressureFollowsWhatIsLeftToFill) {
   uncapped.apply(0, 0, 1000, {0});
   observe_64(uncapped);
   EXPECT_EQ(uncapped.score(0, uncapped.req(0, 1, 1000)).score, -2500000);
-  // Off (the default): the history's pressure whatever the state.
-  EfdBench fixed("efd:popularity=1:quantise=0", two_models(), constrained_history());
+  // Off: the history's pressure whatever the state.
+  EfdBench fixed("efd:popularity=1:quantise=0:scarcity_dynamic=0", two_models(),
+                 constrained_history());
   fixed.apply(1, 0, 1000, {0});
   fixed.apply(1, 0, 1000, {1});
   EXPECT_FALSE(observe_64(fixed));
   EXPECT_EQ(fixed.score(0, fixed.req(0, 1, 1000)).score, -1000000);
 }
 
-// efd-online re-measures by default, after each re-learn: 32 arrivals, half pinned to B, learn
+// efd-online re-measures after each re-learn: 32 arrivals, half pinned to B, learn
 // pressure[B] = 1; two GPUs of A then used, the 64th arrival re-learns and re-measures: .75.
 TEST(EfdPolicy, OnlineRemeasuresThePressureAfterEachRelearn) {
   const auto arrive_32 = [](EfdBench& b) {

@@ -56,10 +56,9 @@ struct EfdParams {
   // the cluster's fillable GPU is used up, over what the pinned workload can still fill on the
   // model. A model whose pinned pods fall behind (or strand its GPUs) stops being reserved for
   // them; one filling faster stays reserved. 0 keeps the pressure measured on the history (or
-  // the arrivals). On for efd-online, off for efd: scripts/efd-crossval --ceilings keeps it for
-  // efd-online on both halves (equal shortfall, +0.02 mean on each) and not for efd (a larger
-  // shortfall on one half); docs/efd-robustness.md.
-  bool scarcity_dynamic = false;
+  // the arrivals). On: scripts/efd-crossval --ceilings keeps it on both halves of the family
+  // levels, for efd-online and (at score_scale 1350) for efd; docs/efd-robustness.md.
+  bool scarcity_dynamic = true;
   // No FGD-style multi-GPU term by default: on multigpu50, the one openb trace whose 8-GPU pods
   // enter the target, it guards the plentiful nodes the common 8-GPU shapes fit and not the few
   // that the 120-CPU ones need, so eight of those fail per run by x = 80 (0.5 costs 0.21 of margin
@@ -72,7 +71,6 @@ struct EfdParams {
 
 EfdParams params_from(const PolicyContext& context, bool online) {
   EfdParams p;
-  p.scarcity_dynamic = online;
   p.score_scale = online ? 1250 : 1350;
   if (context.options == nullptr) return p;
   auto get = [&](const char* key, double fallback) {
@@ -85,7 +83,7 @@ EfdParams params_from(const PolicyContext& context, bool online) {
   p.scarcity_from_history = get("scarcity_history", 1) > 0;
   p.scarcity_cap = get("scarcity_cap", 1) > 0;
   p.scarcity_feed = get("scarcity_feed", 1) > 0;
-  p.scarcity_dynamic = get("scarcity_dynamic", p.scarcity_dynamic ? 1 : 0) > 0;
+  p.scarcity_dynamic = get("scarcity_dynamic", 1) > 0;
   p.fill.cpu_competition = std::min(1.0, get("cpu_competition", p.fill.cpu_competition));
   p.fill.multi_gpu_weight = get("multi_gpu_weight", p.fill.multi_gpu_weight);
   p.fill.feed_limit = get("feed_limit", 1) > 0;
