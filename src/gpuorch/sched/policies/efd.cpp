@@ -33,8 +33,8 @@ struct EfdParams {
   // (docs/efd-robustness.md).
   double popularity = 0.82;
   // Milli of stranded GPU per sigmoid unit of the integer score. scripts/efd-crossval --ceilings
-  // chooses 1350 for efd and 1250 for efd-online over 1500 (the default before) on both halves of
-  // the family levels (docs/efd-robustness.md). Set in params_from.
+  // chooses 1350 for efd and 1250 for efd-online (params_from) over 1500, the default before, on
+  // both halves of the family levels (docs/efd-robustness.md).
   double score_scale = 1350;
   // Price of using a GPU model that constrained pods need, in milli displaced per milli taken
   // (scarcity_price). 1 is the unit of the score, not a tuned value: 0 switches it off.
@@ -71,7 +71,7 @@ struct EfdParams {
 
 EfdParams params_from(const PolicyContext& context, bool online) {
   EfdParams p;
-  p.score_scale = online ? 1250 : 1350;
+  if (online) p.score_scale = 1250;
   if (context.options == nullptr) return p;
   auto get = [&](const char* key, double fallback) {
     const auto it = context.options->find(key);
