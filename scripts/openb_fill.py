@@ -1,5 +1,6 @@
-"""What scripts/compare-efd, compare-consolidation and sweep-popularity share: FGD's published
-means and `gpuorch sim fill` runs averaged over seeds. Standard library only."""
+"""What scripts/compare-efd, efd-crossval, compare-consolidation and sweep-popularity share:
+FGD's published means, `gpuorch sim fill` runs averaged over seeds, and issue 16's criterion.
+Standard library only."""
 import csv
 import json
 import os
@@ -49,6 +50,27 @@ def fill_means(gpuorch, openb, trace, policies, seeds, extra=(), fields=(), who=
                                  "pods to reach that point)\n")
                 sys.exit(2)
     return {p: {k: sum(v) / len(v) for k, v in a.items()} for p, a in acc.items()}
+
+
+def margin_asked(ceiling, fgd):
+    """The margin over FGD (ours) issue 16 asks at one point: +1.0 where the no-refusal ceiling
+    leaves more than 1.5 points of room above FGD, else +0.5."""
+    return 1.0 if ceiling - fgd > 1.5 else 0.5
+
+
+def no_refusal_ceilings(text):
+    """{trace: [ceiling at x = 100, at 130]} from `scripts/fill-ceiling --json` output. Raises
+    ValueError, KeyError or TypeError when the text is not that."""
+    return {r["trace"]: list(r["no_refusal"]) for r in json.loads(text)["traces"]}
+
+
+def run_script(cmd, who):
+    """Runs a helper script; on failure prints its command and stderr and exits 2. Its stdout."""
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.stderr.write(f"{who}: {shlex.join(cmd)} failed:\n{out.stderr}")
+        sys.exit(2)
+    return out.stdout
 
 
 def write_atomically(path, text):

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "support/made_openb.hpp"
+#include "support/outputs.hpp"
 #include "support/paths.hpp"
 #include "support/test_support.hpp"
 
@@ -38,18 +39,6 @@ void write_made_openb(const test::TempDir& dir) {
                    "openb_pod_list_tiny,06-FGD,10,50,60,65,70,75,70,80\n");
 }
 
-std::vector<std::string> cells(const std::string& row) {
-  std::vector<std::string> out;
-  std::size_t at = 1;
-  for (std::size_t bar; (bar = row.find('|', at)) != std::string::npos; at = bar + 1) {
-    std::string c = row.substr(at, bar - at);
-    c.erase(0, c.find_first_not_of(' '));
-    c.erase(c.find_last_not_of(' ') + 1);
-    out.push_back(c);
-  }
-  return out;
-}
-
 TEST(CompareEfdScript, Issue16sCriterionHasARowPerTraceAndDecidesTheExitCode) {
   if (!have_scipy()) GTEST_SKIP() << "/usr/bin/python3 has no scipy (scripts/setup installs it)";
   const test::TempDir openb;
@@ -71,7 +60,7 @@ TEST(CompareEfdScript, Issue16sCriterionHasARowPerTraceAndDecidesTheExitCode) {
   std::vector<std::vector<std::string>> rows;
   for (std::size_t i = at + 1; i < lines.size() && lines[i].rfind("## ", 0) != 0; ++i) {
     if (lines[i].rfind("| ", 0) == 0 && lines[i].rfind("| trace", 0) != 0) {
-      rows.push_back(cells(lines[i]));
+      rows.push_back(test::markdown_cells(lines[i]));
     }
   }
   ASSERT_EQ(rows.size(), 9U) << test::read_text(out);

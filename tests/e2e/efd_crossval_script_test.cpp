@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "support/made_openb.hpp"
+#include "support/outputs.hpp"
 #include "support/paths.hpp"
 #include "support/test_support.hpp"
 
@@ -42,18 +43,6 @@ struct Folders {
   }
 };
 
-std::vector<std::string> cells(const std::string& row) {
-  std::vector<std::string> out;
-  std::size_t at = 1;
-  for (std::size_t bar; (bar = row.find('|', at)) != std::string::npos; at = bar + 1) {
-    std::string c = row.substr(at, bar - at);
-    c.erase(0, c.find_first_not_of(' '));
-    c.erase(c.find_last_not_of(' ') + 1);
-    out.push_back(c);
-  }
-  return out;
-}
-
 // "+1.21 / -0.30" -> {1.21, -0.30}
 std::pair<double, double> pair_of(const std::string& cell) {
   const std::size_t slash = cell.find(" / ");
@@ -80,7 +69,7 @@ TEST(EfdCrossvalScript, CeilingsScoreByTheCriterionsShortfall) {
   std::map<std::string, std::vector<std::string>> per_trace;
   std::map<std::string, std::vector<double>> scores;  // candidate -> A shortfall, A mean, B ...
   for (const auto& line : test::lines_of(text)) {
-    const auto c = cells(line);
+    const auto c = test::markdown_cells(line);
     if (line.rfind("| `", 0) == 0 && c.size() == 3) {
       const auto [sa, ma] = pair_of("+" + c[1]);
       const auto [sb, mb] = pair_of("+" + c[2]);

@@ -1,6 +1,6 @@
 #pragma once
-// Checks on what a CLI run leaves behind: the files in a folder, and whether the HTML reports
-// can be drawn here at all.
+// Checks on what a CLI run leaves behind: the files in a folder, the cells of a markdown table
+// row, and whether the HTML reports can be drawn here at all.
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -21,5 +21,18 @@ inline std::vector<std::string> folder_entries(const std::filesystem::path& dir)
 
 // The HTML reports need gnuplot; their tests skip without it.
 inline bool has_gnuplot() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
+
+// The cells of a markdown table row ("| a | b |" -> {"a", "b"}), trimmed.
+inline std::vector<std::string> markdown_cells(const std::string& row) {
+  std::vector<std::string> out;
+  std::size_t at = 1;
+  for (std::size_t bar; (bar = row.find('|', at)) != std::string::npos; at = bar + 1) {
+    std::string c = row.substr(at, bar - at);
+    c.erase(0, c.find_first_not_of(' '));
+    c.erase(c.find_last_not_of(' ') + 1);
+    out.push_back(c);
+  }
+  return out;
+}
 
 }  // namespace gpuorch::test

@@ -212,30 +212,23 @@ class EfdPolicy final : public Policy {
   void remeasure_pressure() {
     const std::size_t models = history_pressure_.size();
     if (models == 0 || !fill_ || !pinned_fill_) return;
-    std::vector<double> capacity(models, 0.0);
     std::vector<double> pinned_free(models, 0.0);
-    double total_capacity = 0;
     double fillable = 0;
     for (cluster::NodeIndex n = 0; n < cluster_->node_count(); ++n) {
       const cluster::ModelId model = cluster_->model(n);
       if (model < 0) continue;
       const auto left = cluster_->gpu_milli_left(n);
-      double idle = 0;
-      for (const std::int32_t l : left) idle += l;
-      const auto m = static_cast<std::size_t>(model);
-      capacity[m] += cluster_->gpu_count(n) * 1000.0;
-      total_capacity += cluster_->gpu_count(n) * 1000.0;
-      fillable +=
-          idle - fill_->stranded(model, cluster_->cpu_free(n), cluster_->memory_free(n), left);
-      pinned_free[m] +=
+      fillable += static_cast<double>(cluster_->gpu_milli_left_total(n)) -
+                  fill_->stranded(model, cluster_->cpu_free(n), cluster_->memory_free(n), left);
+      pinned_free[static_cast<std::size_t>(model)] +=
           pinned_fillable(model, cluster_->cpu_free(n), cluster_->memory_free(n), left);
     }
     bool moved = false;
     for (std::size_t m = 0; m < models; ++m) {
       double pressure = 0;  // nothing the pinned workload can still fill: nothing to reserve
-      if (pinned_free[m] > 0 && total_capacity > 0) {
+      if (pinned_free[m] > 0 && total_capacity_ > 0) {
         pressure =
-            history_pressure_[m] * (fillable / total_capacity) / (pinned_free[m] / capacity[m]);
+            history_pressure_[m] * (fillable / total_capacity_) / (pinned_free[m] / capacity_[m]);
         if (params_.scarcity_cap) pressure = std::min(1.0, pressure);
         pressure = std::round(pressure * 20) / 20;
       }
@@ -277,13 +270,13 @@ class EfdPolicy final : public Policy {
     const std::size_t models = cluster_->models().size();
     // scarcity[m]: GPU demand that only some models can serve, spread over them by capacity, as a
     // share of all demand, divided by model m's share of the capacity.
-    std::vector<double> capacity(models, 0.0);
-    double total_capacity = 0;
+    capacity_.assign(models, 0.0);
+    total_capacity_ = 0;
     for (cluster::NodeIndex n = 0; n < cluster_->node_count(); ++n) {
       if (cluster_->model(n) < 0) continue;
       const double gpus = cluster_->gpu_count(n) * 1000.0;
-      capacity[static_cast<std::size_t>(cluster_->model(n))] += gpus;
-      total_capacity += gpus;
+      capacity_[static_cast<std::size_t>(cluster_->model(n))] += gpus;
+      total_capacity_ += gpus;
     }
     double demand = 0;
     for (const ShapeClass& c : demand_classes) demand += c.weight * c.gpu_milli * c.gpu_count;
@@ -292,11 +285,11 @@ class EfdPolicy final : public Policy {
       if (c.gpu_milli == 0 || c.model_mask == kAnyModel || demand <= 0) continue;
       double allowed = 0;
       for (std::size_t m = 0; m < models; ++m)
-        allowed += ((c.model_mask >> m) & 1U) ? capacity[m] : 0;
+        allowed += ((c.model_mask >> m) & 1U) ? capacity_[m] : 0;
       if (allowed <= 0) continue;
       for (std::size_t m = 0; m < models; ++m) {
         if (((c.model_mask >> m) & 1U) == 0) continue;
-        reserved[m] += c.weight * c.gpu_milli * c.gpu_count / demand * capacity[m] / allowed;
+        reserved[m] += c.weight * c.gpu_milli * c.gpu_count / demand * capacity_[m] / allowed;
       }
     }
     // The pinned workload on its own, for pinned_fillable (scarcity_feed, scarcity_dynamic).
@@ -317,10 +310,10 @@ class EfdPolicy final : public Policy {
     }
     scarcity_.assign(models, 0.0);
     for (std::size_t m = 0; m < models; ++m) {
-      if (capacity[m] <= 0) continue;
+      if (capacity_[m] <= 0) continue;
       // Demand arrives until it matches the capacity (x = 100), so reserved / capacity share is
       // the pinned demand per unit of m's capacity.
-      scarcity_[m] = reserved[m] / (capacity[m] / total_capacity);
+      scarcity_[m] = reserved[m] / (capacity_[m] / total_capacity_);
       if (params_.scarcity_cap) scarcity_[m] = std::min(1.0, scarcity_[m]);
     }
     history_pressure_ = scarcity_;
@@ -363,6 +356,8 @@ class EfdPolicy final : public Policy {
   std::optional<ExpectedFill> pinned_fill_;
   std::vector<double> scarcity_;
   std::vector<double> history_pressure_;  // scarcity_ as measured on the history (or arrivals)
+  std::vector<double> capacity_;          // GPU milli per model, and of the whole cluster
+  double total_capacity_ = 0;
   std::int64_t observed_ = 0;
   static constexpr std::int64_t kPressureEvery = 64;      // arrivals between re-measurements
   std::vector<std::pair<std::uint32_t, double>> before_;  // stranded milli per node version
