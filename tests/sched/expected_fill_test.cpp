@@ -88,6 +88,29 @@ TEST(ExpectedFill, GapOf190IsStrandedUnlessSuchSmallPodsAreInTheTarget) {
   EXPECT_NEAR(stranded_one(exact, 190), 0.0, 1e-9);
 }
 
+TEST(ExpectedFill, SeveralTargetsAverageTheirProgrammes) {
+  // Targets {810: 1} (stranded 190 at r = 190 and r = 1000) and {810: .9, 100: .1} (90 at 190;
+  // 1000 - 910.9 = 89.1 at 1000, as in GapOf190...): the mean, 140 and 139.55.
+  const std::vector<std::vector<ShapeClass>> targets{{gpu_class(810, 1.0)},
+                                                     {gpu_class(810, 0.9), gpu_class(100, 0.1)}};
+  const ExpectedFill mixed(targets, 1, params());
+  EXPECT_NEAR(stranded_one(mixed, 190), 140.0, 1e-9);
+  EXPECT_NEAR(stranded_one(mixed, 1000), 139.55, 1e-9);
+  // One target: the same numbers as the one-target programme.
+  const ExpectedFill one(std::vector<std::vector<ShapeClass>>{targets[1]}, 1, params());
+  const ExpectedFill single(targets[1], 1, params());
+  for (const std::int32_t r : {90, 190, 500, 900, 1000}) {
+    EXPECT_DOUBLE_EQ(stranded_one(one, r), stranded_one(single, r)) << r;
+  }
+  // The multi-GPU term weighs a class by its mean weight: a 2-GPU class in one target of two
+  // counts .5. A node with one free GPU cannot host it: 1000 x .5 on top of a fill of 1000.
+  const ExpectedFill pairs(
+      std::vector<std::vector<ShapeClass>>{{gpu_class(1000, 1.0, 0, 2)}, {gpu_class(1000, 1.0)}}, 1,
+      params());
+  const Gpus one_free{1000, 0};
+  EXPECT_DOUBLE_EQ(pairs.stranded(0, kPlenty, kPlenty, one_free), 500.0);
+}
+
 TEST(ExpectedFill, ClassesFillOnlyTheModelsTheyAllow) {
   // Two models. 500 milli only on model 1 (mask 0b10); 300 milli anywhere, p = .5 each.
   // Model 0: only 300 fits: fill(1000) = 300 + 300 + 300 + fill(100) = 900, 100 stranded.

@@ -31,25 +31,68 @@ std::vector<ShapeClass> resolve_classes(const workload::TargetWorkload& target,
 ExpectedFill::ExpectedFill(std::vector<ShapeClass> classes, std::size_t model_count,
                            ExpectedFillParams params)
     : classes_(std::move(classes)), params_(params), fill_(model_count * kSteps) {
+  add_programme(classes_, model_count, 1.0);
   for (const ShapeClass& c : classes_) {
     if (c.gpu_count >= 2) multi_.push_back(c);
   }
+}
+
+ExpectedFill::ExpectedFill(const std::vector<std::vector<ShapeClass>>& targets,
+                           std::size_t model_count, ExpectedFillParams params)
+    : params_(params), fill_(model_count * kSteps) {
+  if (targets.empty()) return;
+  const double share = 1.0 / static_cast<double>(targets.size());
+  for (const auto& classes : targets) {
+    add_programme(classes, model_count, share);
+    // The classes behind the CPU competition and the multi-GPU term, each weighed by its mean
+    // weight over the targets.
+    for (const ShapeClass& c : classes) {
+      auto same = [&](const ShapeClass& o) {
+        return o.cpu_milli == c.cpu_milli && o.gpu_milli == c.gpu_milli &&
+               o.gpu_count == c.gpu_count && o.model_mask == c.model_mask &&
+               o.memory_mib == c.memory_mib;
+      };
+      const auto it = std::find_if(classes_.begin(), classes_.end(), same);
+      if (it == classes_.end()) {
+        classes_.push_back(c);
+        classes_.back().weight = c.weight * share;
+      } else {
+        it->weight += c.weight * share;
+      }
+    }
+  }
+  for (const ShapeClass& c : classes_) {
+    if (c.gpu_count >= 2) multi_.push_back(c);
+  }
+}
+
+void ExpectedFill::add_programme(const std::vector<ShapeClass>& classes, std::size_t model_count,
+                                 double share) {
+  std::vector<Fill> f(kSteps);
   for (std::size_t m = 0; m < model_count; ++m) {
     const auto model = static_cast<cluster::ModelId>(m);
-    Fill* f = fill_.data() + m * kSteps;
+    std::fill(f.begin(), f.end(), Fill{});
     for (std::int32_t r = 1; r <= base::kMilliPerGpu; ++r) {
       double mass = 0;
       Fill sum;
-      for (const ShapeClass& c : classes_) {
+      for (const ShapeClass& c : classes) {
         if (c.gpu_milli == 0 || c.gpu_milli > r || !allows(c.model_mask, model)) continue;
-        const Fill& rest = f[r - c.gpu_milli];
+        const Fill& rest = f[static_cast<std::size_t>(r - c.gpu_milli)];
         mass += c.weight;
         sum.gpu += c.weight * (c.gpu_milli + rest.gpu);
         // A k-GPU pod's CPU and memory are shared by its k GPUs.
         sum.cpu += c.weight * (static_cast<double>(c.cpu_milli) / c.gpu_count + rest.cpu);
         sum.memory += c.weight * (c.memory_mib / c.gpu_count + rest.memory);
       }
-      if (mass > 0) f[r] = Fill{sum.gpu / mass, sum.cpu / mass, sum.memory / mass};
+      if (mass > 0) {
+        f[static_cast<std::size_t>(r)] = Fill{sum.gpu / mass, sum.cpu / mass, sum.memory / mass};
+      }
+    }
+    Fill* out = fill_.data() + m * kSteps;
+    for (std::size_t r = 0; r < kSteps; ++r) {
+      out[r].gpu += share * f[r].gpu;
+      out[r].cpu += share * f[r].cpu;
+      out[r].memory += share * f[r].memory;
     }
   }
 }

@@ -47,6 +47,11 @@ class ExpectedFill {
  public:
   // `classes`: the target workload (weights summing to 1); `model_count`: the cluster's models.
   ExpectedFill(std::vector<ShapeClass> classes, std::size_t model_count, ExpectedFillParams params);
+  // The mean of the programmes of several target workloads (each one's weights summing to 1),
+  // such as the cuts of one history at several popularities: a class that only some of them
+  // keep counts for that share of them, so the fill does not jump when a cut moves past a class.
+  ExpectedFill(const std::vector<std::vector<ShapeClass>>& targets, std::size_t model_count,
+               ExpectedFillParams params);
 
   // Idle GPU milli of a node in this state that the target workload is not expected to fill.
   [[nodiscard]] double stranded(cluster::ModelId model, std::int64_t cpu_free,
@@ -62,6 +67,8 @@ class ExpectedFill {
     return fill_[static_cast<std::size_t>(model) * kSteps + static_cast<std::size_t>(left)];
   }
   [[nodiscard]] double effective_cpu(cluster::ModelId model, std::int64_t cpu_free) const;
+  // Adds `share` times the fill programme of `classes` to fill_.
+  void add_programme(const std::vector<ShapeClass>& classes, std::size_t model_count, double share);
 
   std::vector<ShapeClass> classes_;
   std::vector<ShapeClass> multi_;  // the classes asking for 2 or more whole GPUs

@@ -113,6 +113,26 @@ TEST(EfdPolicy, GapOf190CountsAsFilledOnlyWhenTheTargetHasPodsThatSmall) {
   EXPECT_EQ(cut.score(0, cut.req(0, 1, 810)).score, 0);
 }
 
+TEST(EfdPolicy, PopularityBandAveragesTheCuts) {
+  // The history of GapOf190...; popularity .9 with band .1 cuts at .8, .85, .9 (810-milli pods
+  // only: stranded 190 before and after) and .95, 1 (both classes: 89.1 before, 90 after). The
+  // mean: .6 x 190 + .4 x 89.1 = 149.64 before, .6 x 190 + .4 x 90 = 150 after: gain -0.36.
+  const auto history = concat({pods(90, 0, 1, 810), pods(10, 0, 1, 100)});
+  EfdBench band("efd:popularity=0.9:popularity_band=0.1:quantise=0", {gpu_node("n", 64000, 1)},
+                history);
+  EXPECT_EQ(band.score(0, band.req(0, 1, 810)).score, -360);
+  // efd-online makes the same cuts of the arrivals once it has learnt them (32 arrivals).
+  EfdBench online("efd-online:popularity=0.9:popularity_band=0.1:quantise=0",
+                  {gpu_node("n", 64000, 1)}, history);
+  for (int i = 0; i < 32; ++i) {
+    online.policy->observe(i % 10 < 9 ? online.req(0, 1, 810) : online.req(0, 1, 100));
+  }
+  // 32 arrivals: 29 of 810 and 3 of 100 (a = 29/32, b = 3/32); the cuts at .95 and 1 keep both:
+  //   fill(1000) = a (810 + 100) + b (100 + a 810 + b 900) = 910.79, 89.21 stranded before.
+  // The mean: .6 x 190 + .4 x 89.21 = 149.68 before, 150 after: gain -0.316.
+  EXPECT_EQ(online.score(0, online.req(0, 1, 810)).score, -316);
+}
+
 TEST(EfdPolicy, SharedPodPrefersAPartlyUsedNode) {
   // History: 500 and 300 milli, p = .5 each (expected_fill_test.cpp: stranded per GPU 1000 ->
   // 125, 700 -> 150, 500 -> 100, 0 -> 0). A 500-milli pod:
@@ -414,7 +434,7 @@ TEST(EfdPolicy, SpecOptionsAreChecked) {
   EXPECT_EQ(test::input_error([] { check_policy_spec("efd:popularty=1"); }),
             "policy 'efd' has no option 'popularty' (options: popularity, score_scale, "
             "scarcity_weight, scarcity_history, scarcity_cap, scarcity_feed, cpu_competition, "
-            "multi_gpu_weight, feed_limit, quantise, scarcity_dynamic)");
+            "multi_gpu_weight, feed_limit, quantise, scarcity_dynamic, popularity_band)");
   EXPECT_THAT(test::input_error([] { check_policy_spec("efd-online:alpha=1"); }),
               ::testing::HasSubstr("policy 'efd-online' has no option 'alpha'"));
   EXPECT_EQ(test::input_error([] { check_policy_spec("efd:popularity"); }),

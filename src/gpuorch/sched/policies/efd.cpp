@@ -28,10 +28,15 @@ struct EfdParams {
   // Share of pods the target workload's classes cover. Rare shapes are left out on purpose: the
   // fill programme would count a 190-milli gap as filled if any pod that small exists at all.
   // 0.82: chosen by scripts/efd-crossval on each half of the family levels (shipped and
-  // generated), and better than 0.75 on both halves; 0.80-0.86 is a plateau, and the cliffs
-  // docs/efd-popularity.md found near 0.80 with the old scarce-model price are gone
-  // (docs/efd-robustness.md).
+  // generated), and better than 0.75 on both halves. Not a plateau: one rare class crossing the
+  // cut moves a trace's margin by up to 0.6 points (the 160-milli share at 0.8213 on gpushare60,
+  // at 0.8133 on gpuspec30; docs/efd-robustness.md).
   double popularity = 0.82;
+  // The fill programme is the mean of those of five cuts, from popularity - band to + band (0:
+  // the one cut), so that a class at the edge of the cut moves the fill by a share. Off:
+  // scripts/efd-crossval --ceilings keeps the one cut, as no band (0.01 to 0.08) wins on both
+  // halves of the family levels (docs/efd-robustness.md, "The edge of the cut").
+  double popularity_band = 0;
   // Milli of stranded GPU per sigmoid unit of the integer score. scripts/efd-crossval --ceilings
   // chooses 1350 for efd and 1250 for efd-online (params_from) over 1500, the default before, on
   // both halves of the family levels (docs/efd-robustness.md).
@@ -78,6 +83,7 @@ EfdParams params_from(const PolicyContext& context, bool online) {
     return it == context.options->end() ? fallback : it->second;
   };
   p.popularity = std::min(1.0, get("popularity", p.popularity));
+  p.popularity_band = std::clamp(get("popularity_band", p.popularity_band), 0.0, 0.5);
   p.score_scale = std::max(1.0, get("score_scale", p.score_scale));
   p.scarcity_weight = get("scarcity_weight", p.scarcity_weight);
   p.scarcity_from_history = get("scarcity_history", 1) > 0;
@@ -96,10 +102,13 @@ class EfdPolicy final : public Policy {
   EfdPolicy(const PolicyContext& context, EfdParams params, bool online)
       : cluster_(context.cluster), params_(params), online_(online) {
     if (!online_) {
-      const auto target =
-          resolve_classes(workload::most_popular(*context.history, params_.popularity), *cluster_);
-      rebuild(target, params_.scarcity_from_history ? resolve_classes(*context.history, *cluster_)
-                                                    : target);
+      std::vector<std::vector<ShapeClass>> targets;
+      for (const double popularity : cuts()) {
+        targets.push_back(
+            resolve_classes(workload::most_popular(*context.history, popularity), *cluster_));
+      }
+      rebuild(targets, params_.scarcity_from_history ? resolve_classes(*context.history, *cluster_)
+                                                     : targets[targets.size() / 2]);
     }
   }
 
@@ -264,9 +273,20 @@ class EfdPolicy final : public Policy {
     return idle - pinned_fill_->stranded(model, cpu, memory, gpu_left);
   }
 
-  // `classes`: the target workload of the fill programme; `demand_classes`: the pods whose
-  // GPU-model constraints set each model's pressure.
-  void rebuild(std::vector<ShapeClass> classes, const std::vector<ShapeClass>& demand_classes) {
+  // The popularities whose cuts make the target workload (popularity_band).
+  [[nodiscard]] std::vector<double> cuts() const {
+    if (params_.popularity_band <= 0) return {params_.popularity};
+    std::vector<double> out;
+    for (int k = -2; k <= 2; ++k) {
+      out.push_back(std::min(1.0, params_.popularity + params_.popularity_band * k / 2.0));
+    }
+    return out;
+  }
+
+  // `targets`: the target workloads (one per cut) of the fill programme; `demand_classes`: the
+  // pods whose GPU-model constraints set each model's pressure.
+  void rebuild(const std::vector<std::vector<ShapeClass>>& targets,
+               const std::vector<ShapeClass>& demand_classes) {
     const std::size_t models = cluster_->models().size();
     // scarcity[m]: GPU demand that only some models can serve, spread over them by capacity, as a
     // share of all demand, divided by model m's share of the capacity.
@@ -317,7 +337,11 @@ class EfdPolicy final : public Policy {
       if (params_.scarcity_cap) scarcity_[m] = std::min(1.0, scarcity_[m]);
     }
     history_pressure_ = scarcity_;
-    fill_.emplace(std::move(classes), models, params_.fill);
+    if (targets.size() == 1) {
+      fill_.emplace(targets.front(), models, params_.fill);
+    } else {
+      fill_.emplace(targets, models, params_.fill);
+    }
     before_.clear();
     ++epoch_;
   }
@@ -330,23 +354,26 @@ class EfdPolicy final : public Policy {
       return a.first > b.first;
     });
     std::vector<ShapeClass> all;
-    std::size_t target = 0;
-    std::int64_t kept = 0;
     for (const auto& [key, seen] : ranked) {
-      if (static_cast<double>(kept) < params_.popularity * static_cast<double>(arrivals_)) {
-        kept += seen.count;
-        ++target;
-      }
       all.push_back(ShapeClass{std::get<0>(key), static_cast<std::int32_t>(std::get<1>(key)),
                                std::get<2>(key), std::get<3>(key),
                                seen.memory_mib / static_cast<double>(seen.count),
                                static_cast<double>(seen.count)});
     }
-    std::vector<ShapeClass> classes(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(target));
-    for (ShapeClass& c : classes) c.weight /= static_cast<double>(kept);
+    std::vector<std::vector<ShapeClass>> targets;
+    for (const double popularity : cuts()) {
+      std::size_t target = 0;
+      double kept = 0;
+      while (target < all.size() && kept < popularity * static_cast<double>(arrivals_)) {
+        kept += all[target++].weight;
+      }
+      std::vector<ShapeClass> classes(all.begin(),
+                                      all.begin() + static_cast<std::ptrdiff_t>(target));
+      for (ShapeClass& c : classes) c.weight /= kept;
+      targets.push_back(std::move(classes));
+    }
     for (ShapeClass& c : all) c.weight /= static_cast<double>(arrivals_);
-    if (!params_.scarcity_from_history) all = classes;
-    rebuild(std::move(classes), all);
+    rebuild(targets, params_.scarcity_from_history ? all : targets[targets.size() / 2]);
   }
 
   const cluster::Cluster* cluster_;
