@@ -133,6 +133,34 @@ TEST(EfdPolicy, PopularityBandAveragesTheCuts) {
   EXPECT_EQ(online.score(0, online.req(0, 1, 810)).score, -316);
 }
 
+// multi_reserve. History: one 8-GPU pod and eight 1-GPU pods, so 8-GPU pods are half the GPU
+// milli. Two empty 8-GPU nodes: 16000 milli fillable, lambda = .5 x 16000 / 8000 = 1 such pod
+// still to come, 2 rooms: P(N >= 2) = 1 - 2/e = .264, rounded to .25 (steps of .05). A 1-GPU pod
+// on either breaks a room: .25 x 8000 = 2000 milli. Once node b is broken: 15000 fillable,
+// lambda = .9375, 1 room left: P(N >= 1) = 1 - exp(-.9375) = .608, .6, so breaking a costs 4800
+// and b costs nothing.
+TEST(EfdPolicy, MultiReservePricesTheRoomsMultiGpuPodsStillNeed) {
+  const std::vector<cluster::NodeSpec> nodes{gpu_node("a", 96000, 8), gpu_node("b", 96000, 8)};
+  const auto history = concat({pods(1, 0, 8, 1000), pods(8, 0, 1, 1000)});
+  EfdBench b("efd:popularity=1:quantise=0", nodes, history);
+  EXPECT_EQ(b.score(0, b.req(0, 1, 1000)).score, -2000000);
+  b.apply(1, 0, 1000, {0});
+  for (int i = 0; i < 256; ++i) b.policy->observe(b.req(0, 1, 1000));  // re-measured every 256
+  EXPECT_EQ(b.score(0, b.req(0, 1, 1000)).score, -4800000);
+  EXPECT_EQ(b.score(1, b.req(0, 1, 1000)).score, 0);
+  // An 8-GPU pod pays for its own room too, wherever it goes.
+  EXPECT_EQ(b.score(0, b.req(0, 8, 1000)).score, -4800000);
+  // Off: no price.
+  EfdBench off("efd:popularity=1:quantise=0:multi_reserve=0", nodes, history);
+  EXPECT_EQ(off.score(0, off.req(0, 1, 1000)).score, 0);
+  // Rooms far more than the demand still to come: 20 rooms, lambda = 10, P(N >= 20) = .003,
+  // which rounds to no price.
+  std::vector<cluster::NodeSpec> many;
+  for (int i = 0; i < 20; ++i) many.push_back(gpu_node("n" + std::to_string(i), 96000, 8));
+  EfdBench plenty("efd:popularity=1:quantise=0", many, history);
+  EXPECT_EQ(plenty.score(0, plenty.req(0, 1, 1000)).score, 0);
+}
+
 TEST(EfdPolicy, SharedPodPrefersAPartlyUsedNode) {
   // History: 500 and 300 milli, p = .5 each (expected_fill_test.cpp: stranded per GPU 1000 ->
   // 125, 700 -> 150, 500 -> 100, 0 -> 0). A 500-milli pod:
@@ -397,17 +425,18 @@ TEST(EfdPolicy, CpuCompetitionOptionReachesTheModel) {
 
 TEST(EfdPolicy, MultiGpuWeightOptionReachesTheModel) {
   // History: 2 whole GPUs and 500 milli, p = .5 each. A 1-GPU pod on an empty 2-GPU node leaves
-  // one whole GPU: the 2-GPU class no longer fits, 1000 idle milli stranded x weight x .5.
+  // one whole GPU: the 2-GPU class no longer fits, 1000 idle milli stranded x weight x .5. The
+  // reserve price is off to see the term alone.
   const auto history = concat({pods(1, 0, 2, 1000), pods(1, 0, 1, 500)});
   const std::vector<cluster::NodeSpec> nodes{gpu_node("n", 64000, 2)};
-  EfdBench half("efd:popularity=1:quantise=0:multi_gpu_weight=0.5", nodes, history);
+  EfdBench half("efd:popularity=1:quantise=0:multi_reserve=0:multi_gpu_weight=0.5", nodes, history);
   EXPECT_EQ(half.score(0, half.req(0, 1, 1000)).score, -250000);
-  EfdBench one("efd:popularity=1:quantise=0:multi_gpu_weight=1", nodes, history);
+  EfdBench one("efd:popularity=1:quantise=0:multi_reserve=0:multi_gpu_weight=1", nodes, history);
   EXPECT_EQ(one.score(0, one.req(0, 1, 1000)).score, -500000);
-  EfdBench off("efd:popularity=1:quantise=0:multi_gpu_weight=0", nodes, history);
+  EfdBench off("efd:popularity=1:quantise=0:multi_reserve=0:multi_gpu_weight=0", nodes, history);
   EXPECT_EQ(off.score(0, off.req(0, 1, 1000)).score, 0);
   // Off by default (docs/policies.md: on multigpu50 the term guards the wrong nodes).
-  EfdBench shipped("efd:popularity=1:quantise=0", nodes, history);
+  EfdBench shipped("efd:popularity=1:quantise=0:multi_reserve=0", nodes, history);
   EXPECT_EQ(shipped.score(0, shipped.req(0, 1, 1000)).score, 0);
   // The 2-GPU pod itself takes both GPUs: nothing idle is left, nothing stranded.
   EXPECT_EQ(one.score(0, one.req(0, 2, 1000)).score, 0);
@@ -434,7 +463,8 @@ TEST(EfdPolicy, SpecOptionsAreChecked) {
   EXPECT_EQ(test::input_error([] { check_policy_spec("efd:popularty=1"); }),
             "policy 'efd' has no option 'popularty' (options: popularity, score_scale, "
             "scarcity_weight, scarcity_history, scarcity_cap, scarcity_feed, cpu_competition, "
-            "multi_gpu_weight, feed_limit, quantise, scarcity_dynamic, popularity_band)");
+            "multi_gpu_weight, feed_limit, quantise, scarcity_dynamic, popularity_band, "
+            "multi_reserve)");
   EXPECT_THAT(test::input_error([] { check_policy_spec("efd-online:alpha=1"); }),
               ::testing::HasSubstr("policy 'efd-online' has no option 'alpha'"));
   EXPECT_EQ(test::input_error([] { check_policy_spec("efd:popularity"); }),
