@@ -236,6 +236,13 @@ class EfdPolicy final : public Policy {
     return params_.scarcity_weight * (scarcity_[static_cast<std::size_t>(model)] - cheapest);
   }
 
+  // Idle milli of a GPU node of the cluster that the target workload is expected to fill.
+  [[nodiscard]] double fillable_now(cluster::NodeIndex n) const {
+    return static_cast<double>(cluster_->gpu_milli_left_total(n)) -
+           fill_->stranded(cluster_->model(n), cluster_->cpu_free(n), cluster_->memory_free(n),
+                           cluster_->gpu_milli_left(n));
+  }
+
   // scarcity_dynamic: pressure_m = history pressure_m x (the cluster's fillable share of its
   // capacity) / (m's pinned-fillable share of its capacity). Pinned demand arrives with the rest,
   // so until the cluster's fillable GPU is used up it asks pressure_m x cap_m x (fillable share)
@@ -249,11 +256,9 @@ class EfdPolicy final : public Policy {
     for (cluster::NodeIndex n = 0; n < cluster_->node_count(); ++n) {
       const cluster::ModelId model = cluster_->model(n);
       if (model < 0) continue;
-      const auto left = cluster_->gpu_milli_left(n);
-      fillable += static_cast<double>(cluster_->gpu_milli_left_total(n)) -
-                  fill_->stranded(model, cluster_->cpu_free(n), cluster_->memory_free(n), left);
-      pinned_free[static_cast<std::size_t>(model)] +=
-          pinned_fillable(model, cluster_->cpu_free(n), cluster_->memory_free(n), left);
+      fillable += fillable_now(n);
+      pinned_free[static_cast<std::size_t>(model)] += pinned_fillable(
+          model, cluster_->cpu_free(n), cluster_->memory_free(n), cluster_->gpu_milli_left(n));
     }
     bool moved = false;
     for (std::size_t m = 0; m < models; ++m) {
@@ -272,13 +277,11 @@ class EfdPolicy final : public Policy {
     if (moved) ++epoch_;
   }
 
-  // multi_reserve: pods of multi-GPU class c a node in this state could host at once.
-  static std::int64_t hostable(const ShapeClass& c, cluster::ModelId model, std::int64_t cpu,
-                               std::int64_t memory, std::span<const std::int32_t> gpu_left) {
-    if (model < 0 || ((c.model_mask >> model) & 1U) == 0) return 0;
-    std::int64_t pods = 0;
-    for (const std::int32_t l : gpu_left) pods += l >= c.gpu_milli ? 1 : 0;
-    pods /= c.gpu_count;
+  // multi_reserve: pods of multi-GPU class c that `gpus` GPUs with room for one of its shares
+  // each, `cpu` and `memory` could host at once.
+  static std::int64_t rooms_of(const ShapeClass& c, std::int64_t gpus, std::int64_t cpu,
+                               std::int64_t memory) {
+    std::int64_t pods = gpus / c.gpu_count;
     if (c.cpu_milli > 0) pods = std::min(pods, cpu / c.cpu_milli);
     if (c.memory_mib > 0) {
       pods = std::min(pods, static_cast<std::int64_t>(static_cast<double>(memory) / c.memory_mib));
@@ -286,7 +289,16 @@ class EfdPolicy final : public Policy {
     return std::max<std::int64_t>(0, pods);
   }
 
-  // The same for a node of the cluster as it is; whole GPUs are counted by the cluster.
+  // ... on a node of model `model` in this state.
+  static std::int64_t hostable(const ShapeClass& c, cluster::ModelId model, std::int64_t cpu,
+                               std::int64_t memory, std::span<const std::int32_t> gpu_left) {
+    if (model < 0 || ((c.model_mask >> model) & 1U) == 0) return 0;
+    std::int64_t gpus = 0;
+    for (const std::int32_t l : gpu_left) gpus += l >= c.gpu_milli ? 1 : 0;
+    return rooms_of(c, gpus, cpu, memory);
+  }
+
+  // ... on a node of the cluster as it is; its whole free GPUs are counted by the cluster.
   static std::int64_t hostable(const ShapeClass& c, const cluster::Cluster& cluster,
                                cluster::NodeIndex n) {
     const cluster::ModelId model = cluster.model(n);
@@ -295,13 +307,7 @@ class EfdPolicy final : public Policy {
                       cluster.gpu_milli_left(n));
     }
     if (model < 0 || ((c.model_mask >> model) & 1U) == 0) return 0;
-    std::int64_t pods = cluster.fully_free_gpus(n) / c.gpu_count;
-    if (c.cpu_milli > 0) pods = std::min(pods, cluster.cpu_free(n) / c.cpu_milli);
-    if (c.memory_mib > 0) {
-      pods = std::min(pods, static_cast<std::int64_t>(static_cast<double>(cluster.memory_free(n)) /
-                                                      c.memory_mib));
-    }
-    return std::max<std::int64_t>(0, pods);
+    return rooms_of(c, cluster.fully_free_gpus(n), cluster.cpu_free(n), cluster.memory_free(n));
   }
 
   // multi_reserve: the milli of multi-GPU rooms on a node in this state, each weighed by the
@@ -359,11 +365,7 @@ class EfdPolicy final : public Policy {
     }
     double fillable = 0;
     for (cluster::NodeIndex n = 0; short_of_rooms && n < cluster_->node_count(); ++n) {
-      const cluster::ModelId model = cluster_->model(n);
-      if (model < 0) continue;
-      fillable += static_cast<double>(cluster_->gpu_milli_left_total(n)) -
-                  fill_->stranded(model, cluster_->cpu_free(n), cluster_->memory_free(n),
-                                  cluster_->gpu_milli_left(n));
+      if (cluster_->model(n) >= 0) fillable += fillable_now(n);
     }
     bool moved = false;
     reserve_active_ = false;
