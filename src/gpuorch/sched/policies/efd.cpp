@@ -78,7 +78,7 @@ struct EfdParams {
   // class's pods still to come need every room left (remeasure_reserve). Multi-GPU shapes are
   // rare by count, so outside the popularity cut, yet 5.8 % of the GPU milli of the openb traces;
   // without it efd broke every whole G2 node of gpuspec30 by x = 50. The chance is ~0 until the
-  // rooms run short, so traces where they never do are untouched. On for efd, off for
+  // rooms run short, so it moves little where they run short only at the end. On for efd, off for
   // efd-online (params_from): scripts/efd-crossval --ceilings keeps it on both halves of the
   // family levels for efd, and not for efd-online (docs/efd-robustness.md).
   bool multi_reserve = true;
