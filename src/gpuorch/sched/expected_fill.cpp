@@ -6,14 +6,6 @@
 #include "gpuorch/sched/pod_request.hpp"
 
 namespace gpuorch::sched {
-namespace {
-
-bool allows(std::uint64_t mask, cluster::ModelId model) {
-  return model >= 0 && ((mask >> model) & 1U) != 0;
-}
-
-}  // namespace
-
 std::vector<ShapeClass> resolve_classes(const workload::TargetWorkload& target,
                                         const cluster::Cluster& cluster) {
   std::vector<ShapeClass> out;
@@ -76,7 +68,7 @@ void ExpectedFill::add_programme(const std::vector<ShapeClass>& classes, std::si
       double mass = 0;
       Fill sum;
       for (const ShapeClass& c : classes) {
-        if (c.gpu_milli == 0 || c.gpu_milli > r || !allows(c.model_mask, model)) continue;
+        if (c.gpu_milli == 0 || c.gpu_milli > r || !mask_allows(c.model_mask, model)) continue;
         const Fill& rest = f[static_cast<std::size_t>(r - c.gpu_milli)];
         mass += c.weight;
         sum.gpu += c.weight * (c.gpu_milli + rest.gpu);
@@ -105,7 +97,7 @@ double ExpectedFill::effective_cpu(cluster::ModelId model, std::int64_t cpu_free
   for (const ShapeClass& c : classes_) {
     if (c.gpu_milli == 0) {
       if (c.cpu_milli <= cpu_free) cpu_only += c.weight * static_cast<double>(c.cpu_milli);
-    } else if (allows(c.model_mask, model)) {
+    } else if (mask_allows(c.model_mask, model)) {
       gpu_pods += c.weight * static_cast<double>(c.cpu_milli);
     }
   }
@@ -138,7 +130,8 @@ double ExpectedFill::stranded(cluster::ModelId model, std::int64_t cpu_free,
   if (params_.feed_limit && total.memory > memory) share = std::min(share, memory / total.memory);
   double stranded = static_cast<double>(idle) - total.gpu * share;
   for (const ShapeClass& c : multi_) {
-    if (!allows(c.model_mask, model) || static_cast<int>(gpu_left.size()) < c.gpu_count) continue;
+    if (!mask_allows(c.model_mask, model) || static_cast<int>(gpu_left.size()) < c.gpu_count)
+      continue;
     if (fully_free >= c.gpu_count && cpu_free >= c.cpu_milli) continue;
     stranded += params_.multi_gpu_weight * c.weight * static_cast<double>(idle);
   }

@@ -30,7 +30,7 @@ double FragmentationMeasure::node_amount(cluster::ModelId model, std::int64_t cp
       sum[cpu_fits ? kCpuOnlyFits : kCpuOnlyLacksCpu] += c.weight * idle_d;
       continue;
     }
-    if (model < 0 || ((c.model_mask >> model) & 1U) == 0) {
+    if (!mask_allows(c.model_mask, model)) {
       sum[kNoAccess] += c.weight * idle_d;
       continue;
     }

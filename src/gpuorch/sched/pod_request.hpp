@@ -18,6 +18,12 @@ namespace gpuorch::sched {
 
 inline constexpr std::uint64_t kAnyModel = ~std::uint64_t{0};
 
+// Whether a GPU-model mask (bit m set = model m allowed) allows `model`; a node without GPUs
+// (no model) is allowed by none.
+[[nodiscard]] constexpr bool mask_allows(std::uint64_t mask, cluster::ModelId model) {
+  return model >= 0 && ((mask >> model) & 1U) != 0;
+}
+
 struct PodRequest {
   std::int64_t cpu_milli = 0;
   std::int64_t memory_mib = 0;
@@ -33,9 +39,7 @@ struct PodRequest {
 
   [[nodiscard]] bool cpu_only() const { return gpu_count == 0; }
   [[nodiscard]] bool gpu_share() const { return gpu_count == 1 && gpu_milli < base::kMilliPerGpu; }
-  [[nodiscard]] bool allows(cluster::ModelId m) const {
-    return m >= 0 && ((model_mask >> m) & 1U) != 0;
-  }
+  [[nodiscard]] bool allows(cluster::ModelId m) const { return mask_allows(model_mask, m); }
 };
 
 // Everything in a request that can change a node's verdict or score: the one key of the core's

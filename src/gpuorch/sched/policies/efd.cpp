@@ -292,7 +292,7 @@ class EfdPolicy final : public Policy {
   // ... on a node of model `model` in this state.
   static std::int64_t hostable(const ShapeClass& c, cluster::ModelId model, std::int64_t cpu,
                                std::int64_t memory, std::span<const std::int32_t> gpu_left) {
-    if (model < 0 || ((c.model_mask >> model) & 1U) == 0) return 0;
+    if (!mask_allows(c.model_mask, model)) return 0;
     std::int64_t gpus = 0;
     for (const std::int32_t l : gpu_left) gpus += l >= c.gpu_milli ? 1 : 0;
     return rooms_of(c, gpus, cpu, memory);
@@ -306,7 +306,7 @@ class EfdPolicy final : public Policy {
       return hostable(c, model, cluster.cpu_free(n), cluster.memory_free(n),
                       cluster.gpu_milli_left(n));
     }
-    if (model < 0 || ((c.model_mask >> model) & 1U) == 0) return 0;
+    if (!mask_allows(c.model_mask, model)) return 0;
     return rooms_of(c, cluster.fully_free_gpus(n), cluster.cpu_free(n), cluster.memory_free(n));
   }
 
@@ -440,10 +440,10 @@ class EfdPolicy final : public Policy {
       if (c.gpu_milli == 0 || c.model_mask == kAnyModel || demand <= 0) continue;
       double allowed = 0;
       for (std::size_t m = 0; m < models; ++m)
-        allowed += ((c.model_mask >> m) & 1U) ? capacity_[m] : 0;
+        allowed += mask_allows(c.model_mask, static_cast<cluster::ModelId>(m)) ? capacity_[m] : 0;
       if (allowed <= 0) continue;
       for (std::size_t m = 0; m < models; ++m) {
-        if (((c.model_mask >> m) & 1U) == 0) continue;
+        if (!mask_allows(c.model_mask, static_cast<cluster::ModelId>(m))) continue;
         reserved[m] += c.weight * c.gpu_milli * c.gpu_count / demand * capacity_[m] / allowed;
       }
     }
