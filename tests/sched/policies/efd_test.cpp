@@ -161,6 +161,24 @@ TEST(EfdPolicy, MultiReservePricesTheRoomsMultiGpuPodsStillNeed) {
   EXPECT_EQ(plenty.score(0, plenty.req(0, 1, 1000)).score, 0);
 }
 
+// reserve_nested. History: an 8-GPU pod with 88 cores, one with 64 cores and sixteen 1-GPU
+// pods: each 8-GPU class is a quarter of the GPU milli. Three empty 8-GPU nodes with 96 cores:
+// 24000 milli fillable, lambda = .25 x 24000 / 8000 = .75 pods of each class, 3 rooms each.
+// Alone, P(N >= 3) = 1 - e^-.75 (1 + .75 + .28125) = .0405, rounded to .05 for both classes.
+// Nested, the 88-core pods take the 64-core class's rooms too: lambda = 1.5, P(N >= 3) =
+// 1 - e^-1.5 (1 + 1.5 + 1.125) = .191, .2. A 1-GPU pod breaks one room of each class:
+// (.05 + .05) x 8000 = 800 milli alone, (.2 + .05) x 8000 = 2000 nested.
+TEST(EfdPolicy, ReserveNestedCountsThePodsThatTakeAClassRooms) {
+  std::vector<cluster::NodeSpec> nodes;
+  for (const char* name : {"a", "b", "c"}) nodes.push_back(gpu_node(name, 96000, 8));
+  const auto history =
+      concat({pods(1, 88000, 8, 1000), pods(1, 64000, 8, 1000), pods(16, 0, 1, 1000)});
+  EfdBench nested("efd:popularity=1:quantise=0", nodes, history);
+  EXPECT_EQ(nested.score(0, nested.req(0, 1, 1000)).score, -2000000);
+  EfdBench alone("efd:popularity=1:quantise=0:reserve_nested=0", nodes, history);
+  EXPECT_EQ(alone.score(0, alone.req(0, 1, 1000)).score, -800000);
+}
+
 TEST(EfdPolicy, SharedPodPrefersAPartlyUsedNode) {
   // History: 500 and 300 milli, p = .5 each (expected_fill_test.cpp: stranded per GPU 1000 ->
   // 125, 700 -> 150, 500 -> 100, 0 -> 0). A 500-milli pod:
@@ -464,7 +482,7 @@ TEST(EfdPolicy, SpecOptionsAreChecked) {
             "policy 'efd' has no option 'popularty' (options: popularity, score_scale, "
             "scarcity_weight, scarcity_history, scarcity_cap, scarcity_feed, cpu_competition, "
             "multi_gpu_weight, feed_limit, quantise, scarcity_dynamic, popularity_band, "
-            "multi_reserve)");
+            "multi_reserve, reserve_nested)");
   EXPECT_THAT(test::input_error([] { check_policy_spec("efd-online:alpha=1"); }),
               ::testing::HasSubstr("policy 'efd-online' has no option 'alpha'"));
   EXPECT_EQ(test::input_error([] { check_policy_spec("efd:popularity"); }),
