@@ -145,6 +145,33 @@ TEST(ExpectedFill, NodeThatCannotFeedItsGpusStrandsThem) {
   EXPECT_DOUBLE_EQ(off.stranded(0, 0, 0, two), 0.0);
 }
 
+TEST(ExpectedFill, FeedTailLosesTheLastPodsOfEachGpuFirst) {
+  // Target: A = 600 milli with 1000 CPU, B = 400 milli with 3000 CPU and 2048 MiB, p = .5 each.
+  //   fill(400) = B alone: 400 milli, 3000 CPU, 2048 MiB;
+  //   fill(600) = .5 A (600, 1000 CPU) + .5 B (400 + fill(200) = 400, 3000 CPU, 2048 MiB):
+  //               500 milli, 2000 CPU, 1024 MiB;
+  //   fill(1000) = .5 A (600 + fill(400): 1000 milli, 4000 CPU, 2048 MiB)
+  //              + .5 B (400 + fill(600): 900 milli, 5000 CPU, 3072 MiB):
+  //              950 milli, 4500 CPU, 2560 MiB, of which the first pods 500 milli, 2000 CPU and
+  //              1024 MiB.
+  const std::vector<ShapeClass> target{gpu_class(600, 0.5, 1000),
+                                       gpu_class(400, 0.5, 3000, 1, 2048)};
+  const ExpectedFill tail(target, 1, ExpectedFillParams{0, 1, true, true});
+  const Gpus one{1000};
+  EXPECT_DOUBLE_EQ(tail.stranded(0, 4500, kPlenty, one), 50.0);
+  // 3250 CPU feeds the first pods and half of the rest: 1000 - (500 + 450 x .5) = 275.
+  EXPECT_DOUBLE_EQ(tail.stranded(0, 3250, kPlenty, one), 275.0);
+  // 1000 CPU feeds half of the first pods: 1000 - 250 = 750.
+  EXPECT_DOUBLE_EQ(tail.stranded(0, 1000, kPlenty, one), 750.0);
+  // 1792 MiB feeds the first pods and half of the rest too.
+  EXPECT_DOUBLE_EQ(tail.stranded(0, kPlenty, 1792, one), 275.0);
+  // Scaled as a whole instead (feed_tail off): 2250 CPU is half the fill, 1000 - 475 = 525;
+  // with the tail last it is 1000 - (500 + 450 x .1) = 455.
+  const ExpectedFill whole(target, 1, params());
+  EXPECT_DOUBLE_EQ(whole.stranded(0, 2250, kPlenty, one), 525.0);
+  EXPECT_DOUBLE_EQ(tail.stranded(0, 2250, kPlenty, one), 455.0);
+}
+
 TEST(ExpectedFill, MultiGpuPodsShareTheirCpuOverTheirGpus) {
   // Target: 2 whole GPUs with 8000 CPU, p = 1: each GPU's fill brings 8000 / 2 = 4000 CPU, so
   // two free GPUs need 8000 CPU. 4000 CPU feeds half: the DP part strands 1000. The multi-GPU

@@ -75,9 +75,14 @@ void ExpectedFill::add_programme(const std::vector<ShapeClass>& classes, std::si
         // A k-GPU pod's CPU and memory are shared by its k GPUs.
         sum.cpu += c.weight * (static_cast<double>(c.cpu_milli) / c.gpu_count + rest.cpu);
         sum.memory += c.weight * (c.memory_mib / c.gpu_count + rest.memory);
+        sum.head_gpu += c.weight * c.gpu_milli;
+        sum.head_cpu += c.weight * static_cast<double>(c.cpu_milli) / c.gpu_count;
+        sum.head_memory += c.weight * c.memory_mib / c.gpu_count;
       }
       if (mass > 0) {
-        f[static_cast<std::size_t>(r)] = Fill{sum.gpu / mass, sum.cpu / mass, sum.memory / mass};
+        f[static_cast<std::size_t>(r)] =
+            Fill{sum.gpu / mass,      sum.cpu / mass,      sum.memory / mass,
+                 sum.head_gpu / mass, sum.head_cpu / mass, sum.head_memory / mass};
       }
     }
     Fill* out = fill_.data() + m * kSteps;
@@ -85,6 +90,9 @@ void ExpectedFill::add_programme(const std::vector<ShapeClass>& classes, std::si
       out[r].gpu += share * f[r].gpu;
       out[r].cpu += share * f[r].cpu;
       out[r].memory += share * f[r].memory;
+      out[r].head_gpu += share * f[r].head_gpu;
+      out[r].head_cpu += share * f[r].head_cpu;
+      out[r].head_memory += share * f[r].head_memory;
     }
   }
 }
@@ -119,6 +127,9 @@ double ExpectedFill::stranded(cluster::ModelId model, std::int64_t cpu_free,
     total.gpu += f.gpu;
     total.cpu += f.cpu;
     total.memory += f.memory;
+    total.head_gpu += f.head_gpu;
+    total.head_cpu += f.head_cpu;
+    total.head_memory += f.head_memory;
   }
   if (idle == 0) return 0.0;
   // The pods that would fill the GPUs need CPU and memory too; when the node has less, only
@@ -128,7 +139,21 @@ double ExpectedFill::stranded(cluster::ModelId model, std::int64_t cpu_free,
   if (total.cpu > cpu) share = std::min(share, cpu / total.cpu);
   const auto memory = static_cast<double>(memory_free);
   if (params_.feed_limit && total.memory > memory) share = std::min(share, memory / total.memory);
-  double stranded = static_cast<double>(idle) - total.gpu * share;
+  double filled = total.gpu * share;
+  if (params_.feed_limit && params_.feed_tail) {
+    // The milli a resource can feed: every first pod before any later one.
+    auto fed = [&](double have, double head_need, double need) {
+      if (have >= need) return total.gpu;
+      if (have >= head_need) {
+        return total.head_gpu +
+               (total.gpu - total.head_gpu) * (have - head_need) / (need - head_need);
+      }
+      return head_need > 0 ? total.head_gpu * have / head_need : total.head_gpu;
+    };
+    filled =
+        std::min(fed(cpu, total.head_cpu, total.cpu), fed(memory, total.head_memory, total.memory));
+  }
+  double stranded = static_cast<double>(idle) - filled;
   for (const ShapeClass& c : multi_) {
     if (!mask_allows(c.model_mask, model) || static_cast<int>(gpu_left.size()) < c.gpu_count)
       continue;

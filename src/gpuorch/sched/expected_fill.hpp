@@ -41,6 +41,10 @@ struct ExpectedFillParams {
   // Scale the fill down when the node's free CPU or memory cannot feed it (off only to measure
   // what it buys).
   bool feed_limit = true;
+  // When the node cannot feed the whole fill, lose the pods that come last on each GPU (the gap
+  // fillers after its first pod) before the first ones, at their own milli per CPU core and MiB,
+  // instead of scaling the whole fill down.
+  bool feed_tail = false;
 };
 
 class ExpectedFill {
@@ -61,6 +65,7 @@ class ExpectedFill {
  private:
   struct Fill {  // expected GPU milli filled, and the CPU and memory the filling pods use
     double gpu = 0, cpu = 0, memory = 0;
+    double head_gpu = 0, head_cpu = 0, head_memory = 0;  // ... of which by each GPU's first pod
   };
   static constexpr std::size_t kSteps = 1001;  // r = 0..1000 milli
   [[nodiscard]] const Fill& fill(cluster::ModelId model, std::int32_t left) const {

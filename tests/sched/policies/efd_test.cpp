@@ -482,7 +482,7 @@ TEST(EfdPolicy, SpecOptionsAreChecked) {
             "policy 'efd' has no option 'popularty' (options: popularity, score_scale, "
             "scarcity_weight, scarcity_history, scarcity_cap, scarcity_feed, cpu_competition, "
             "multi_gpu_weight, feed_limit, quantise, scarcity_dynamic, popularity_band, "
-            "multi_reserve, reserve_nested)");
+            "multi_reserve, reserve_nested, feed_tail)");
   EXPECT_THAT(test::input_error([] { check_policy_spec("efd-online:alpha=1"); }),
               ::testing::HasSubstr("policy 'efd-online' has no option 'alpha'"));
   EXPECT_EQ(test::input_error([] { check_policy_spec("efd:popularity"); }),

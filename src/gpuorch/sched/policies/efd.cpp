@@ -39,9 +39,10 @@ struct EfdParams {
   // halves of the family levels (docs/efd-robustness.md, "The edge of the cut").
   double popularity_band = 0;
   // Milli of stranded GPU per sigmoid unit of the integer score. scripts/efd-crossval --ceilings
-  // chooses 1350 for efd and 1250 for efd-online (params_from) over 1500, the default before, on
-  // both halves of the family levels (docs/efd-robustness.md).
-  double score_scale = 1350;
+  // chose 1350 for efd and 1250 for efd-online over 1500, the default before, on both halves of
+  // the family levels; with feed_tail it chooses 1250 for efd too, over 1150 and 1350, on both
+  // halves and on held-out seeds (docs/efd-robustness.md).
+  double score_scale = 1250;
   // Price of using a GPU model that constrained pods need, in milli displaced per milli taken
   // (scarcity_price). 1 is the unit of the score, not a tuned value: 0 switches it off.
   double scarcity_weight = 1.0;
@@ -70,7 +71,16 @@ struct EfdParams {
   // that the 120-CPU ones need, so eight of those fail per run by x = 80 (0.5 costs 0.21 of margin
   // at x = 100; docs/policies.md). The coarse score and the node ranking keep whole nodes free
   // without it.
-  ExpectedFillParams fill{/*cpu_competition=*/0.25, /*multi_gpu_weight=*/0.0};
+  //
+  // feed_tail: a node short of CPU or memory loses the pods that come last on each GPU (the gap
+  // fillers) before the first ones, rather than a share of the whole fill. Scaling the whole
+  // fill made an empty 96-core G2 node of gpuspec30 strand 821 milli for want of CPU, because a
+  // rare 160-milli share with 4 cores fills the gap every 810-milli pod leaves; pods with little
+  // CPU per milli then broke whole nodes to relieve a shortage that only the rare fillers had.
+  // On: scripts/efd-crossval --ceilings keeps it on both halves of the family levels, for efd and
+  // efd-online, on seeds 42-51 and 52-61 (docs/efd-robustness.md).
+  ExpectedFillParams fill{/*cpu_competition=*/0.25, /*multi_gpu_weight=*/0.0,
+                          /*feed_limit=*/true, /*feed_tail=*/true};
   // The integer sigmoid score (with the node ranking on ties); 0 scores the exact gain instead.
   bool quantise = true;
   // Price a placement by the multi-GPU pods it may turn away: each room it breaks (k free GPUs
@@ -93,10 +103,7 @@ struct EfdParams {
 
 EfdParams params_from(const PolicyContext& context, bool online) {
   EfdParams p;
-  if (online) {
-    p.score_scale = 1250;
-    p.multi_reserve = false;
-  }
+  if (online) p.multi_reserve = false;
   if (context.options == nullptr) return p;
   auto get = [&](const char* key, double fallback) {
     const auto it = context.options->find(key);
@@ -113,6 +120,7 @@ EfdParams params_from(const PolicyContext& context, bool online) {
   p.fill.cpu_competition = std::min(1.0, get("cpu_competition", p.fill.cpu_competition));
   p.fill.multi_gpu_weight = get("multi_gpu_weight", p.fill.multi_gpu_weight);
   p.fill.feed_limit = get("feed_limit", 1) > 0;
+  p.fill.feed_tail = get("feed_tail", p.fill.feed_tail ? 1 : 0) > 0;
   p.quantise = get("quantise", 1) > 0;
   p.multi_reserve = get("multi_reserve", p.multi_reserve ? 1 : 0) > 0;
   p.reserve_nested = get("reserve_nested", p.reserve_nested ? 1 : 0) > 0;

@@ -19,10 +19,10 @@ std::unique_ptr<Policy> make_gpu_packing_policy(const PolicyContext& context);
 std::unique_ptr<Policy> make_best_fit_policy(const PolicyContext& context);
 std::unique_ptr<Policy> make_fgd_policy(const PolicyContext& context);
 std::unique_ptr<Policy> make_efd_policy(const PolicyContext& context);
-inline constexpr std::array<std::string_view, 14> kEfdOptions{
+inline constexpr std::array<std::string_view, 15> kEfdOptions{
     "popularity",       "score_scale",     "scarcity_weight",  "scarcity_history", "scarcity_cap",
     "scarcity_feed",    "cpu_competition", "multi_gpu_weight", "feed_limit",       "quantise",
-    "scarcity_dynamic", "popularity_band", "multi_reserve",    "reserve_nested"};
+    "scarcity_dynamic", "popularity_band", "multi_reserve",    "reserve_nested",   "feed_tail"};
 std::unique_ptr<Policy> make_efd_online_policy(const PolicyContext& context);
 
 }  // namespace gpuorch::sched
