@@ -27,6 +27,7 @@ ExpectedFill::ExpectedFill(std::vector<ShapeClass> classes, std::size_t model_co
   for (const ShapeClass& c : classes_) {
     if (c.gpu_count >= 2) multi_.push_back(c);
   }
+  index_cpu_demand(model_count);
 }
 
 ExpectedFill::ExpectedFill(const std::vector<std::vector<ShapeClass>>& targets,
@@ -55,6 +56,34 @@ ExpectedFill::ExpectedFill(const std::vector<std::vector<ShapeClass>>& targets,
   }
   for (const ShapeClass& c : classes_) {
     if (c.gpu_count >= 2) multi_.push_back(c);
+  }
+  index_cpu_demand(model_count);
+}
+
+void ExpectedFill::index_cpu_demand(std::size_t model_count) {
+  // Each sum adds the classes in the order effective_cpu always did, so the result is the same
+  // to the last bit.
+  for (const ShapeClass& c : classes_) {
+    if (c.gpu_milli == 0) cpu_only_asks_.push_back(c.cpu_milli);
+  }
+  std::sort(cpu_only_asks_.begin(), cpu_only_asks_.end());
+  cpu_only_asks_.erase(std::unique(cpu_only_asks_.begin(), cpu_only_asks_.end()),
+                       cpu_only_asks_.end());
+  for (const std::int64_t ask : cpu_only_asks_) {
+    double sum = 0;
+    for (const ShapeClass& c : classes_) {
+      if (c.gpu_milli == 0 && c.cpu_milli <= ask)
+        sum += c.weight * static_cast<double>(c.cpu_milli);
+    }
+    cpu_only_upto_.push_back(sum);
+  }
+  gpu_pod_cpu_.assign(model_count, 0.0);
+  for (std::size_t m = 0; m < model_count; ++m) {
+    for (const ShapeClass& c : classes_) {
+      if (c.gpu_milli != 0 && mask_allows(c.model_mask, static_cast<cluster::ModelId>(m))) {
+        gpu_pod_cpu_[m] += c.weight * static_cast<double>(c.cpu_milli);
+      }
+    }
   }
 }
 
@@ -99,16 +128,17 @@ void ExpectedFill::add_programme(const std::vector<ShapeClass>& classes, std::si
 
 double ExpectedFill::effective_cpu(cluster::ModelId model, std::int64_t cpu_free) const {
   const auto cpu = static_cast<double>(cpu_free);
-  if (params_.cpu_competition <= 0) return cpu;
-  double cpu_only = 0;
-  double gpu_pods = 0;
-  for (const ShapeClass& c : classes_) {
-    if (c.gpu_milli == 0) {
-      if (c.cpu_milli <= cpu_free) cpu_only += c.weight * static_cast<double>(c.cpu_milli);
-    } else if (mask_allows(c.model_mask, model)) {
-      gpu_pods += c.weight * static_cast<double>(c.cpu_milli);
-    }
+  if (params_.cpu_competition <= 0 || model < 0 ||
+      static_cast<std::size_t>(model) >= gpu_pod_cpu_.size()) {
+    return cpu;
   }
+  // The CPU-only classes that fit in cpu_free: those asking at most the largest ask <= it.
+  const auto fitting = std::upper_bound(cpu_only_asks_.begin(), cpu_only_asks_.end(), cpu_free);
+  const double cpu_only =
+      fitting == cpu_only_asks_.begin()
+          ? 0.0
+          : cpu_only_upto_[static_cast<std::size_t>(fitting - cpu_only_asks_.begin()) - 1];
+  const double gpu_pods = gpu_pod_cpu_[static_cast<std::size_t>(model)];
   if (cpu_only + gpu_pods <= 0) return cpu;
   return cpu * std::max(0.0, 1.0 - params_.cpu_competition * cpu_only / (cpu_only + gpu_pods));
 }

@@ -72,13 +72,18 @@ class ExpectedFill {
     return fill_[static_cast<std::size_t>(model) * kSteps + static_cast<std::size_t>(left)];
   }
   [[nodiscard]] double effective_cpu(cluster::ModelId model, std::int64_t cpu_free) const;
+  // The sums effective_cpu needs, made once: a node's score asks for them twice.
+  void index_cpu_demand(std::size_t model_count);
   // Adds `share` times the fill programme of `classes` to fill_.
   void add_programme(const std::vector<ShapeClass>& classes, std::size_t model_count, double share);
 
   std::vector<ShapeClass> classes_;
   std::vector<ShapeClass> multi_;  // the classes asking for 2 or more whole GPUs
   ExpectedFillParams params_;
-  std::vector<Fill> fill_;  // [model][r]
+  std::vector<Fill> fill_;                   // [model][r]
+  std::vector<std::int64_t> cpu_only_asks_;  // the CPU-only classes' distinct CPU asks, ascending
+  std::vector<double> cpu_only_upto_;        // [k]: their CPU demand asking at most asks_[k]
+  std::vector<double> gpu_pod_cpu_;          // [model]: the CPU demand of the GPU classes on it
 };
 
 }  // namespace gpuorch::sched
