@@ -5,8 +5,9 @@
 // Each GPU with r free milli is filled by a random stream of pods from the target workload, the
 // first fitting pod first: fill(r) = sum over fitting classes m of p_m (d_m + fill(r - d_m)),
 // divided by the fitting mass (a dynamic programme over r = 0..1000 per GPU model, with the CPU
-// and memory those pods bring along). The node's expected fill is the sum over its GPUs, scaled
-// down when the node's free CPU or memory cannot feed it; CPU-only pods compete for the same CPU.
+// and memory those pods bring along). The node's expected fill is the sum over its GPUs, less what
+// its free CPU or memory cannot feed (the later pods of each GPU first, with feed_tail; else a
+// share of the whole); CPU-only pods compete for the same CPU.
 // Pods needing several whole GPUs count as in the FGD measure: a node that cannot host one
 // strands its idle GPU for that class.
 #include <cstdint>

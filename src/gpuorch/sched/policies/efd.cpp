@@ -73,11 +73,10 @@ struct EfdParams {
   // without it.
   //
   // feed_tail: a node short of CPU or memory loses the pods that come last on each GPU (the gap
-  // fillers) before the first ones, rather than a share of the whole fill. Scaling the whole
-  // fill made an empty 96-core G2 node of gpuspec30 look short of CPU, because a rare 160-milli
-  // share with 4 cores fills the gap every 810-milli pod leaves; pods with little CPU per milli
-  // then broke whole nodes to relieve a shortage that only the rare fillers had.
-  // On: scripts/efd-crossval --ceilings keeps it on both halves of the family levels, for efd and
+  // fillers) before the first ones, rather than a share of the whole fill. The fillers of the
+  // common gaps are small shares with much CPU per milli (4 cores for the 160 milli that fill the
+  // 190 an 810-milli pod leaves), so a shortage costs less GPU than a scaled fill says. On:
+  // scripts/efd-crossval --ceilings keeps it on both halves of the family levels, for efd and
   // efd-online, on seeds 42-51 and 52-61 (docs/efd-robustness.md).
   ExpectedFillParams fill{/*cpu_competition=*/0.25, /*multi_gpu_weight=*/0.0,
                           /*feed_limit=*/true, /*feed_tail=*/true};
