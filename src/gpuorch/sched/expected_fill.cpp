@@ -162,26 +162,31 @@ double ExpectedFill::stranded(cluster::ModelId model, std::int64_t cpu_free,
     total.head_memory += f.head_memory;
   }
   if (idle == 0) return 0.0;
-  // The pods that would fill the GPUs need CPU and memory too; when the node has less, only
-  // that share of the fill happens.
-  double share = 1.0;
-  const double cpu = params_.feed_limit ? effective_cpu(model, cpu_free) : total.cpu;
-  if (total.cpu > cpu) share = std::min(share, cpu / total.cpu);
-  const auto memory = static_cast<double>(memory_free);
-  if (params_.feed_limit && total.memory > memory) share = std::min(share, memory / total.memory);
-  double filled = total.gpu * share;
-  if (params_.feed_limit && params_.feed_tail) {
-    // The milli a resource can feed: every first pod before any later one.
-    auto fed = [&](double have, double head_need, double need) {
-      if (have >= need) return total.gpu;
-      if (have >= head_need) {
-        return total.head_gpu +
-               (total.gpu - total.head_gpu) * (have - head_need) / (need - head_need);
-      }
-      return head_need > 0 ? total.head_gpu * have / head_need : total.head_gpu;
-    };
-    filled =
-        std::min(fed(cpu, total.head_cpu, total.cpu), fed(memory, total.head_memory, total.memory));
+  // The pods that would fill the GPUs need CPU and memory too; the node's free CPU and memory
+  // feed only part of the fill when they are less.
+  double filled = total.gpu;
+  if (params_.feed_limit) {
+    const double cpu = effective_cpu(model, cpu_free);
+    const auto memory = static_cast<double>(memory_free);
+    if (params_.feed_tail) {
+      // The milli a resource can feed: every first pod before any later one.
+      auto fed = [&](double have, double head_need, double need) {
+        if (have >= need) return total.gpu;
+        if (have >= head_need) {
+          return total.head_gpu +
+                 (total.gpu - total.head_gpu) * (have - head_need) / (need - head_need);
+        }
+        return head_need > 0 ? total.head_gpu * have / head_need : total.head_gpu;
+      };
+      filled = std::min(fed(cpu, total.head_cpu, total.cpu),
+                        fed(memory, total.head_memory, total.memory));
+    } else {
+      // The same share of every pod.
+      double share = 1.0;
+      if (total.cpu > cpu) share = std::min(share, cpu / total.cpu);
+      if (total.memory > memory) share = std::min(share, memory / total.memory);
+      filled = total.gpu * share;
+    }
   }
   double stranded = static_cast<double>(idle) - filled;
   for (const ShapeClass& c : multi_) {

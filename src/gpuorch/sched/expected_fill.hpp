@@ -39,8 +39,8 @@ struct ExpectedFillParams {
   // Weight of the multi-GPU term (FGD-style: a node that cannot host a k-GPU class strands
   // weight x idle milli for it).
   double multi_gpu_weight = 1.0;
-  // Scale the fill down when the node's free CPU or memory cannot feed it (off only to measure
-  // what it buys).
+  // Count as stranded the fill that the node's free CPU or memory cannot feed (off only to
+  // measure what it buys).
   bool feed_limit = true;
   // When the node cannot feed the whole fill, lose the pods that come last on each GPU (the gap
   // fillers after its first pod) before the first ones, at their own milli per CPU core and MiB,

@@ -94,9 +94,9 @@ struct EfdParams {
   // Count, among the pods still to come for a class's rooms, those of every class that takes
   // them (more GPUs, CPU and memory per GPU, no model the class cannot use): an 88-core 8-GPU pod
   // takes a room a 64-core one needs. 0 counts each class's own pods only. On: on gpuspec30 it
-  // halves the 8-GPU pods failed by x = 80; scripts/efd-crossval --ceilings gives the same
-  // shortfall and mean on half A of the family levels and a smaller shortfall on half B
-  // (docs/efd-robustness.md).
+  // cuts the GPUs of 8-GPU pods failed by x = 100 from 144 to 108 per seed; scripts/efd-crossval
+  // --ceilings ties on half A of the family levels and wins on half B on seeds 42-51, and wins
+  // on both on seeds 52-61 (docs/efd-robustness.md).
   bool reserve_nested = true;
 };
 
