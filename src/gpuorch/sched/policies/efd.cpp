@@ -385,7 +385,8 @@ class EfdPolicy final : public Policy {
       double rooms_taken = 0;
       for (std::size_t j = 0; j < multi_.size(); ++j) {
         if (!takes_room_of(multi_[j], multi_[i])) continue;
-        rooms_taken += pods_of(j, fillable) * (multi_[j].gpu_count / multi_[i].gpu_count);
+        const int rooms_per_pod = multi_[j].gpu_count / multi_[i].gpu_count;  // whole rooms
+        rooms_taken += pods_of(j, fillable) * rooms_per_pod;
       }
       return rooms_taken;
     };
