@@ -4,6 +4,7 @@
 // one line and exit 2, before any run.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -47,13 +48,14 @@ TEST(CompareEfdScript, Issue16sCriterionHasARowPerTraceAndDecidesTheExitCode) {
   test::write_made_nodes(family);
   test::write_made_trace(family, "gpuspec99");
   const std::string out = openb.file("efd-results.md");
-  const auto r =
-      test::run_command({"/usr/bin/python3", script(), "--gpuorch", test::binary_path(), "--openb",
-                         openb.path().string(), "--family", family.path().string(), "--seeds",
-                         "42-43", "--no-ablation", "--out", out},
-                        openb);
+  const auto r = test::run_command(
+      {"/usr/bin/python3", script(), "--gpuorch", test::binary_path(), "--openb",
+       openb.path().string(), "--family", family.path().string(), "--seeds", "42-43", "--out", out},
+      openb);
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
   const auto lines = test::lines_of(test::read_text(out));
+  // The ablation is a second run's (--ablation): without it, no such section.
+  EXPECT_EQ(std::find(lines.begin(), lines.end(), "## Ablation"), lines.end());
   std::size_t at = 0;
   while (at < lines.size() && lines[at] != "## Issue 16's criterion") ++at;
   ASSERT_LT(at, lines.size()) << test::read_text(out);
