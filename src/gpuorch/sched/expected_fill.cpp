@@ -24,10 +24,7 @@ ExpectedFill::ExpectedFill(std::vector<ShapeClass> classes, std::size_t model_co
                            ExpectedFillParams params)
     : classes_(std::move(classes)), params_(params), fill_(model_count * kSteps) {
   add_programme(classes_, model_count, 1.0);
-  for (const ShapeClass& c : classes_) {
-    if (c.gpu_count >= 2) multi_.push_back(c);
-  }
-  index_cpu_demand(model_count);
+  index_classes(model_count);
 }
 
 ExpectedFill::ExpectedFill(const std::vector<std::vector<ShapeClass>>& targets,
@@ -54,16 +51,14 @@ ExpectedFill::ExpectedFill(const std::vector<std::vector<ShapeClass>>& targets,
       }
     }
   }
-  for (const ShapeClass& c : classes_) {
-    if (c.gpu_count >= 2) multi_.push_back(c);
-  }
-  index_cpu_demand(model_count);
+  index_classes(model_count);
 }
 
-void ExpectedFill::index_cpu_demand(std::size_t model_count) {
+void ExpectedFill::index_classes(std::size_t model_count) {
   // Each sum adds the classes in the order effective_cpu always did, so the result is the same
   // to the last bit.
   for (const ShapeClass& c : classes_) {
+    if (c.gpu_count >= 2) multi_.push_back(c);
     if (c.gpu_milli == 0) cpu_only_asks_.push_back(c.cpu_milli);
   }
   std::sort(cpu_only_asks_.begin(), cpu_only_asks_.end());
@@ -115,14 +110,7 @@ void ExpectedFill::add_programme(const std::vector<ShapeClass>& classes, std::si
       }
     }
     Fill* out = fill_.data() + m * kSteps;
-    for (std::size_t r = 0; r < kSteps; ++r) {
-      out[r].gpu += share * f[r].gpu;
-      out[r].cpu += share * f[r].cpu;
-      out[r].memory += share * f[r].memory;
-      out[r].head_gpu += share * f[r].head_gpu;
-      out[r].head_cpu += share * f[r].head_cpu;
-      out[r].head_memory += share * f[r].head_memory;
-    }
+    for (std::size_t r = 0; r < kSteps; ++r) out[r].add(f[r], share);
   }
 }
 
@@ -153,13 +141,7 @@ double ExpectedFill::stranded(cluster::ModelId model, std::int64_t cpu_free,
     idle += left;
     fully_free += left == base::kMilliPerGpu ? 1 : 0;
     if (model < 0) continue;
-    const Fill& f = fill(model, left);
-    total.gpu += f.gpu;
-    total.cpu += f.cpu;
-    total.memory += f.memory;
-    total.head_gpu += f.head_gpu;
-    total.head_cpu += f.head_cpu;
-    total.head_memory += f.head_memory;
+    total.add(fill(model, left));
   }
   if (idle == 0) return 0.0;
   // The pods that would fill the GPUs need CPU and memory too; the node's free CPU and memory

@@ -67,14 +67,24 @@ class ExpectedFill {
   struct Fill {  // expected GPU milli filled, and the CPU and memory the filling pods use
     double gpu = 0, cpu = 0, memory = 0;
     double head_gpu = 0, head_cpu = 0, head_memory = 0;  // ... of which by each GPU's first pod
+    // Adds share x o, field by field.
+    void add(const Fill& o, double share = 1.0) {
+      gpu += share * o.gpu;
+      cpu += share * o.cpu;
+      memory += share * o.memory;
+      head_gpu += share * o.head_gpu;
+      head_cpu += share * o.head_cpu;
+      head_memory += share * o.head_memory;
+    }
   };
   static constexpr std::size_t kSteps = 1001;  // r = 0..1000 milli
   [[nodiscard]] const Fill& fill(cluster::ModelId model, std::int32_t left) const {
     return fill_[static_cast<std::size_t>(model) * kSteps + static_cast<std::size_t>(left)];
   }
   [[nodiscard]] double effective_cpu(cluster::ModelId model, std::int64_t cpu_free) const;
-  // The sums effective_cpu needs, made once: a node's score asks for them twice.
-  void index_cpu_demand(std::size_t model_count);
+  // From classes_: the multi-GPU classes, and the sums effective_cpu needs, made once (a node's
+  // score asks for them twice).
+  void index_classes(std::size_t model_count);
   // Adds `share` times the fill programme of `classes` to fill_.
   void add_programme(const std::vector<ShapeClass>& classes, std::size_t model_count, double share);
 
