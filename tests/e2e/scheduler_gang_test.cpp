@@ -160,8 +160,11 @@ TEST(SchedulerGang, AllOrNothingThenTogetherUnderOneRack) {
                        {"metadata", {{"name", "short"}}},
                        {"spec", {{"minMember", 3}}}});
   api.create(kPods, pod("short-0", 1, "short"));
-  const json s =
-      wait_for(api, kPods + "/short-0", [](const json& o) { return !message_of(o).empty(); });
+  // The pod may reach the scheduler before its PodGroup does ("does not exist ... waiting for
+  // it"); the group's arrival retries it, so wait for the explanation that names minMember.
+  const json s = wait_for(api, kPods + "/short-0", [](const json& o) {
+    return message_of(o).find("minMember") != std::string::npos;
+  });
   EXPECT_NE(message_of(s).find("1 of minMember 3 pods exist"), std::string::npos) << message_of(s);
   api.create(kPods, pod("orphan-0", 1, "missing"));
   const json o =
