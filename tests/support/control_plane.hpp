@@ -69,6 +69,17 @@ class ControlPlane {
     scheduler_started_ = true;
   }
 
+  // Kueue's controller (scripts/k8s-testenv kueue-build, then kueue): its CRDs, its webhooks
+  // (called by URL on a loopback port) and its manager with the pod integration; returns once
+  // its pod webhook gates a pod. Once per process; stopped with the control plane.
+  void start_kueue() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (kueue_started_) return;
+    check("kueue-build", run_script("kueue-build"));
+    check("kueue", run_script("kueue"));
+    kueue_started_ = true;
+  }
+
  private:
   struct Result {
     int exit_code = -1;
@@ -133,7 +144,7 @@ class ControlPlane {
     command += quote(script());
     command += ' ';
     command += verb;
-    if (verb != "build") {
+    if (verb != "build" && verb != "kueue-build") {
       command += ' ';
       command += quote(dir_);
     }
@@ -183,6 +194,7 @@ class ControlPlane {
   std::string ca_file_;
   std::string admin_token_;
   bool scheduler_started_ = false;
+  bool kueue_started_ = false;
   std::mutex mutex_;
 };
 
