@@ -88,8 +88,7 @@ struct HostTree {
 };
 
 int run_nccl_log(const DoctorFlags& f) {
-  const std::string text = base::read_input_file(f.nccl_log, "NCCL log");
-  const auto log = doctor::parse_nccl_log(text, f.nccl_log);
+  const auto log = doctor::read_nccl_log(f.nccl_log);
   return print_findings({{"nccl-log", f.nccl_log, doctor::check_nccl_log(log)}}, f.json);
 }
 
@@ -168,7 +167,8 @@ int run_pod(const DoctorFlags& f) {
   doctor::ClusterObjects objects;
   std::string input;
   if (!f.objects.empty()) {
-    const std::string text = base::read_input_file(f.objects, "object list");
+    const std::string text =
+        base::read_input_file(f.objects, "object list", base::kTraceFileMaxBytes);
     nlohmann::json list;
     try {
       list = nlohmann::json::parse(text);

@@ -4,11 +4,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -19,6 +19,8 @@
 #include "gpuorch/base/atomic_file.hpp"
 #include "gpuorch/base/csv.hpp"
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/base/printable.hpp"
+#include "gpuorch/base/whole_number.hpp"
 #include "gpuorch/io/inventory.hpp"
 #include "gpuorch/io/openb.hpp"
 #include "gpuorch/report/gnuplot.hpp"
@@ -45,13 +47,20 @@ struct TimelineFlags {
   bool json = false;
 };
 
-long long whole_number(const std::string& flag, const std::string& text, long long min) {
-  long long v = 0;
-  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || p != text.data() + text.size() || v < min) {
-    base::fail_input(fmt::format("{}: '{}' is not a whole number >= {}", flag, text, min));
+// The most GPUs of a what-if cluster (--gpus A:B:step): --nodes' 100000 x 64.
+constexpr long long kMaxGpus = 100000LL * 64;
+
+long long whole_number(const std::string& flag, const std::string& text, long long min,
+                       long long max = std::numeric_limits<long long>::max()) {
+  const auto v = base::whole_number<long long>(text, min, max);
+  if (!v) {
+    base::fail_input(
+        max == std::numeric_limits<long long>::max()
+            ? fmt::format("{}: '{}' is not a whole number >= {}", flag, base::printable(text), min)
+            : fmt::format("{}: '{}' is not a whole number in {}..{}", flag, base::printable(text),
+                          min, max));
   }
-  return v;
+  return *v;
 }
 
 bool all_digits(const std::string& s) {
@@ -80,7 +89,8 @@ std::vector<cluster::NodeSpec> cluster_nodes(const TimelineFlags& f) {
 std::string default_apps(const std::string& workload) {
   const auto dir = std::filesystem::path(workload).parent_path();
   const auto here = dir / "apps";
-  if (std::filesystem::is_directory(here)) return here.string();
+  std::error_code ec;  // a loop or a denied folder: not here; the profile loader says why
+  if (std::filesystem::is_directory(here, ec)) return here.string();
   return ((dir.empty() ? std::filesystem::path("..") : dir.parent_path()) / "apps").string();
 }
 
@@ -135,7 +145,8 @@ nlohmann::ordered_json to_json(const sim::TimelineResult& r, const sim::Timeline
 int run(const TimelineFlags& f) {
   if (f.workload.empty()) base::fail_input("give --workload FILE");
   whole_number("--seed", f.seed, 0);
-  const auto interval = whole_number("--interval", f.interval, 1);
+  // At most a day: the engine adds it to the clock at every tick (a huge one overflowed it).
+  const auto interval = whole_number("--interval", f.interval, 1, 86400);
   const auto limit = whole_number("--limit", f.limit, 0);
   if (!f.csv.empty()) base::check_output("--csv", f.csv);
   if (!f.report.empty()) {
@@ -149,11 +160,11 @@ int run(const TimelineFlags& f) {
     const auto g = whole_number("--gpus-per-node", f.gpus_per_node, 1);
     long long a = 0, b = 0, step = 0;
     if (std::sscanf(f.gpus.c_str(), "%lld:%lld:%lld", &a, &b, &step) != 3 || a < 1 || b < a ||
-        step < 1 || a % g != 0 || step % g != 0 || (b - a) / step > 1000) {
+        b > kMaxGpus || step < 1 || a % g != 0 || step % g != 0 || (b - a) / step > 1000) {
       base::fail_input(
-          fmt::format("--gpus: '{}' is not A:B:step with A <= B, A and step "
+          fmt::format("--gpus: '{}' is not A:B:step with A <= B <= {}, A and step "
                       "multiples of --gpus-per-node {}",
-                      f.gpus, g));
+                      base::printable(f.gpus), kMaxGpus, g));
     }
     for (long long n = a; n <= b; n += step) {
       clusters.push_back(sim::uniform_nodes(static_cast<int>(n / g), static_cast<int>(g)));

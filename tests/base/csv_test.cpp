@@ -116,7 +116,7 @@ TEST(ReadCsv, ReadsAFileAndReportsAMissingOne) {
   ASSERT_EQ(t.rows.size(), 1U);
   EXPECT_EQ(t.rows[0].fields[0], "7");
   EXPECT_EQ(input_error([&] { read_csv(dir.file("missing.csv")); }),
-            dir.file("missing.csv") + ": cannot open file");
+            dir.file("missing.csv") + ": the CSV file cannot be opened: No such file or directory");
 }
 
 TEST(ParseNonnegativeInt, ParsesAndRejectsWithColumnAndLine) {

@@ -1,10 +1,11 @@
 // doctor nccl-log: each fixture raises exactly its findings; the healthy log raises none.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "doctor/doctor_test_util.hpp"
-#include "gpuorch/base/read_file.hpp"
 #include "gpuorch/doctor/nccl_log.hpp"
 #include "gpuorch/doctor/nccl_log_check.hpp"
+#include "support/test_support.hpp"
 
 namespace gpuorch {
 namespace {
@@ -16,8 +17,7 @@ using Ids = std::vector<std::string>;
 
 std::vector<doctor::Finding> check(const std::string& name) {
   const std::string path = doctor_fixture("nccl/" + name);
-  return doctor::check_nccl_log(
-      doctor::parse_nccl_log(base::read_input_file(path, "log"), path));
+  return doctor::check_nccl_log(doctor::read_nccl_log(path));
 }
 
 struct Case {
@@ -58,7 +58,7 @@ INSTANTIATE_TEST_SUITE_P(
 // docs/hardware/h200-doctor): the version comes as an INFO line there.
 TEST(NcclLog, ReadsARealNccl228Log) {
   const std::string path = doctor_fixture("nccl/h200-single-rank-torch.log");
-  const auto log = doctor::parse_nccl_log(base::read_input_file(path, "log"), path);
+  const auto log = doctor::read_nccl_log(path);
   EXPECT_EQ(log.version, "2.28.9+cuda13.0");
   EXPECT_EQ(log.hosts, (std::set<std::string>{"vm"}));
   EXPECT_EQ(log.nranks, 1);
@@ -67,7 +67,7 @@ TEST(NcclLog, ReadsARealNccl228Log) {
 
 TEST(NcclLog, ReadsTransportsRingsTreesAndRanks) {
   const std::string path = doctor_fixture("nccl/healthy-ib.log");
-  const auto log = doctor::parse_nccl_log(base::read_input_file(path, "log"), path);
+  const auto log = doctor::read_nccl_log(path);
   EXPECT_EQ(log.version, "2.18.5+cuda12.2");
   EXPECT_EQ(log.hosts, (std::set<std::string>{"gpu01", "gpu02"}));
   EXPECT_EQ(log.nranks, 4);
@@ -145,6 +145,46 @@ TEST(NcclLog, OldRingLinesAndLauncherPrefixesAreRead) {
   EXPECT_EQ(log.connections[0].from_rank, 15);
   EXPECT_EQ(log.connections[1].transport, doctor::Transport::kShm);
   EXPECT_EQ(log.hosts, (std::set<std::string>{"node-a", "node-b"}));
+}
+
+// An out-of-range number ended `doctor nccl-log` with "error: stoi" (issue 30): its line is NCCL
+// text this reader cannot read, skipped, and the rest of the log still counts.
+TEST(NcclLog, AnOutOfRangeNumberSkipsItsLine) {
+  const std::string init =
+      "h:1:2 [0] NCCL INFO comm 0x1 rank {} nranks {} cudaDev 0 Init COMPLETE\n";
+  const auto log = doctor::parse_nccl_log(
+      fmt::format(fmt::runtime(init), 0, "99999999999999999999") +
+          fmt::format(fmt::runtime(init), 0, 2) +
+          "h:1:2 [0] NCCL INFO Channel 99999999999 : 0[0] -> 1[1] via P2P/IPC\n"
+          "h:1:2 [0] NCCL INFO Channel 00/02 :    0 99999999999\n"
+          "h:1:2 [0] NCCL INFO Trees [99999999999] -1/-1/-1->0->1 [1] -1/-1/-1->0->1\n"
+          "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum="
+          "99999999999999999999, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600001 "
+          "milliseconds\n",
+      "job.log");
+  EXPECT_EQ(log.nccl_lines, 6U);
+  EXPECT_EQ(log.nranks, 2);
+  EXPECT_EQ(log.init_complete.size(), 1U);
+  EXPECT_TRUE(log.connections.empty());
+  EXPECT_TRUE(log.rings.empty());
+  EXPECT_EQ(log.tree_channels, (std::set<int>{1}));
+  EXPECT_TRUE(log.timeouts.empty());
+}
+
+// std::regex recurses once per byte: a 64 KiB "Channel ... via" line overflowed the stack.
+TEST(NcclLog, ALineLongerThanNcclWritesIsSkipped) {
+  const std::string ok = "h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n";
+  const std::string text = "h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via " +
+                           std::string(64 * 1024, 'x') + "\n" + ok;
+  const auto log = doctor::parse_nccl_log(text, "job.log");
+  ASSERT_EQ(log.connections.size(), 1U);
+  EXPECT_EQ(log.connections[0].line, 2U);
+  const test::TempDir dir;
+  test::write_text(dir.file("job.log"), text);
+  const auto read = doctor::read_nccl_log(dir.file("job.log"));
+  ASSERT_EQ(read.connections.size(), 1U);
+  EXPECT_EQ(read.connections[0].line, 2U);
+  EXPECT_EQ(read.lines, 2U);
 }
 
 }  // namespace

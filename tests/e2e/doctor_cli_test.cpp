@@ -54,7 +54,9 @@ TEST(DoctorCli, BadUsageIsExitTwo) {
   test::TempDir dir;
   const auto missing = run_cli({"doctor", "nccl-log", "/nonexistent/job.log"}, dir);
   EXPECT_EQ(missing.exit_code, 2);
-  EXPECT_EQ(missing.err, "gpuorch: /nonexistent/job.log: cannot read the NCCL log\n");
+  EXPECT_EQ(missing.err,
+            "gpuorch: /nonexistent/job.log: the NCCL log cannot be opened: No such file or "
+            "directory\n");
   EXPECT_EQ(missing.out, "");
   const std::string not_nccl = dir.file("plain.log");
   test::write_text(not_nccl, "epoch 1 loss 0.3\n");

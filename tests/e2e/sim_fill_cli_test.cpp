@@ -322,7 +322,9 @@ TEST(SimFillCli, BadFlagsExitTwo) {
   const auto missing = run_cli(
       {"sim", "fill", "--nodes", dir.file("none.csv"), "--pods", fixture("openb_pods.csv")}, dir);
   EXPECT_EQ(missing.exit_code, 2);
-  EXPECT_EQ(missing.err, fmt::format("gpuorch: {}: cannot open file\n", dir.file("none.csv")));
+  EXPECT_EQ(missing.err,
+            fmt::format("gpuorch: {}: the CSV file cannot be opened: No such file or directory\n",
+                        dir.file("none.csv")));
 }
 
 }  // namespace

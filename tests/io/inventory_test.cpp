@@ -241,7 +241,7 @@ TEST(ParseInventory, MessagesQuotingTheInputStayOneLine) {
 
 TEST(LoadInventory, MissingAndBinaryFiles) {
   EXPECT_EQ(test::input_error([] { load_inventory("/nonexistent/inv.yaml"); }),
-            "/nonexistent/inv.yaml: cannot open file");
+            "/nonexistent/inv.yaml: the inventory cannot be opened: No such file or directory");
   const test::TempDir dir;
   const std::string path = dir.file("inv.yaml");
   test::write_text(path, std::string("nodes:\n\0\0\x01", 10));

@@ -234,9 +234,9 @@ TEST(LoadOpenb, ALineOverTheMaximumIsRefusedWithoutBufferingIt) {
 
 TEST(LoadOpenb, MissingFileIsAnInputError) {
   EXPECT_EQ(test::input_error([] { load_openb_pods("/nonexistent/pods.csv"); }),
-            "/nonexistent/pods.csv: cannot open file");
+            "/nonexistent/pods.csv: the CSV file cannot be opened: No such file or directory");
   EXPECT_EQ(test::input_error([] { load_openb_nodes("/nonexistent/nodes.csv"); }),
-            "/nonexistent/nodes.csv: cannot open file");
+            "/nonexistent/nodes.csv: the CSV file cannot be opened: No such file or directory");
 }
 
 TEST(UnknownModelWarnings, OneLinePerMissingModelAtItsFirstLine) {

@@ -102,6 +102,11 @@ TEST(PluginConfig, ErrorsNameFileAndLine) {
   EXPECT_EQ(err(ts + "      replicas: 1\n"), "c.yaml:5: replicas is 1: sharing needs at least 2");
   EXPECT_EQ(err(ts + "      replicas: four\n"),
             "c.yaml:5: replicas must be a whole number, not 'four'");
+  // Past kMaxReplicas (issue 30: a million replicas took 2.5 GB in the plugin).
+  EXPECT_NO_THROW(parse_config(ts + "      replicas: 64\n", "c.yaml"));
+  EXPECT_EQ(err(ts + "      replicas: 65\n"),
+            "c.yaml:5: replicas is 65: at most 64 per device (each replica is a device the plugin "
+            "lists to the kubelet)");
   EXPECT_EQ(err("sharing:\n  timeSlicing:\n    resources: []\n"),
             "c.yaml:3: sharing.timeSlicing: no resources specified");
   EXPECT_EQ(err("sharing:\n  timeSlicing:\n    resources: [\n"),
@@ -195,6 +200,20 @@ resources:
   EXPECT_TRUE(
       has("w.yaml:6: sharing.timeSlicing ignored: sharing.mps is set, and NVIDIA's "
           "plugin then shares with MPS"));
+}
+
+// A config of many unknown keys says so in a few lines, and a huge value is cut in its message
+// (issue 30: 1.5 million warning lines; a 52 MB line).
+TEST(PluginConfig, WarningsAreCappedAndLongValuesCut) {
+  std::string text;
+  for (int i = 0; i < 1000; ++i) text += "k" + std::to_string(i) + ": 1\n";
+  const auto c = parse_config(text, "w.yaml");
+  ASSERT_EQ(c.warnings.size(), 21u);
+  EXPECT_EQ(c.warnings[19].rfind("w.yaml:20: unknown key 'k19' in the config", 0), 0u);
+  EXPECT_EQ(c.warnings[20], "w.yaml: and 980 more warnings");
+  const std::string e =
+      input_error([] { parse_config("version: " + std::string(1 << 20, 'v') + "\n", "v.yaml"); });
+  EXPECT_EQ(e, "v.yaml:1: unknown version: " + std::string(200, 'v') + "... (1048376 more bytes)");
 }
 
 TEST(PluginConfig, NewerNvidiaFlagsLoad) {

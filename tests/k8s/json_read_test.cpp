@@ -81,8 +81,9 @@ TEST(JsonRead, BadFilesAreOneLine) {
   test::write_text(f, head + numa + "\"gpus\": [" + gpu + ", \"numa_node\": 1}, " + gpu +
                           ", \"numa_node\": null}]}");
   EXPECT_EQ(load_host_json(f).gpus.at(1).numa_node, -1);
-  EXPECT_EQ(test::input_error([&] { load_host_json(dir.file("missing.json")); }),
-            dir.file("missing.json") + ": cannot read the topology file");
+  EXPECT_EQ(
+      test::input_error([&] { load_host_json(dir.file("missing.json")); }),
+      dir.file("missing.json") + ": the topology file cannot be opened: No such file or directory");
 }
 
 }  // namespace

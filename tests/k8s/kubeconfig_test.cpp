@@ -4,6 +4,7 @@
 #include "gpuorch/k8s/kubeconfig.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -244,27 +245,54 @@ TEST(Kubeconfig, RefusesPlainHttpAndSkippedVerification) {
   insecure.expect_error_at(6, "insecure-skip-tls-verify is not supported");
 }
 
+// A kubeconfig up to its cluster's server (5 lines), then its context and user up to the user's
+// keys (6 lines): a test adds a cluster key between them, or user keys after.
+const char* const kCluster =
+    "current-context: x\n"
+    "clusters:\n"
+    "- name: c\n"
+    "  cluster:\n"
+    "    server: https://127.0.0.1:6443\n";
+const char* const kUser =
+    "contexts:\n"
+    "- name: x\n"
+    "  context: {cluster: c, user: u}\n"
+    "users:\n"
+    "- name: u\n"
+    "  user:\n";
+
 TEST(Kubeconfig, CredentialsThatCannotWork) {
-  const std::string head =
-      "current-context: x\n"
-      "clusters:\n"
-      "- name: c\n"
-      "  cluster:\n"
-      "    server: https://127.0.0.1:6443\n"
-      "contexts:\n"
-      "- name: x\n"
-      "  context: {cluster: c, user: u}\n"
-      "users:\n"
-      "- name: u\n"
-      "  user:\n";  // 11
+  const std::string head = std::string(kCluster) + kUser;
   BadFile no_key(head + "    client-certificate: " + fixture_file("certs/client.crt") + "\n");
   no_key.expect_error_at(12, "has a client certificate but no client key");
   BadFile missing(head + "    tokenFile: no-such-token\n");  // 12
-  missing.expect_error_at(12, "cannot read");
+  missing.expect_error_at(12, "no-such-token' cannot be opened: No such file or directory");
   BadFile exec(head +
                "    exec:\n"  // 12
                "      command: aws\n");
   exec.expect_error_at(12, "gets its credentials from exec");
+}
+
+// /dev/zero as a certificate or token file ran the loader to bad_alloc (issue 30); a FIFO
+// without a writer blocked it; each is refused at once, at the key that names it.
+TEST(Kubeconfig, FilesItNamesAreRegularFilesOfBoundedSize) {
+  const std::string head = kCluster;
+  const std::string tail = kUser;
+  BadFile ca(head + "    certificate-authority: /dev/zero\n" + tail + "    token: t\n");
+  ca.expect_error_at(6,
+                     "certificate-authority '/dev/zero' is a character device, not a regular "
+                     "file");
+  BadFile token(head + tail + "    tokenFile: /dev/zero\n");
+  token.expect_error_at(12, "tokenFile '/dev/zero' is a character device, not a regular file");
+  const test::TempDir dir;
+  const std::string fifo = dir.file("token");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  BadFile blocked(head + tail + "    tokenFile: " + fifo + "\n");
+  blocked.expect_error_at(12, "is a FIFO, not a regular file");
+  const std::string big = dir.file("big.crt");
+  test::write_text(big, std::string((16 << 20) + 1, 'x'));
+  BadFile large(head + "    certificate-authority: " + big + "\n" + tail + "    token: t\n");
+  large.expect_error_at(6, "big.crt' is larger than 16 MiB (the limit)");
 }
 
 }  // namespace

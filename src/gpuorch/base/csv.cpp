@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <charconv>
-#include <fstream>
 
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/base/read_file.hpp"
 #include "gpuorch/base/text_check.hpp"
 
 namespace gpuorch::base {
@@ -49,10 +49,6 @@ bool looks_binary(std::string_view text) {
   return false;
 }
 
-[[noreturn]] void fail_long_line(const std::string& path, std::size_t line_no) {
-  fail_input(path, line_no, fmt::format("line longer than {} bytes", kCsvMaxLineBytes));
-}
-
 // Builds the table one line at a time, for the in-memory and the streamed reader alike.
 class TableBuilder {
  public:
@@ -61,7 +57,9 @@ class TableBuilder {
   void add(std::string_view line) {
     ++line_no_;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.size() > kCsvMaxLineBytes) fail_long_line(table_.path, line_no_);
+    if (line.size() > kCsvMaxLineBytes) {
+      fail_input(table_.path, line_no_, fmt::format("line longer than {} bytes", kCsvMaxLineBytes));
+    }
     if (line.empty()) return;
     auto fields = split_fields(line);
     for (std::size_t i = 0; i < fields.size(); ++i) {
@@ -82,9 +80,6 @@ class TableBuilder {
     }
     table_.rows.push_back(CsvRow{line_no_, std::move(fields)});
   }
-
-  // The number of the line add() takes next.
-  std::size_t next_line() const { return line_no_ + 1; }
 
   CsvTable finish() {
     if (table_.header.empty()) fail_input(table_.path, 0, "empty file (no header line)");
@@ -112,37 +107,16 @@ CsvTable parse_csv(std::string_view text, const std::string& path) {
 }
 
 CsvTable read_csv(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail_input(path, 0, "cannot open file");
+  LineReader in(path, "CSV file", kTraceFileMaxBytes, kCsvMaxLineBytes);
   TableBuilder builder(path);
-  std::string chunk(64 * 1024, '\0');
-  std::string partial;  // the line not yet ended, never over kCsvMaxLineBytes + "\r"
-  bool first = true;
-  while (in) {
-    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    const auto got = static_cast<std::size_t>(in.gcount());
-    if (got == 0) break;
-    std::string_view data(chunk.data(), got);
-    if (first && looks_binary(data)) fail_input(path, 0, "not a text CSV file (binary content)");
-    first = false;
-    for (std::size_t nl = data.find('\n'); nl != std::string_view::npos; nl = data.find('\n')) {
-      if (partial.empty()) {
-        builder.add(data.substr(0, nl));
-      } else {
-        if (partial.size() + nl > kCsvMaxLineBytes + 1) fail_long_line(path, builder.next_line());
-        partial.append(data.substr(0, nl));
-        builder.add(partial);
-        partial.clear();
-      }
-      data.remove_prefix(nl + 1);
+  std::size_t seen = 0;  // bytes of the file's start checked for binary content
+  for (std::string line; in.next(line);) {
+    if (seen < 8192 && looks_binary(std::string_view(line).substr(0, 8192 - seen))) {
+      fail_input(path, 0, "not a text CSV file (binary content)");
     }
-    if (partial.size() + data.size() > kCsvMaxLineBytes + 1) {
-      fail_long_line(path, builder.next_line());
-    }
-    partial.append(data);
+    seen += line.size() + 1;
+    builder.add(line);
   }
-  if (in.bad()) fail_input(path, 0, "cannot read file");
-  if (!partial.empty()) builder.add(partial);
   return builder.finish();
 }
 

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "gpuorch/base/read_file.hpp"
+
 namespace gpuorch::base {
 
 struct CsvRow {
@@ -22,9 +24,10 @@ struct CsvTable {
 // The longest line taken, in bytes (without its line break): openb's lines are under 200 bytes,
 // and a longer one is refused as it is read, so a file of one huge line costs no more memory
 // than this.
-inline constexpr std::size_t kCsvMaxLineBytes = 64 * 1024;
+inline constexpr std::size_t kCsvMaxLineBytes = kLineMaxBytes;
 
-// Reads the file line by line. Rejects an unreadable, empty or binary file, a line longer than
+// Reads the file line by line (base/read_file.hpp: a regular file of at most kTraceFileMaxBytes).
+// Rejects an unreadable, empty or binary file, a line longer than
 // kCsvMaxLineBytes, a field holding a control character (tab included; base/text_check.hpp) and a
 // row whose field count differs from the header's, each as "path:line: ...".
 CsvTable read_csv(const std::string& path);

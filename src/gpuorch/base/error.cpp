@@ -2,12 +2,19 @@
 
 #include <fmt/format.h>
 
+#include <string_view>
+
 namespace gpuorch::base {
 namespace {
 
+// The longest message: the readers cut the values they quote (base/printable.hpp), and this
+// catches one they missed, so that no input turns into a megabyte line on stderr.
+constexpr std::size_t kMaxMessageBytes = 4096;
+
 // The message must stay one line even when it quotes the input (a key, a name, or a parser's
 // message that shows the offending character): control characters are written as escapes.
-std::string one_line(const std::string& message) {
+std::string one_line(const std::string& full) {
+  const std::string_view message = std::string_view(full).substr(0, kMaxMessageBytes);
   std::string out;
   out.reserve(message.size());
   for (const char c : message) {
@@ -21,6 +28,9 @@ std::string one_line(const std::string& message) {
     } else {
       out.push_back(c);
     }
+  }
+  if (full.size() > message.size()) {
+    out += fmt::format("... ({} more bytes)", full.size() - message.size());
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/base/printable.hpp"
 #include "gpuorch/base/text_check.hpp"
 
 namespace gpuorch::base {
@@ -37,8 +38,8 @@ void YamlReader::only_keys(const YAML::Node& map, const std::string& where,
     const std::string key = kv.first.Scalar();
     require_no_control(key, file_, line_of(kv.first), fmt::format("a key in {}", where));
     if (!known.contains(key)) {
-      fail(kv.first,
-           fmt::format("unknown key '{}' in {} (known: {})", key, where, fmt::join(known, ", ")));
+      fail(kv.first, fmt::format("unknown key '{}' in {} (known: {})", printable(key), where,
+                                 fmt::join(known, ", ")));
     }
   }
 }
@@ -65,7 +66,7 @@ bool YamlReader::boolean(const YAML::Node& n, const std::string& what) const {
   const std::string s = scalar(n, what);
   if (s == "true" || s == "True" || s == "TRUE") return true;
   if (s == "false" || s == "False" || s == "FALSE") return false;
-  fail(n, fmt::format("{} must be true or false, not '{}'", what, s));
+  fail(n, fmt::format("{} must be true or false, not '{}'", what, printable(s)));
 }
 
 std::int64_t YamlReader::integer(const YAML::Node& n, const std::string& what, std::int64_t lo,
@@ -76,10 +77,10 @@ std::int64_t YamlReader::integer(const YAML::Node& n, const std::string& what, s
   const char* start = s.data() + (s.starts_with('+') ? 1 : 0);
   const auto [ptr, ec] = std::from_chars(start, end, v);
   if (s.empty() || ptr != end || ec == std::errc::invalid_argument) {
-    fail(n, fmt::format("{} must be a whole number, not '{}'", what, s));
+    fail(n, fmt::format("{} must be a whole number, not '{}'", what, printable(s)));
   }
   if (ec == std::errc::result_out_of_range || v < lo || v > hi) {
-    fail(n, fmt::format("{} is {}, outside {}..{}", what, s, lo, hi));
+    fail(n, fmt::format("{} is {}, outside {}..{}", what, printable(s), lo, hi));
   }
   return v;
 }

@@ -1,10 +1,10 @@
 // NVML answers replayed from a recording (nvml.json), and the writer of that format.
 #include <fmt/format.h>
 
-#include <fstream>
-#include <sstream>
+#include <filesystem>
 #include <type_traits>
 
+#include "gpuorch/base/read_file.hpp"
 #include "gpuorch/discover/nvml.hpp"
 
 namespace gpuorch::discover {
@@ -145,13 +145,17 @@ NvmlSample parse_sample(const Json& j) {
 
 std::unique_ptr<Nvml> open_recorded_nvml(const std::string& path, const std::string& display,
                                          Diagnostics& diag) {
-  std::ifstream in(path);
-  if (!in) return nullptr;
-  std::stringstream buf;
-  buf << in.rdbuf();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return nullptr;  // a recording without NVML
+  std::string why;
+  const auto text = base::read_bounded(path, base::kConfigFileMaxBytes, why);
+  if (!text) {
+    diag.problem(display, why);
+    return nullptr;
+  }
   Json root;
   try {
-    root = Json::parse(buf.str());
+    root = Json::parse(*text);
   } catch (const Json::parse_error& e) {
     diag.problem(display, fmt::format("not JSON (byte {})", e.byte));
     return nullptr;

@@ -4,8 +4,9 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <system_error>
+
+#include "gpuorch/base/read_file.hpp"
 
 namespace gpuorch::discover {
 namespace fs = std::filesystem;
@@ -80,31 +81,10 @@ std::optional<std::string> Tree::text(const std::string& rel, bool expected) con
     problem(rel, "is a directory, expected a file");
     return std::nullopt;
   }
-  if (fs::is_regular_file(st)) {
-    const auto size = fs::file_size(p, ec);
-    if (!ec && size > kMaxFile) {
-      problem(rel, fmt::format("{} bytes, larger than any sysfs attribute", size));
-      return std::nullopt;
-    }
-  }
-  std::ifstream in(p, std::ios::binary);
-  if (!in) {
-    problem(rel, "cannot be read");
-    return std::nullopt;
-  }
-  std::string out;
-  char buf[4096];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    out.append(buf, static_cast<std::size_t>(in.gcount()));
-    if (out.size() > kMaxFile) {
-      problem(rel, "larger than any sysfs attribute");
-      return std::nullopt;
-    }
-  }
-  if (in.bad()) {
-    problem(rel, "read error");
-    return std::nullopt;
-  }
+  // A regular file of at most 1 MiB: a FIFO in a recorded tree would otherwise block for good.
+  std::string why;
+  auto out = base::read_bounded(p.string(), kMaxFile, why);
+  if (!out) problem(rel, why);
   return out;
 }
 

@@ -23,7 +23,8 @@ std::string field(const base::YamlReader& yaml, const YAML::Node& doc, const cha
 
 std::vector<Finding> check_kubelet_config(const std::string& path) {
   const base::YamlReader yaml(path);
-  const YAML::Node doc = yaml.load(base::read_input_file(path, "kubelet config"));
+  const YAML::Node doc =
+      yaml.load(base::read_input_file(path, "kubelet config", base::kConfigFileMaxBytes));
   if (!doc.IsMap() || !doc["kind"] || doc["kind"].as<std::string>("") != "KubeletConfiguration") {
     base::fail_input(path, 1, "not a KubeletConfiguration (kind: KubeletConfiguration)");
   }

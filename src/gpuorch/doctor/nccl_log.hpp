@@ -4,6 +4,7 @@
 // each peer connection, the rings and trees, the WARN lines, the network it picked, the ranks that
 // finished init, and the collective timeouts. Lines of other programs are skipped, so a whole job
 // log can be given.
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <set>
@@ -71,8 +72,17 @@ struct NcclLog {
   std::map<int, WatchdogProgress> progress;    // rank -> its latest watchdog progress line
 };
 
+// The longest line searched for NCCL's text: NCCL formats its lines in 1 KiB buffers, and a
+// longer line (another program's) is skipped, as std::regex recurses once per byte of it.
+inline constexpr std::size_t kNcclMaxLineBytes = 4096;
+
 // Reads `text` (the file `name`, for messages). Throws base::InputError "name: ..." when there is
-// not one NCCL line in it.
+// not one NCCL line in it. A number too large for its field (a rank of 99999999999999999999) makes
+// its line one this reader cannot read, skipped like any other.
 NcclLog parse_nccl_log(const std::string& text, const std::string& name);
+
+// The same from the file at `path`, one line at a time (base::LineReader: a regular file of at
+// most base::kLogFileMaxBytes, lines over kNcclMaxLineBytes skipped).
+NcclLog read_nccl_log(const std::string& path);
 
 }  // namespace gpuorch::doctor

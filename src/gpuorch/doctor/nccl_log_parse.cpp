@@ -10,6 +10,8 @@
 #include <sstream>
 
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/base/read_file.hpp"
+#include "gpuorch/base/whole_number.hpp"
 #include "gpuorch/doctor/nccl_log.hpp"
 
 namespace gpuorch::doctor {
@@ -113,6 +115,13 @@ const std::regex& progress_re() {
   return re;
 }
 
+// A number NCCL wrote (a rank, a channel, a sequence number); nullopt when it does not fit, and the
+// line is then NCCL text this reader cannot read.
+std::optional<int> small(const std::ssub_match& m) { return base::whole_number<int>(m.str()); }
+std::optional<long long> large(const std::ssub_match& m) {
+  return base::whole_number<long long>(m.str());
+}
+
 void add_unique(std::vector<std::string>& v, const std::string& s) {
   for (const auto& e : v) {
     if (e == s) return;
@@ -125,11 +134,13 @@ void read_info(NcclLog& log, const Prefix& p, const std::string& msg, std::size_
   if ((starts_with(msg, "Channel ") || starts_with(msg, "Ring ")) &&
       msg.find(" via ") != std::string::npos) {
     if (!std::regex_match(msg, m, connection_re())) return;
+    const auto channel = small(m[1]), from = small(m[2]), to = small(m[3]);
+    if (!channel || !from || !to) return;
     NcclConnection c;
     c.line = line_no;
-    c.channel = std::stoi(m[1].str());
-    c.from_rank = std::stoi(m[2].str());
-    c.to_rank = std::stoi(m[3].str());
+    c.channel = *channel;
+    c.from_rank = *from;
+    c.to_rank = *to;
     c.via = m[4].str();
     c.transport = classify(c.via);
     c.gdr = c.via.find("GDRDMA") != std::string::npos;
@@ -138,17 +149,23 @@ void read_info(NcclLog& log, const Prefix& p, const std::string& msg, std::size_
   }
   if (starts_with(msg, "Channel ") || starts_with(msg, "Ring ")) {
     if (!std::regex_match(msg, m, ring_re())) return;
+    const auto channel = small(m[1]);
+    if (!channel) return;
     std::vector<int> order;
     std::istringstream in(m[2].str());
-    for (int r = 0; in >> r;) order.push_back(r);
-    log.rings[std::stoi(m[1].str())] = std::move(order);
+    for (std::string r; in >> r;) {
+      const auto rank = base::whole_number<int>(r);
+      if (!rank) return;
+      order.push_back(*rank);
+    }
+    log.rings[*channel] = std::move(order);
     return;
   }
   if (starts_with(msg, "Trees ")) {
     static const std::regex tree(R"(\[(\d+)\])");
     for (auto it = std::sregex_iterator(msg.begin(), msg.end(), tree); it != std::sregex_iterator();
          ++it) {
-      log.tree_channels.insert(std::stoi((*it)[1].str()));
+      if (const auto channel = small((*it)[1])) log.tree_channels.insert(*channel);
     }
     return;
   }
@@ -177,10 +194,12 @@ void read_info(NcclLog& log, const Prefix& p, const std::string& msg, std::size_
     return;
   }
   if (msg.find("Init COMPLETE") != std::string::npos && std::regex_search(msg, m, init_re())) {
+    const auto rank = small(m[1]), nranks = small(m[2]), cuda_dev = small(m[3]);
+    if (!rank || !nranks || !cuda_dev) return;
     NcclRank r;
-    r.rank = std::stoi(m[1].str());
-    r.nranks = std::stoi(m[2].str());
-    r.cuda_dev = std::stoi(m[3].str());
+    r.rank = *rank;
+    r.nranks = *nranks;
+    r.cuda_dev = *cuda_dev;
     r.bus_id = m[4].str();
     r.comm_id = m[5].str();
     r.host = p.host;
@@ -198,25 +217,79 @@ void read_watchdog(NcclLog& log, const std::string& line, std::size_t line_no) {
   std::smatch m;
   if (line.find("Watchdog caught collective operation timeout") != std::string::npos &&
       std::regex_search(line, m, timeout_re())) {
+    const auto rank = small(m[1]);
+    const auto seq = large(m[2]), timeout_ms = large(m[4]), ran_ms = large(m[5]);
+    if (!rank || !seq || !timeout_ms || !ran_ms) return;
     CollectiveTimeout t;
     t.line = line_no;
-    t.rank = std::stoi(m[1].str());
-    t.seq = std::stoll(m[2].str());
+    t.rank = *rank;
+    t.seq = *seq;
     t.op = m[3].str();
-    t.timeout_ms = std::stoll(m[4].str());
-    t.ran_ms = std::stoll(m[5].str());
+    t.timeout_ms = *timeout_ms;
+    t.ran_ms = *ran_ms;
     log.timeouts.push_back(std::move(t));
     return;
   }
   if (line.find("last enqueued NCCL work") != std::string::npos &&
       std::regex_search(line, m, progress_re())) {
+    const auto rank = small(m[1]);
+    const auto at = large(m[2]), enqueued = large(m[3]), completed = large(m[4]);
+    if (!rank || !at || !enqueued || !completed) return;
     WatchdogProgress w;
-    w.rank = std::stoi(m[1].str());
-    w.at_work = std::stoll(m[2].str());
-    w.last_enqueued = std::stoll(m[3].str());
-    w.last_completed = std::stoll(m[4].str());
+    w.rank = *rank;
+    w.at_work = *at;
+    w.last_enqueued = *enqueued;
+    w.last_completed = *completed;
     log.progress[w.rank] = w;
   }
+}
+
+// One line of the log (without its line break) into `log`.
+void read_line(NcclLog& log, std::string& line, std::size_t line_no) {
+  // NCCL's own lines are short (it formats them in 1 KiB buffers); a longer one is another
+  // program's, and std::regex recurses once per byte, so it is not searched at all.
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (line.size() > kNcclMaxLineBytes) return;
+  const std::size_t info = line.find("NCCL INFO ");
+  const std::size_t warn = line.find("NCCL WARN ");
+  const std::size_t marker = std::min(info, warn);
+  if (marker != std::string::npos) {
+    ++log.nccl_lines;
+    const Prefix p = parse_prefix(line.substr(0, marker));
+    if (!p.host.empty()) log.hosts.insert(p.host);
+    const std::string msg = line.substr(marker + 10);
+    if (marker == warn) {
+      log.warnings.push_back({line_no, p.host, p.source, msg});
+    } else if (msg.rfind("NCCL version ", 0) == 0) {
+      // Recent NCCL (2.28 on the H200 machine) logs its version as an INFO line.
+      if (log.version.empty()) std::istringstream(msg.substr(13)) >> log.version;
+    } else {
+      read_info(log, p, msg, line_no);
+    }
+    return;
+  }
+  const std::size_t version = line.find("NCCL version ");
+  if (version != std::string::npos && log.version.empty()) {
+    ++log.nccl_lines;
+    std::istringstream v(line.substr(version + 13));
+    v >> log.version;
+    return;
+  }
+  if (line.find("ProcessGroupNCCL") != std::string::npos ||
+      line.find("WorkNCCL") != std::string::npos) {
+    ++log.nccl_lines;
+    read_watchdog(log, line, line_no);
+  }
+}
+
+NcclLog finished(NcclLog log, std::size_t lines, const std::string& name) {
+  log.lines = lines;
+  if (log.nccl_lines == 0) {
+    base::fail_input(fmt::format(
+        "{}: no NCCL line in {} lines (run the job with NCCL_DEBUG=INFO and give its output)", name,
+        lines));
+  }
+  return log;
 }
 
 }  // namespace
@@ -225,47 +298,16 @@ NcclLog parse_nccl_log(const std::string& text, const std::string& name) {
   NcclLog log;
   std::istringstream in(text);
   std::size_t line_no = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    const std::size_t info = line.find("NCCL INFO ");
-    const std::size_t warn = line.find("NCCL WARN ");
-    const std::size_t marker = std::min(info, warn);
-    if (marker != std::string::npos) {
-      ++log.nccl_lines;
-      const Prefix p = parse_prefix(line.substr(0, marker));
-      if (!p.host.empty()) log.hosts.insert(p.host);
-      const std::string msg = line.substr(marker + 10);
-      if (marker == warn) {
-        log.warnings.push_back({line_no, p.host, p.source, msg});
-      } else if (msg.rfind("NCCL version ", 0) == 0) {
-        // Recent NCCL (2.28 on the H200 machine) logs its version as an INFO line.
-        if (log.version.empty()) std::istringstream(msg.substr(13)) >> log.version;
-      } else {
-        read_info(log, p, msg, line_no);
-      }
-      continue;
-    }
-    const std::size_t version = line.find("NCCL version ");
-    if (version != std::string::npos && log.version.empty()) {
-      ++log.nccl_lines;
-      std::istringstream v(line.substr(version + 13));
-      v >> log.version;
-      continue;
-    }
-    if (line.find("ProcessGroupNCCL") != std::string::npos ||
-        line.find("WorkNCCL") != std::string::npos) {
-      ++log.nccl_lines;
-      read_watchdog(log, line, line_no);
-    }
-  }
-  log.lines = line_no;
-  if (log.nccl_lines == 0) {
-    base::fail_input(fmt::format(
-        "{}: no NCCL line in {} lines (run the job with NCCL_DEBUG=INFO and give its output)", name,
-        line_no));
-  }
-  return log;
+  for (std::string line; std::getline(in, line);) read_line(log, line, ++line_no);
+  return finished(std::move(log), line_no, name);
+}
+
+NcclLog read_nccl_log(const std::string& path) {
+  base::LineReader in(path, "NCCL log", base::kLogFileMaxBytes, kNcclMaxLineBytes,
+                      base::LineReader::LongLines::kSkip);
+  NcclLog log;
+  for (std::string line; in.next(line);) read_line(log, line, in.line_number());
+  return finished(std::move(log), in.line_number(), path);
 }
 
 }  // namespace gpuorch::doctor

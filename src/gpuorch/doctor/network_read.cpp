@@ -2,6 +2,7 @@
 // host showed.
 #include <sstream>
 
+#include "gpuorch/base/whole_number.hpp"
 #include "gpuorch/discover/devices.hpp"
 #include "gpuorch/doctor/network.hpp"
 
@@ -19,12 +20,9 @@ std::optional<std::optional<long long>> memlock(const discover::Tree& tree) {
     std::string soft;
     fields >> soft;
     if (soft == "unlimited") return std::optional<long long>{};
-    try {
-      return std::optional<long long>{std::stoll(soft)};
-    } catch (const std::exception&) {
-      tree.problem("proc/self/limits", "unreadable 'Max locked memory' value " + soft);
-      return std::nullopt;
-    }
+    if (const auto v = base::whole_number<long long>(soft)) return std::optional<long long>{*v};
+    tree.problem("proc/self/limits", "unreadable 'Max locked memory' value " + soft);
+    return std::nullopt;
   }
   return std::nullopt;
 }

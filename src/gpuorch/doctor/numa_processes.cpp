@@ -6,9 +6,10 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
+#include "gpuorch/base/read_file.hpp"
+#include "gpuorch/base/whole_number.hpp"
 #include "gpuorch/doctor/numa.hpp"
 
 namespace gpuorch::doctor {
@@ -25,7 +26,7 @@ std::optional<int> nvidia_minor(const std::string& target) {
   if (target.rfind(prefix, 0) != 0) return std::nullopt;
   const std::string rest = target.substr(prefix.size());
   if (!all_digits(rest)) return std::nullopt;
-  return std::stoi(rest);
+  return base::whole_number<int>(rest);
 }
 
 std::string status_field(const std::string& status, const std::string& key) {
@@ -49,9 +50,9 @@ void read_numa_maps(const std::string& text, GpuProcess& p) {
       const std::size_t eq = w.find('=');
       if (w.size() < 4 || w[0] != 'N' || eq == std::string::npos) continue;
       const std::string node = w.substr(1, eq - 1), pages = w.substr(eq + 1);
-      if (all_digits(node) && all_digits(pages)) {
-        p.pages[std::stoi(node)] += std::stoll(pages);
-      }
+      const auto n = base::whole_number<int>(node, 0);
+      const auto count = base::whole_number<long long>(pages, 0);
+      if (n && count) p.pages[*n] += *count;
     }
   }
 }
@@ -59,19 +60,13 @@ void read_numa_maps(const std::string& text, GpuProcess& p) {
 // numa_maps has a line per mapping: a training process with thousands of mappings outgrows the
 // Tree's 1 MiB bound for sysfs attributes, so it is read here with a bound of its own.
 std::optional<std::string> read_numa_maps_file(const discover::Tree& tree, const std::string& rel) {
-  constexpr std::size_t kMax = std::size_t{64} << 20;
-  std::ifstream in(tree.absolute(rel), std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string out;
-  char buf[65536];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    out.append(buf, static_cast<std::size_t>(in.gcount()));
-    if (out.size() > kMax) {
-      tree.problem(rel, "larger than 64 MiB; memory placement not read");
-      return std::nullopt;
-    }
-  }
-  return out;
+  const std::string path = tree.absolute(rel).string();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return std::nullopt;  // the process ended meanwhile
+  std::string problem;
+  auto text = base::read_bounded(path, std::size_t{64} << 20, problem);
+  if (!text) tree.problem(rel, problem + "; memory placement not read");
+  return text;
 }
 
 }  // namespace
@@ -107,7 +102,9 @@ std::vector<GpuProcess> find_gpu_processes(const discover::Tree& tree) {
   std::vector<GpuProcess> out;
   std::vector<int> pids;
   for (const auto& name : tree.list("proc")) {
-    if (all_digits(name)) pids.push_back(std::stoi(name));
+    if (const auto pid = base::whole_number<int>(name, 1); pid && all_digits(name)) {
+      pids.push_back(*pid);
+    }
   }
   std::sort(pids.begin(), pids.end());
   for (const int pid : pids) {

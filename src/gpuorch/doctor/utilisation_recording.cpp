@@ -184,7 +184,8 @@ nlohmann::ordered_json utilisation_json(const UtilRecording& r) {
 }
 
 UtilRecording read_utilisation(const std::string& path) {
-  const std::string text = base::read_input_file(path, "utilisation recording");
+  const std::string text =
+      base::read_input_file(path, "utilisation recording", base::kTraceFileMaxBytes);
   Json root;
   try {
     root = Json::parse(text);

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "gpuorch/base/process_tree.hpp"
+#include "gpuorch/base/whole_number.hpp"
 #include "gpuorch/doctor/numa.hpp"
 #include "gpuorch/doctor/utilisation.hpp"
 
@@ -56,9 +57,10 @@ std::vector<UtilProcess> read_processes(const discover::Tree& tree) {
   std::vector<base::ProcessEntry> all;
   std::map<int, std::vector<int>> minors;
   for (const auto& name : tree.list("proc")) {
-    if (!is_pid(name)) continue;
+    const auto pid = base::whole_number<int>(name, 1);
+    if (!is_pid(name) || !pid) continue;
     base::ProcessEntry e;
-    e.pid = std::stoi(name);
+    e.pid = *pid;
     const auto stat = tree.text("proc/" + name + "/stat");
     if (!stat || !base::parse_proc_stat(*stat, e)) continue;  // ended meanwhile
     all.push_back(e);
@@ -81,8 +83,9 @@ std::vector<UtilProcess> read_processes(const discover::Tree& tree) {
     for (const auto& tid : tree.list(dir + "task")) {
       base::ProcessEntry t;
       const auto stat = tree.text(dir + "task/" + tid + "/stat");
-      if (is_pid(tid) && stat && base::parse_proc_stat(*stat, t)) {
-        p.thread_ticks[std::stoi(tid)] = t.cpu_ticks;
+      const auto id = base::whole_number<int>(tid, 1);
+      if (is_pid(tid) && id && stat && base::parse_proc_stat(*stat, t)) {
+        p.thread_ticks[*id] = t.cpu_ticks;
       }
     }
     out.push_back(std::move(p));

@@ -4,11 +4,11 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/base/printable.hpp"
+#include "gpuorch/base/read_file.hpp"
 #include "gpuorch/base/yaml_reader.hpp"
 
 namespace gpuorch::io {
@@ -170,7 +170,8 @@ std::vector<cluster::NodeSpec> parse_inventory(const std::string& source, const 
     const std::string name = text(yaml, t, "name", true);
     if (name.empty()) base::fail_input(path, line_of(t), "'name' is empty");
     if (!names.insert(name).second) {
-      base::fail_input(path, line_of(t), fmt::format("duplicate template name '{}'", name));
+      base::fail_input(path, line_of(t),
+                       fmt::format("duplicate template name '{}'", base::printable(name)));
     }
     const std::int64_t count = nonnegative(yaml, t, "count", false, 1);
     cluster::NodeSpec spec;
@@ -211,11 +212,8 @@ std::vector<cluster::NodeSpec> parse_inventory(const std::string& source, const 
 
 std::vector<cluster::NodeSpec> load_inventory(const std::string& path,
                                               const InventoryLimits& limits) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) base::fail_input(path, 0, "cannot open file");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return parse_inventory(buffer.str(), path, limits);
+  return parse_inventory(base::read_input_file(path, "inventory", base::kConfigFileMaxBytes), path,
+                         limits);
 }
 
 }  // namespace gpuorch::io

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/base/printable.hpp"
 #include "gpuorch/base/read_file.hpp"
 #include "gpuorch/base/yaml_reader.hpp"
 
@@ -101,10 +102,10 @@ bool is_device_ref(const std::string& s) {
          is_uint(rest.substr(b + 1));
 }
 
-// `s` for a message on one line: bytes outside printable ASCII as \xNN.
+// `s` for a message on one line, cut short (base::printable), and bytes outside ASCII as \xNN.
 std::string printable(const std::string& s) {
   std::string out;
-  for (const char c : s) {
+  for (const char c : base::printable(s)) {
     const auto u = static_cast<unsigned char>(c);
     out += u >= 0x20 && u < 0x7f ? std::string(1, c) : fmt::format("\\x{:02x}", u);
   }
@@ -133,8 +134,24 @@ struct Parser : base::YamlReader {
                                                       std::numeric_limits<int>::max()));
   }
 
+  // The warnings kept; more are only counted, so that a file of a million unknown keys says so
+  // in a few lines ("and N more"), not a million.
+  static constexpr std::size_t kMaxWarnings = 20;
+  mutable std::size_t unsaid = 0;
+
   void warn(const YAML::Node& at, const std::string& what) const {
+    if (c.warnings.size() == kMaxWarnings) {
+      ++unsaid;
+      return;
+    }
     c.warnings.push_back(fmt::format("{}:{}: {}", file(), line_of(at), what));
+  }
+
+  void finish_warnings() const {
+    if (unsaid > 0) {
+      c.warnings.push_back(
+          fmt::format("{}: and {} more warning{}", file(), unsaid, unsaid == 1 ? "" : "s"));
+    }
   }
 
   // NVIDIA's decoder skips keys it does not know; so does this one, saying so.
@@ -147,7 +164,7 @@ struct Parser : base::YamlReader {
       if (!known.contains(key)) {
         warn(kv.first, fmt::format("unknown key '{}' in {} ignored, as NVIDIA's plugin ignores it "
                                    "(known: {})",
-                                   key, where, fmt::join(known, ", ")));
+                                   base::printable(key), where, fmt::join(known, ", ")));
       }
     }
   }
@@ -201,6 +218,11 @@ struct Parser : base::YamlReader {
     r.replicas = integer(n["replicas"], "replicas");
     if (r.replicas < 2) {
       fail(n["replicas"], fmt::format("replicas is {}: sharing needs at least 2", r.replicas));
+    }
+    if (r.replicas > kMaxReplicas) {
+      fail(n["replicas"], fmt::format("replicas is {}: at most {} per device (each replica is a "
+                                      "device the plugin lists to the kubelet)",
+                                      r.replicas, kMaxReplicas));
     }
     const std::string shared = r.name + ".shared";
     if (n["rename"]) {
@@ -468,7 +490,7 @@ MigStrategy parse_mig_strategy(const std::string& s) {
 DeviceIdStrategy parse_device_id_strategy(const std::string& s) {
   if (s == "uuid") return DeviceIdStrategy::kUuid;
   if (s == "index") return DeviceIdStrategy::kIndex;
-  base::fail_input(fmt::format("unknown device ID strategy '{}' (uuid, index)", s));
+  base::fail_input(fmt::format("unknown device ID strategy '{}' (uuid, index)", printable(s)));
 }
 
 std::vector<std::string> parse_device_list_strategy(const std::string& comma_list) {
@@ -479,7 +501,7 @@ std::vector<std::string> parse_device_list_strategy(const std::string& comma_lis
     if (!kListStrategies.contains(item)) {
       base::fail_input(fmt::format(
           "unknown device list strategy '{}' (envvar, volume-mounts, cdi-annotations, cdi-cri)",
-          item));
+          printable(item)));
     }
     out.push_back(item);
   }
@@ -511,19 +533,22 @@ PluginConfig parse_config_tree(const std::string& text, const std::string& file)
   p.keys(root, "the config", kTopKeys);
   if (root["version"]) {
     const std::string v = p.scalar(root["version"], "version");
-    if (!v.empty() && v != "v1") p.fail(root["version"], fmt::format("unknown version: {}", v));
+    if (!v.empty() && v != "v1") {
+      p.fail(root["version"], fmt::format("unknown version: {}", printable(v)));
+    }
   }
   if (root["flags"] && !root["flags"].IsNull()) p.flags(root["flags"]);
   if (root["resources"] && !root["resources"].IsNull()) p.resources(root["resources"]);
   if (root["imex"] && !root["imex"].IsNull()) p.imex(root["imex"]);
   if (root["sharing"] && !root["sharing"].IsNull()) p.sharing(root["sharing"]);
+  p.finish_warnings();
   return c;
 }
 
 }  // namespace
 
 PluginConfig load_config(const std::string& path) {
-  return parse_config(base::read_input_file(path, "config file"), path);
+  return parse_config(base::read_input_file(path, "config file", base::kConfigFileMaxBytes), path);
 }
 
 }  // namespace gpuorch::k8s

@@ -33,9 +33,14 @@ struct ReplicaResource {
   bool all_devices = true;
   int device_count = 0;
   std::vector<std::string> device_list;
-  int replicas = 0;  // >= 2
+  int replicas = 0;  // 2..kMaxReplicas
   int line = 0;      // where it was written, for later errors
 };
+
+// The most replicas of one device: each is a device ID the plugin lists to the kubelet and keeps
+// in memory, and a million of them took 2.5 GB against the DaemonSet's 64 Mi limit; 64 pods
+// sharing one GPU is already far past useful. docs/device-plugin.md says so.
+inline constexpr int kMaxReplicas = 64;
 
 struct ReplicatedResources {
   bool rename_by_default = false;

@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 #include <vector>
 
+#include "gpuorch/base/read_file.hpp"
 #include "gpuorch/discover/xid_watch.hpp"
 
 namespace gpuorch::k8s {
@@ -126,10 +126,11 @@ HealthFileWatcher::~HealthFileWatcher() {
 }
 
 void HealthFileWatcher::poll_once() {
-  std::ifstream in(path_, std::ios::binary);
-  std::stringstream s;
-  if (in) s << in.rdbuf();
-  const std::string text = in ? s.str() : std::string();
+  // As an unreadable file: nothing listed. A FIFO put there must not stop the watcher for good,
+  // nor /dev/zero fill its memory (base/read_file.hpp).
+  std::string problem;
+  const std::string text =
+      base::read_bounded(path_, base::kConfigFileMaxBytes, problem).value_or(std::string());
   if (seen_ && text == last_) return;
   seen_ = true;
   last_ = text;

@@ -3,11 +3,8 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "gpuorch/base/error.hpp"
@@ -120,13 +117,10 @@ struct Kubeconfig : base::YamlReader {
 
   std::string read_referenced(const YAML::Node& at, const std::string& key) const {
     const auto path = resolve(scalar(at, key));
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      fail(at, fmt::format("{} '{}': cannot read: {}", key, path.string(), std::strerror(errno)));
-    }
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
+    std::string problem;
+    auto text = base::read_bounded(path.string(), base::kConfigFileMaxBytes, problem);
+    if (!text) fail(at, fmt::format("{} '{}' {}", key, path.string(), problem));
+    return std::move(*text);
   }
 
   // A PEM block given inline (`<key>-data`, base64) or as a file (`<key>`); empty when neither.
@@ -158,7 +152,7 @@ struct Kubeconfig : base::YamlReader {
 
 ClusterConfig load_kubeconfig(const std::string& path, const std::string& context) {
   Kubeconfig kc{base::YamlReader(path), fs::path(path).parent_path(), {}};
-  kc.root = kc.load(base::read_input_file(path, "kubeconfig"));
+  kc.root = kc.load(base::read_input_file(path, "kubeconfig", base::kConfigFileMaxBytes));
   if (!kc.root || kc.root.IsNull()) base::fail_input(path, 1, "the kubeconfig is empty");
   kc.map(kc.root, "a kubeconfig");
   // Const access only: yaml-cpp's non-const operator[] adds the key it looks for.
@@ -282,16 +276,19 @@ ClusterConfig in_cluster_config(const std::string& sa_dir) {
                                                 : fmt::format("https://{}:{}", h, port);
   const fs::path dir(sa_dir);
   out.token_file = fs::absolute(dir / "token").lexically_normal();
-  out.bearer_token = trim(base::read_input_file(out.token_file, "service account token"));
+  out.bearer_token = trim(
+      base::read_input_file(out.token_file, "service account token", base::kConfigFileMaxBytes));
   if (out.bearer_token.empty()) base::fail_input(out.token_file + ": the token is empty");
   const auto ca_file = (dir / "ca.crt").string();
-  out.ca_pem = base::read_input_file(ca_file, "service account CA certificate");
+  out.ca_pem =
+      base::read_input_file(ca_file, "service account CA certificate", base::kConfigFileMaxBytes);
   if (out.ca_pem.find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
     base::fail_input(ca_file + ": holds no PEM certificate");
   }
   out.default_namespace = "default";
   if (const auto ns_file = dir / "namespace"; fs::exists(ns_file)) {
-    const auto ns = trim(base::read_input_file(ns_file.string(), "service account namespace"));
+    const auto ns = trim(base::read_input_file(ns_file.string(), "service account namespace",
+                                               base::kConfigFileMaxBytes));
     if (!ns.empty()) out.default_namespace = ns;
   }
   out.source = "in-cluster";

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
+#include <string>
 
 extern "C" {
 #include <libqhull_r/qhull_ra.h>
@@ -34,12 +36,17 @@ std::vector<std::array<int, 4>> triangulate(const std::vector<std::array<double,
   std::vector<coordT> coords;
   coords.reserve(points.size() * 3);
   for (const auto& p : points) coords.insert(coords.end(), p.begin(), p.end());
+  // qhull writes its complaint (a page) to this stream; its first line goes into the exception,
+  // so that a profile it cannot triangulate is one line of gpuorch's.
+  char* complaint = nullptr;
+  std::size_t complaint_size = 0;
+  FILE* err = open_memstream(&complaint, &complaint_size);
   qhT qh_storage;
   qhT* qh = &qh_storage;
-  qh_zero(qh, stderr);
+  qh_zero(qh, err ? err : stderr);
   char options[] = "qhull d Qbb Qc Qz Q12 Qt";
   const int rc = qh_new_qhull(qh, 3, static_cast<int>(points.size()), coords.data(), False,
-                              options, nullptr, stderr);
+                              options, nullptr, err ? err : stderr);
   std::vector<std::array<int, 4>> out;
   if (rc == 0) {
     facetT* facet = nullptr;
@@ -59,7 +66,17 @@ std::vector<std::array<int, 4>> triangulate(const std::vector<std::array<double,
   qh_freeqhull(qh, !qh_ALL);
   int curlong = 0, totlong = 0;
   qh_memfreeshort(qh, &curlong, &totlong);
-  if (rc != 0) throw std::runtime_error("qhull failed to triangulate the throughput profile");
+  std::string first_line;
+  if (err) {
+    std::fclose(err);
+    first_line.assign(complaint, complaint_size);
+    std::free(complaint);
+    first_line = first_line.substr(0, first_line.find('\n'));
+  }
+  if (rc != 0) {
+    throw std::runtime_error("qhull failed to triangulate the throughput profile" +
+                             (first_line.empty() ? std::string() : " (" + first_line + ")"));
+  }
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <stdexcept>
 
 #include "gpuorch/base/csv.hpp"
 #include "gpuorch/base/error.hpp"
@@ -28,9 +29,24 @@ double number(const base::CsvTable& t, const base::CsvRow& row, std::size_t colu
   double v = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v) || v < 0) {
-    base::fail_input(t.path, row.line,
-                     fmt::format("column '{}': '{}' is not a non-negative number", t.header[column],
-                                 text));
+    base::fail_input(
+        t.path, row.line,
+        fmt::format("column '{}': '{}' is not a non-negative number", t.header[column], text));
+  }
+  return v;
+}
+
+// A step or sync time in seconds: a step of 0 s made every job finish at once or, all zero, never
+// run; a step over a day is no training step.
+constexpr double kMaxStepSeconds = 86400;
+double seconds(const base::CsvTable& t, const base::CsvRow& row, std::size_t column,
+               bool positive) {
+  const double v = number(t, row, column);
+  if ((positive && v <= 0) || v > kMaxStepSeconds) {
+    base::fail_input(
+        t.path, row.line,
+        fmt::format("column '{}': '{}' is not a number of seconds in {}0, {}]", t.header[column],
+                    row.fields[column], positive ? "(" : "[", kMaxStepSeconds));
   }
   return v;
 }
@@ -41,10 +57,21 @@ std::size_t column(const base::CsvTable& t, const std::string& name) {
   return static_cast<std::size_t>(it - t.header.begin());
 }
 
+// is_directory / exists that report an error of the file system (a symlink loop: ELOOP) as the
+// input's problem, one line, instead of throwing filesystem_error.
+bool is(const std::filesystem::path& path, bool directory) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory) {
+    base::fail_input(fmt::format("{}: {}", path.string(), ec.message()));
+  }
+  return directory ? std::filesystem::is_directory(st) : std::filesystem::exists(st);
+}
+
 base::CsvTable read_table(const std::filesystem::path& path, const std::string& app) {
-  if (!std::filesystem::exists(path)) {
-    base::fail_input(fmt::format("{}: missing profile file of application '{}'", path.string(),
-                                 app));
+  if (!is(path, false)) {
+    base::fail_input(
+        fmt::format("{}: missing profile file of application '{}'", path.string(), app));
   }
   auto t = base::read_csv(path.string());
   if (t.rows.empty()) base::fail_input(t.path, 1, "no rows");
@@ -83,21 +110,25 @@ long long placement_id(std::span<const int> gpus_per_node) {
 
 AppProfile AppProfile::load(const std::string& dir, const std::string& name) {
   const std::filesystem::path root = std::filesystem::path(dir) / name;
-  if (!std::filesystem::is_directory(root)) {
-    base::fail_input(fmt::format("{}: unknown application '{}' (no profile directory)",
-                                 root.string(), name));
+  if (!is(root, true)) {
+    base::fail_input(
+        fmt::format("{}: unknown application '{}' (no profile directory)", root.string(), name));
   }
   AppProfile a;
   a.name_ = name;
 
   // Validation tables: one per total batch size, named validation-<B>.csv.
-  for (const auto& entry : std::filesystem::directory_iterator(root)) {
+  std::error_code ec;
+  std::filesystem::directory_iterator entries(root, ec);
+  if (ec) base::fail_input(fmt::format("{}: {}", root.string(), ec.message()));
+  for (const auto& entry : entries) {
     const std::string f = entry.path().filename().string();
     if (f.rfind("validation-", 0) != 0 || entry.path().extension() != ".csv") continue;
     const std::string digits = f.substr(11, f.size() - 15);
     int batch = 0;
-    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), batch);
-    if (ec != std::errc() || end != digits.data() + digits.size() || batch <= 0) continue;
+    const auto [end, parsed] =
+        std::from_chars(digits.data(), digits.data() + digits.size(), batch);
+    if (parsed != std::errc() || end != digits.data() + digits.size() || batch <= 0) continue;
     const auto t = read_table(entry.path(), name);
     const std::size_t cp = column(t, "progress"), ci = column(t, "iteration"),
                       cs = column(t, "grad_sqr"), cv = column(t, "grad_var");
@@ -142,7 +173,7 @@ AppProfile AppProfile::load(const std::string& dir, const std::string& name) {
     }
     if (gpus.empty()) base::fail_input(pt.path, r.line, "empty placement");
     const int local = whole(pt, r, pl);
-    const StepTime st{number(pt, r, ps), number(pt, r, py)};
+    const StepTime st{seconds(pt, r, ps, true), seconds(pt, r, py, false)};
     a.placements_[placement_id(gpus)].push_back({local, st});
     int replicas = 0;
     for (const int g : gpus) replicas += g;
@@ -167,18 +198,22 @@ AppProfile AppProfile::load(const std::string& dir, const std::string& name) {
     values.push_back({m.first.step / m.second, m.first.sync / m.second});
   }
   const std::filesystem::path scal = root / "scalability.csv";
-  if (std::filesystem::exists(scal)) {
+  if (is(scal, false)) {
     const auto st = read_table(scal, name);
     const std::size_t sn = column(st, "num_nodes"), sr = column(st, "num_replicas"),
                       sl = column(st, "local_bsz"), ss = column(st, "step_time"),
                       sy = column(st, "sync_time");
     for (const auto& r : st.rows) {
-      points.push_back({double(whole(st, r, sn)), double(whole(st, r, sr)),
-                        double(whole(st, r, sl))});
-      values.push_back({number(st, r, ss), number(st, r, sy)});
+      points.push_back(
+          {double(whole(st, r, sn)), double(whole(st, r, sr)), double(whole(st, r, sl))});
+      values.push_back({seconds(st, r, ss, true), seconds(st, r, sy, false)});
     }
   }
-  a.large_ = std::make_shared<const Delaunay3>(std::move(points), std::move(values));
+  try {
+    a.large_ = std::make_shared<const Delaunay3>(std::move(points), std::move(values));
+  } catch (const std::runtime_error& e) {  // too few points, or all on one plane
+    base::fail_input(fmt::format("{}: {}", root.string(), e.what()));
+  }
   return a;
 }
 

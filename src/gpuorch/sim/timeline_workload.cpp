@@ -6,10 +6,12 @@
 #include <charconv>
 #include <cmath>
 #include <ctime>
-#include <fstream>
 
 #include "gpuorch/base/csv.hpp"
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/base/printable.hpp"
+#include "gpuorch/base/read_file.hpp"
+#include "gpuorch/base/whole_number.hpp"
 
 namespace gpuorch::sim {
 namespace {
@@ -20,24 +22,36 @@ std::size_t column(const base::CsvTable& t, const std::string& name) {
   return static_cast<std::size_t>(it - t.header.begin());
 }
 
-double finite_nonnegative(const base::CsvTable& t, const base::CsvRow& r, std::size_t c) {
+// The longest a rigid job may run, and the latest a job may arrive after the trace's first: each
+// tick of a running job costs the engine work (a duration of 1e12 s ran for minutes), and a
+// number past Seconds' range wrapped (a duration of 1e19 s became a 1-second job).
+constexpr long long kMaxDurationSeconds = 365LL * 86400;
+constexpr long long kMaxArrivalSeconds = 3650LL * 86400;
+constexpr int kMaxReplicas = 1'000'000;
+
+// A number in [0, max] (`unit` names what it counts in the message: "seconds").
+double number_in(const base::CsvTable& t, const base::CsvRow& r, std::size_t c, long long max,
+                 const char* unit) {
   const std::string& s = r.fields[c];
   double v = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v) || v < 0) {
+  if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v) || v < 0 ||
+      v > double(max)) {
     base::fail_input(t.path, r.line,
-                     fmt::format("column '{}': '{}' is not a non-negative number", t.header[c], s));
+                     fmt::format("column '{}': '{}' is not a number of {} in 0..{}", t.header[c],
+                                 base::printable(s), unit, max));
   }
   return v;
 }
 
 int positive_int(const base::CsvTable& t, const base::CsvRow& r, std::size_t c) {
-  const double v = finite_nonnegative(t, r, c);
-  if (v < 1 || v != std::floor(v) || v > 1e6) {
-    base::fail_input(t.path, r.line, fmt::format("column '{}': '{}' is not a positive integer",
-                                                 t.header[c], r.fields[c]));
+  const auto v = base::whole_number<int>(r.fields[c], 1, kMaxReplicas);
+  if (!v) {
+    base::fail_input(t.path, r.line,
+                     fmt::format("column '{}': '{}' is not a whole number in 1..{}", t.header[c],
+                                 base::printable(r.fields[c]), kMaxReplicas));
   }
-  return static_cast<int>(v);
+  return *v;
 }
 
 // "YYYY-MM-DD HH:MM:SS" as seconds since the epoch (UTC); -1 when malformed.
@@ -68,7 +82,7 @@ std::vector<JobSpec> read_pollux_workload(const std::string& path, const std::st
     JobSpec j;
     j.name = r.fields[cn];
     if (j.name.empty()) base::fail_input(t.path, r.line, "empty job name");
-    const double time = finite_nonnegative(t, r, ct);
+    const double time = number_in(t, r, ct, kMaxArrivalSeconds, "seconds");
     j.submit = static_cast<Seconds>(std::llround(time));
     j.application = r.fields[ca];
     j.replicas = positive_int(t, r, cr);
@@ -96,10 +110,9 @@ std::vector<JobSpec> read_pollux_workload(const std::string& path, const std::st
 }
 
 bool is_philly_trace(const std::string& path) {
-  std::ifstream in(path);
+  base::LineReader in(path, "CSV file", base::kTraceFileMaxBytes);
   std::string header;
-  std::getline(in, header);
-  return header.rfind("timestamp,duration,num_gpus", 0) == 0;
+  return in.next(header) && header.rfind("timestamp,duration,num_gpus", 0) == 0;
 }
 
 std::vector<JobSpec> read_philly_trace(const std::string& path, std::size_t limit) {
@@ -117,15 +130,24 @@ std::vector<JobSpec> read_philly_trace(const std::string& path, std::size_t limi
   for (const auto& r : t.rows) {
     const long long at = parse_timestamp(r.fields[cts]);
     if (at < 0) {
-      base::fail_input(t.path, r.line,
-                       fmt::format("timestamp '{}' is not YYYY-MM-DD HH:MM:SS", r.fields[cts]));
+      base::fail_input(
+          t.path, r.line,
+          fmt::format("timestamp '{}' is not YYYY-MM-DD HH:MM:SS", base::printable(r.fields[cts])));
     }
-    const double d = finite_nonnegative(t, r, cd);
+    const double d = number_in(t, r, cd, kMaxDurationSeconds, "seconds");
     rows.push_back({at, r.line, std::max<Seconds>(1, static_cast<Seconds>(std::ceil(d))),
                     positive_int(t, r, cg)});
   }
   if (rows.empty()) base::fail_input(t.path, 1, "no jobs");
-  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.at < b.at; });
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const Row& a, const Row& b) { return a.at < b.at; });
+  for (const Row& r : rows) {
+    if (r.at - rows.front().at > kMaxArrivalSeconds) {
+      base::fail_input(t.path, r.line,
+                       fmt::format("timestamp {} s after the trace's first, past the limit of {} s",
+                                   r.at - rows.front().at, kMaxArrivalSeconds));
+    }
+  }
   if (limit > 0 && rows.size() > limit) rows.resize(limit);
   std::vector<JobSpec> out;
   out.reserve(rows.size());

@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <sstream>
 
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/base/read_file.hpp"
 
 namespace gpuorch::telemetry {
 namespace {
@@ -63,11 +63,8 @@ std::vector<Collector> parse_collectors(const std::string& text, const std::stri
 }
 
 std::vector<Collector> read_collectors(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) base::fail_input(fmt::format("{}: cannot read the collectors file", path));
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return parse_collectors(buf.str(), path);
+  return parse_collectors(base::read_input_file(path, "collectors file", base::kConfigFileMaxBytes),
+                          path);
 }
 
 }  // namespace gpuorch::telemetry

@@ -381,7 +381,8 @@ Host host_from_json_text(const std::string& text, const std::string& file) {
 }
 
 Host load_host_json(const std::string& path) {
-  return host_from_json_text(base::read_input_file(path, "topology file"), path);
+  return host_from_json_text(
+      base::read_input_file(path, "topology file", base::kConfigFileMaxBytes), path);
 }
 
 }  // namespace gpuorch::topology
