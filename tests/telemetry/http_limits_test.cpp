@@ -82,6 +82,11 @@ TEST(HttpLimits, BodyOverTheLimitIs413BeforeAByteOfItIsRead) {
   ::close(fd);
   EXPECT_EQ(status_line(answer), "HTTP/1.1 413 Payload Too Large") << answer;
   EXPECT_NE(answer.find("request body of 8388608 bytes; at most 1024"), std::string::npos);
+  // A client that writes its whole body before reading gets the answer, not a reset.
+  httplib::Client c("127.0.0.1", s.port());
+  const auto res = c.Post("/echo", std::string(1 << 20, 'x'), "text/plain");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 413);
 }
 
 TEST(HttpLimits, ChunkedAndLengthlessBodiesAre411) {

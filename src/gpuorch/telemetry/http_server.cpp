@@ -328,6 +328,13 @@ struct Guard {
           ssl != nullptr ? std::function<void(httplib::Request&)>(setup) : nullptr);
       t_connection = nullptr;
       if (c.reserved > 0 && ledger.release_body(peer, c.reserved)) give_memory_back();
+      if (c.close && !stream.failed()) {
+        // Refused with its body unread: take in what the peer still sends for a moment before
+        // closing, so that it reads the answer instead of a reset (and a client that writes
+        // its whole body first is not killed by SIGPIPE); bounded in time and bytes.
+        stream.drain(Clock::now() + std::chrono::seconds(2),
+                     std::max(2 * limits.max_payload, std::size_t{1} << 20));
+      }
       if (closed || c.close || stream.failed()) break;
     }
     if (ssl != nullptr) {

@@ -85,6 +85,13 @@ void DeadlineStream::set_read_limits(Clock::time_point deadline, std::size_t bud
   budget_ = budget;
 }
 
+void DeadlineStream::drain(Clock::time_point deadline, std::size_t max_bytes) {
+  set_read_limits(deadline, max_bytes);
+  std::array<char, 16 * 1024> sink{};
+  while (read(sink.data(), sink.size()) > 0) {
+  }
+}
+
 ssize_t DeadlineStream::fill() {
   for (;;) {
     ssize_t n = 0;

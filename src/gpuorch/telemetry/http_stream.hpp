@@ -35,6 +35,8 @@ class DeadlineStream final : public httplib::Stream {
   // once `write_deadline` has passed. A failed read fails every later one (the connection ends).
   void set_read_limits(Clock::time_point deadline, std::size_t budget);
   void set_write_deadline(Clock::time_point deadline) { write_deadline_ = deadline; }
+  // Reads and drops what the peer still sends, until it stops, `deadline` or `max_bytes`.
+  void drain(Clock::time_point deadline, std::size_t max_bytes);
   [[nodiscard]] bool failed() const { return failure_ != nullptr; }
   // Why it failed ("the header deadline"...); empty when it has not.
   [[nodiscard]] std::string failure() const { return failure_ ? failure_ : ""; }
