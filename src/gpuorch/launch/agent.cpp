@@ -21,6 +21,7 @@
 #include "gpuorch/launch/output.hpp"
 #include "gpuorch/launch/process.hpp"
 #include "gpuorch/launch/run_cgroup.hpp"
+#include "gpuorch/launch/shim.hpp"
 
 namespace gpuorch::launch {
 namespace {
@@ -79,12 +80,16 @@ std::string describe_exit(int code) {
 struct Worker {
   int local_rank = 0;
   int rank = 0;
-  pid_t pid = -1;
+  pid_t pid = -1;      // the worker, and its process group
+  pid_t shim = -1;     // its parent, the agent's child (shim.hpp)
+  int events_fd = -1;  // the shim's records; -1 once it has exited
   bool running = false;
   int exit_code = 0;
   std::string error_file;
   Clock::time_point exited_at{};
   bool failed_first = false;  // had failed on its own when the agent noticed (not stopped by it)
+  int left_found = 0;         // what its shim ended after it (ShimEvent::kEnded)
+  int left_killed = 0;
 };
 
 class Group {
@@ -94,22 +99,19 @@ class Group {
   Group(const AgentConfig& c, const Log& log, RunCgroup* cgroup, std::vector<pid_t> spare)
       : c_(c), log_(log), cgroup_(cgroup), spare_(std::move(spare)) {}
 
-  // Reaps every exited descendant; true if one of ours changed state.
+  ~Group() { close_events(); }
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
+
+  // Reaps every exited child (the shims, orphans reparented here) and reads the shims' records;
+  // true if one of ours changed state.
   bool reap() {
-    bool changed = false;
     for (;;) {
       int status = 0;
-      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
-      if (pid <= 0) break;
-      for (auto& w : workers_) {
-        if (w.pid == pid && w.running) {
-          w.running = false;
-          w.exit_code = exit_code_of(status);
-          w.exited_at = Clock::now();
-          changed = true;
-        }
-      }
+      if (::waitpid(-1, &status, WNOHANG) <= 0) break;
     }
+    bool changed = false;
+    for (auto& w : workers_) changed = read_events(w) || changed;
     return changed;
   }
 
@@ -151,26 +153,63 @@ class Group {
   }
 
   // What the workers left behind outside their process groups: a double-forked `setsid`
-  // daemon is reparented to the agent (their subreaper) and no group signal reaches it.
+  // daemon is reparented to the worker's shim, which ends it when asked; what escaped a shim
+  // (one killed from outside) is reparented to the agent (their subreaper) and ended here.
   void end_leftovers(int signals_before) {
     const auto hurry = [signals_before] { return g_signal_count.load() > signals_before; };
+    const auto by_shims = end_through_shims(hurry);
     const auto ended = base::end_descendants(c_.stop_grace, spare_, hurry);
     if (cgroup_ && !cgroup_->kill_all()) {
       log_(fmt::format("warning: cgroup {} still has {} processes", cgroup_->path(),
                        cgroup_->members()));
     }
     const auto reaped = base::end_descendants(std::chrono::milliseconds(0), spare_);
-    if (ended.found > 0) {
-      log_(fmt::format("ended {} process{} the workers left behind ({} after SIGKILL)", ended.found,
-                       ended.found == 1 ? "" : "es", ended.killed));
+    const int found = by_shims.found + ended.found;
+    if (found > 0) {
+      log_(fmt::format("ended {} process{} the workers left behind ({} after SIGKILL)", found,
+                       found == 1 ? "" : "es", by_shims.killed + ended.killed));
     }
-    if (!ended.all_gone || !reaped.all_gone) {
+    if (!by_shims.all_gone || !ended.all_gone || !reaped.all_gone) {
       log_("warning: some descendants of the workers did not end");
     }
   }
 
+  // SIGTERM to every shim still there (a second one when `hurry` turns true): each ends its
+  // subtree (SIGTERM, SIGKILL after the grace period), reports, and exits. A shim that does not
+  // is killed after the grace period and 5 s more (what it held is then the agent's).
+  base::EndedDescendants end_through_shims(const std::function<bool()>& hurry) {
+    base::EndedDescendants r;
+    for (const auto& w : workers_) {
+      if (w.events_fd >= 0) ::kill(w.shim, SIGTERM);
+    }
+    const auto deadline = Clock::now() + c_.stop_grace + std::chrono::seconds(5);
+    bool hurried = false;
+    for (;;) {
+      reap();
+      const bool open = std::any_of(workers_.begin(), workers_.end(),
+                                    [](const Worker& w) { return w.events_fd >= 0; });
+      if (!open) break;
+      const bool late = Clock::now() > deadline;
+      if ((!hurried && hurry()) || late) {
+        for (const auto& w : workers_) {
+          if (w.events_fd >= 0) ::kill(w.shim, late ? SIGKILL : SIGTERM);
+        }
+        hurried = true;
+        r.all_gone = r.all_gone && !late;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    for (auto& w : workers_) {
+      r.found += w.left_found;
+      r.killed += w.left_killed;
+      w.left_found = w.left_killed = 0;
+    }
+    return r;
+  }
+
   void start(const Round& round, int attempt, int restart_count, const std::string& attempt_dir,
              std::vector<std::string>& warnings, std::set<std::string>& warned) {
+    close_events();
     workers_.clear();
     relay_ = std::make_unique<OutputRelay>();
     const int nproc = static_cast<int>(c_.plan.ranks.size());
@@ -211,6 +250,9 @@ class Group {
       spec.stdout_fd = pipes.stdout_write;
       spec.stderr_fd = pipes.stderr_write;
       spec.cgroup_procs_fd = cgroup_ ? cgroup_->procs_fd() : -1;
+      spec.lifeline_fd = lifeline_.read_fd();
+      spec.stop_grace_ms = static_cast<int>(
+          std::min<std::chrono::milliseconds::rep>(c_.stop_grace.count(), 1 << 30));
       Spawned s;
       try {
         s = spawn_worker(spec);
@@ -220,6 +262,8 @@ class Group {
         throw;
       }
       w.pid = s.pid;
+      w.shim = s.shim;
+      w.events_fd = s.events_fd;
       w.running = true;
       workers_.push_back(w);
       for (const auto& warning : s.warnings) {
@@ -263,10 +307,49 @@ class Group {
     return r;
   }
 
+  // The shim's records since the last look; true if the worker ended. A shim gone without a
+  // word was killed, and its worker with it (PR_SET_PDEATHSIG: SIGKILL).
+  static bool read_events(Worker& w) {
+    bool changed = false;
+    bool closed = false;
+    while (w.events_fd >= 0) {
+      const auto e = read_shim_event(w.events_fd, closed);
+      if (e && e->kind == ShimEvent::kExited && w.running) {
+        w.running = false;
+        w.exit_code = exit_code_of(e->a);
+        w.exited_at = Clock::now();
+        changed = true;
+      } else if (e && e->kind == ShimEvent::kEnded) {
+        w.left_found += e->a;
+        w.left_killed += e->b;
+      }
+      if (closed) {
+        ::close(w.events_fd);
+        w.events_fd = -1;
+        if (w.running) {
+          w.running = false;
+          w.exit_code = -SIGKILL;
+          w.exited_at = Clock::now();
+          changed = true;
+        }
+      }
+      if (!e) break;
+    }
+    return changed;
+  }
+
+  void close_events() {
+    for (auto& w : workers_) {
+      if (w.events_fd >= 0) ::close(w.events_fd);
+      w.events_fd = -1;
+    }
+  }
+
   const AgentConfig& c_;
   const Log& log_;
   RunCgroup* cgroup_;
   std::vector<pid_t> spare_;
+  Lifeline lifeline_;
   std::vector<Worker> workers_;
   std::unique_ptr<OutputRelay> relay_;
 };

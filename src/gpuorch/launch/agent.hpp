@@ -3,8 +3,10 @@
 // start the local workers, watch them every monitor interval; a failed worker stops the whole
 // local group (SIGTERM, then SIGKILL after the grace period) and restarts it while restarts are
 // left; a membership change restarts it without using one; SIGINT/SIGTERM are forwarded to every
-// worker's process group, then escalated. Workers never outlive the agent (own process groups,
-// PR_SET_PDEATHSIG, the agent is their descendants' subreaper).
+// worker's process group, then escalated. Nothing the workers start outlives the agent: each
+// worker's parent is its shim (shim.hpp), a subreaper that ends the worker's processes when the
+// agent asks or dies; the agent is the subreaper of what escapes a shim; a guardian and the
+// run's cgroup back them up (docs/launch.md, "No orphans").
 #include <chrono>
 #include <functional>
 #include <optional>

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -11,9 +12,11 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <stdexcept>
 
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/base/subprocess.hpp"
+#include "gpuorch/launch/shim.hpp"
 
 namespace gpuorch::launch {
 namespace {
@@ -23,6 +26,23 @@ constexpr int kMaxNodes = 1024;  // bits in the node mask we pass
 constexpr unsigned long kLongBits = sizeof(unsigned long) * 8;
 
 enum Step : int { kAffinity = 1, kMempolicy = 2, kCgroup = 3 };
+
+// The worker's pid, the shim's first record: written before spawn returns (the shim closes the
+// status pipe after it).
+pid_t read_started(int fd) {
+  bool closed = false;
+  ::fcntl(fd, F_SETFL, O_NONBLOCK);
+  for (;;) {
+    if (const auto e = read_shim_event(fd, closed); e && e->kind == ShimEvent::kStarted)
+      return e->a;
+    if (closed) {
+      ::close(fd);
+      throw std::runtime_error("worker shim: ended before starting the worker");
+    }
+    pollfd p{fd, POLLIN, 0};
+    ::poll(&p, 1, 1000);
+  }
+}
 
 bool executable(const std::string& path) {
   struct stat st {};
@@ -60,14 +80,19 @@ Spawned spawn_worker(const SpawnSpec& spec) {
     const auto n = static_cast<unsigned long>(spec.memory_node);
     nodemask[n / kLongBits] |= 1UL << (n % kLongBits);
   }
+  int events[2];
+  if (::pipe2(events, O_CLOEXEC) != 0) {
+    throw std::runtime_error(fmt::format("worker shim: pipe: {}", std::strerror(errno)));
+  }
+  const ShimSetup shim{spec.lifeline_fd, events[1], spec.stop_grace_ms};
   base::SpawnOptions o;
   o.path = spec.path;
   o.argv = spec.argv;
   o.env = spec.env;
   o.stdout_fd = spec.stdout_fd;
   o.stderr_fd = spec.stderr_fd;
-  o.group = base::ProcessGroup::kNewGroup;
-  o.death_signal = SIGKILL;
+  // The shim's session; it outlives the agent to end what the worker left (no death signal).
+  o.group = base::ProcessGroup::kNewSession;
   o.in_child = [&](const base::ChildSteps& steps) {
     // First: whatever the worker starts from here on is in the run's cgroup.
     if (spec.cgroup_procs_fd >= 0 && ::write(spec.cgroup_procs_fd, "0", 1) != 1) {
@@ -80,15 +105,22 @@ Spawned spawn_worker(const SpawnSpec& spec) {
         ::syscall(SYS_set_mempolicy, kMpolBind, nodemask, kMaxNodes + 1) != 0) {
       steps.failed(kMempolicy, errno);
     }
+    // The shim forks the worker here (inheriting all of the above); only the worker returns.
+    become_shim(shim);
   };
   base::Spawned child;
   try {
     child = base::spawn(o);
   } catch (const base::SpawnError& e) {
+    ::close(events[0]);
+    ::close(events[1]);
     base::fail_input(e.what());
   }
+  ::close(events[1]);
   Spawned s;
-  s.pid = child.pid;
+  s.shim = child.pid;
+  s.events_fd = events[0];
+  s.pid = read_started(events[0]);
   for (const auto& f : child.failed_steps) {
     const char* what = f.step == kAffinity    ? "sched_setaffinity: {} (CPUs not bound)"
                        : f.step == kMempolicy ? "set_mempolicy: {} (memory not bound)"
