@@ -28,7 +28,7 @@ struct ExtenderFlags {
   std::uint64_t seed = 42;
   std::string workload;
   std::string listen = "127.0.0.1:10262";
-  std::string tls_cert, tls_key;
+  std::string tls_cert, tls_key, client_ca, token_file;
   bool print_config = false;
   bool all_pods = false;
   int weight = 1;
@@ -62,7 +62,10 @@ std::string config_stanza(const ExtenderFlags& f, const std::string& address, in
 
 int run(const ExtenderFlags& f) {
   if (f.tls_cert.empty() != f.tls_key.empty()) {
-    base::fail_input("--tls-cert and --tls-key go together");
+    base::fail_input("--tls-cert-file and --tls-key-file go together");
+  }
+  if (!f.client_ca.empty() && f.tls_cert.empty()) {
+    base::fail_input("--client-ca-file needs --tls-cert-file and --tls-key-file (mTLS is TLS)");
   }
   if (f.weight < 1) base::fail_input("--weight must be at least 1");
   const std::string spec = policy_spec(f.policy);
@@ -71,6 +74,12 @@ int run(const ExtenderFlags& f) {
     fmt::print("{}", config_stanza(f, listen.address, listen.port));
     return 0;
   }
+  k8s::ExtenderAuthOptions auth_options;
+  auth_options.client_certs = !f.client_ca.empty();
+  if (!f.token_file.empty()) auth_options.token = k8s::read_auth_token(f.token_file);
+  auth_options.log = base::log;
+  k8s::ExtenderAuth auth(auth_options);
+
   k8s::ExtenderOptions options;
   options.mirror.policy = spec;
   options.mirror.seed = f.seed;
@@ -100,18 +109,29 @@ int run(const ExtenderFlags& f) {
   } else {
     auto tls = std::make_unique<httplib::SSLServer>(f.tls_cert.c_str(), f.tls_key.c_str());
     if (!tls->is_valid()) {
-      base::fail_input(fmt::format("--tls-cert {} / --tls-key {}: not a usable certificate and key",
-                                   f.tls_cert, f.tls_key));
+      base::fail_input(
+          fmt::format("--tls-cert-file {} / --tls-key-file {}: not a usable certificate and key",
+                      f.tls_cert, f.tls_key));
     }
+    if (!f.client_ca.empty()) k8s::accept_client_certificates(*tls, f.client_ca);
     http = std::move(tls);
   }
-  const int port = k8s::bind_extender_http(*http, service, listen.address, listen.port);
-  if (port < 0) base::fail_input(fmt::format("--listen {}: cannot bind", f.listen));
+  const int port = k8s::bind_extender_http(*http, service, listen.address, listen.port, &auth);
+  if (port < 0) {
+    base::fail_input(
+        fmt::format("--listen {}: cannot bind (in use, or not an address here)", f.listen));
+  }
   std::jthread http_thread([&http] { http->listen_after_bind(); });
   base::log_info(fmt::format(
-      "extender (policy {}, seed {}) for the cluster at {}; serving on {}://{} ({})", spec, f.seed,
-      api.config().server, f.tls_cert.empty() ? "http" : "https",
-      telemetry::host_port(listen.address, port), telemetry::listen_scope(listen.address)));
+      "extender (policy {}, seed {}) for the cluster at {}; serving on {}://{} ({}); verbs {}",
+      spec, f.seed, api.config().server, f.tls_cert.empty() ? "http" : "https",
+      telemetry::host_port(listen.address, port), telemetry::listen_scope(listen.address),
+      auth.configured() ? fmt::format("need {}", !f.client_ca.empty() && !f.token_file.empty()
+                                                     ? "a client certificate or the token"
+                                                 : !f.client_ca.empty() ? "a client certificate"
+                                                                        : "the bearer token")
+                        : "open to anyone who reaches the address (no --client-ca-file or "
+                          "--auth-token-file)"));
 
   service.run(stop);
   stop = true;
@@ -133,8 +153,15 @@ void add_extender(CLI::App& app, Action& action) {
                   "ADDRESS:PORT for the extender verbs, /metrics, /healthz and /readyz (port 0: "
                   "any free port, logged)")
       ->capture_default_str();
-  cmd->add_option("--tls-cert", flags->tls_cert, "PEM serving certificate: serve HTTPS");
-  cmd->add_option("--tls-key", flags->tls_key, "PEM private key of --tls-cert");
+  cmd->add_option("--tls-cert-file,--tls-cert", flags->tls_cert,
+                  "PEM serving certificate: serve HTTPS");
+  cmd->add_option("--tls-key-file,--tls-key", flags->tls_key, "PEM private key of --tls-cert-file");
+  cmd->add_option("--client-ca-file", flags->client_ca,
+                  "PEM CA: the verbs need a client certificate it signed (kube-scheduler's "
+                  "tlsConfig certFile/keyFile); needs --tls-cert-file");
+  cmd->add_option("--auth-token-file", flags->token_file,
+                  "File whose first line is a token: the verbs accept `Authorization: Bearer "
+                  "<token>`");
   cmd->add_option("--weight", flags->weight, "weight written by --print-config")
       ->capture_default_str();
   cmd->add_flag("--print-config", flags->print_config,

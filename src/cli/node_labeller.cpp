@@ -16,6 +16,7 @@
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/base/log.hpp"
 #include "gpuorch/discover/discover.hpp"
+#include "gpuorch/k8s/api_path.hpp"
 #include "gpuorch/k8s/kubeconfig.hpp"
 #include "gpuorch/topology/json_read.hpp"
 
@@ -68,6 +69,11 @@ int run(LabellerFlags f) {
   }
   std::unique_ptr<k8s::ApiClient> api;
   if (!o.node_name.empty()) {
+    try {
+      k8s::require_dns1123_subdomain(o.node_name, "--node-name");
+    } catch (const k8s::InvalidName& e) {
+      base::fail_input(e.what());
+    }
     const auto kubeconfig =
         f.kubeconfig.empty() ? std::nullopt : std::optional<std::string>(f.kubeconfig);
     api = std::make_unique<k8s::ApiClient>(k8s::load_cluster_config(kubeconfig));

@@ -211,5 +211,50 @@ TEST(ExtenderControlPlane, TlsWhenACertificateIsGivenAndRefusedCredentials) {
   EXPECT_EQ(test::lines_of(half.err).size(), 1U) << half.err;
 }
 
+// Issue 30: with SO_REUSEPORT a second extender bound the port in use and took half of
+// kube-scheduler's requests; it must exit 2 with one line. And with --auth-token-file the verbs
+// need the token (403 without it), names that are not Kubernetes names get 400.
+TEST(ExtenderControlPlane, APortInUseExitsTwoAndTheVerbsNeedTheToken) {
+  auto& cp = test::ControlPlane::shared();
+  test::TempDir dir;
+  test::write_text(dir.file("token"), "e2e-token\n");
+  test::SchedulerProcess extender({"--kubeconfig", cp.kubeconfig(), "--listen", "127.0.0.1:0",
+                                   "--auth-token-file", dir.file("token")},
+                                  dir.file("extender.log"), "extender");
+  const int port = logged_port(extender, "http");
+  ASSERT_GT(port, 0) << extender.log();
+  EXPECT_NE(extender.log().find("verbs need the bearer token"), std::string::npos)
+      << extender.log();
+
+  const auto second = test::run_cli(
+      {"extender", "--kubeconfig", cp.kubeconfig(), "--listen", fmt::format("127.0.0.1:{}", port)},
+      dir);
+  EXPECT_EQ(second.exit_code, 2) << second.err;
+  EXPECT_EQ(test::lines_of(second.err).size(), 1U) << second.err;
+  EXPECT_NE(second.err.find("cannot bind"), std::string::npos) << second.err;
+
+  httplib::Client http("127.0.0.1", port);
+  const std::string bind =
+      R"({"PodName":"../../nodes/x","PodNamespace":"default","PodUID":"u","Node":"gpu-a"})";
+  const auto anonymous = http.Post("/bind", bind, "application/json");
+  ASSERT_TRUE(anonymous);
+  EXPECT_EQ(anonymous->status, 403);
+  const httplib::Headers token = {{"Authorization", "Bearer e2e-token"}};
+  const auto bad_name = http.Post("/bind", token, bind, "application/json");
+  ASSERT_TRUE(bad_name);
+  EXPECT_EQ(bad_name->status, 400);
+  EXPECT_EQ(test::lines_of(bad_name->body).size(), 1U) << bad_name->body;
+  EXPECT_EQ(http.Get("/healthz")->status, 200);
+  EXPECT_EQ(extender.stop(), 0) << extender.log();
+  // Logged once for the address, not once per request.
+  const std::string log = extender.log();
+  const auto first = log.find("refused /bind from 127.0.0.1");
+  EXPECT_NE(first, std::string::npos) << log;
+
+  const auto no_file = test::run_cli({"extender", "--auth-token-file", dir.file("missing")}, dir);
+  EXPECT_EQ(no_file.exit_code, 2) << no_file.err;
+  EXPECT_EQ(test::lines_of(no_file.err).size(), 1U) << no_file.err;
+}
+
 }  // namespace
 }  // namespace gpuorch

@@ -7,13 +7,15 @@
 
 #include <string>
 
+#include "gpuorch/k8s/extender_auth.hpp"
 #include "gpuorch/k8s/extender_service.hpp"
 
 namespace gpuorch::k8s {
 
 // Adds the routes, applies the limits and binds address:port (port 0: any free port); returns
-// the bound port, or -1 when it cannot be bound. The caller runs `listen_after_bind`.
+// the bound port, or -1 when it cannot be bound. The caller runs `listen_after_bind`. `auth`,
+// when given (and configured), must outlive the server: the verbs then need its credentials.
 int bind_extender_http(httplib::Server& http, ExtenderService& service, const std::string& address,
-                       int port);
+                       int port, ExtenderAuth* auth = nullptr);
 
 }  // namespace gpuorch::k8s

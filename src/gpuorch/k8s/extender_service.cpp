@@ -6,6 +6,8 @@
 #include <cctype>
 #include <thread>
 
+#include "gpuorch/base/printable.hpp"
+#include "gpuorch/k8s/api_path.hpp"
 #include "gpuorch/k8s/binding.hpp"
 #include "gpuorch/k8s/extender_answer.hpp"
 #include "gpuorch/k8s/extender_request.hpp"
@@ -98,8 +100,15 @@ const json& pod_of(const json& args) {
   return *pod;
 }
 
-std::string pod_path(const std::string& ns, const std::string& name) {
-  return fmt::format("/api/v1/namespaces/{}/pods/{}", ns, name);
+// A name of the request that goes into an API path or a log line: Kubernetes' rule for it, or 400.
+std::string checked_name(const json& args, std::string_view key, bool label) {
+  std::string value = string_field(args, key, "ExtenderBindingArgs");
+  try {
+    label ? require_dns1123_label(value, key) : require_dns1123_subdomain(value, key);
+  } catch (const InvalidName& e) {
+    throw BadExtenderRequest(e.what());
+  }
+  return value;
 }
 
 }  // namespace
@@ -138,6 +147,16 @@ void ExtenderService::run(const std::atomic<bool>& stop) {
 
 void ExtenderService::on_node(const json& obj, bool deleted) {
   const auto parsed = node_from_json(obj);
+  {
+    const std::unique_lock names(names_mutex_);
+    const auto* spec = std::get_if<cluster::NodeSpec>(&parsed);
+    if (spec != nullptr && !deleted) {
+      node_names_.insert(spec->name);
+    } else if (const auto it = node_names_.find(spec ? spec->name : object_name(obj));
+               it != node_names_.end()) {
+      node_names_.erase(it);
+    }
+  }
   const std::lock_guard lock(mutex_);
   // Only a change the core sees marks the node set dirty: the next filter hands the whole set to
   // the mirror, a copy and a comparison of every node (about 11 ms at 5,000 nodes), and kubelets'
@@ -221,6 +240,21 @@ std::string ExtenderService::ensure_built_locked(const PodObject& asking) {
   return {};
 }
 
+std::vector<std::string_view> ExtenderService::known_nodes(
+    const std::vector<std::string_view>& offered) {
+  std::vector<std::string_view> known;
+  {
+    const std::shared_lock names(names_mutex_);
+    std::unordered_set<std::string_view> seen;
+    seen.reserve(std::min(offered.size(), node_names_.size()));
+    for (const std::string_view n : offered) {
+      if (node_names_.contains(n) && seen.insert(n).second) known.push_back(n);
+    }
+  }
+  counters_.unknown_nodes += offered.size() - known.size();
+  return known;
+}
+
 void ExtenderService::forget_locked(const std::string& uid) {
   const auto it = decisions_.find(uid);
   if (it == decisions_.end()) return;
@@ -232,8 +266,8 @@ void ExtenderService::expire_locked() {
   const auto now = Clock::now();
   for (auto it = decisions_.begin(); it != decisions_.end();) {
     if (now - it->second.when > options_.assume_ttl) {
-      log(fmt::format("{}: the decision for {} was never bound; forgotten", it->second.pod.key(),
-                      it->second.node),
+      log(fmt::format("{}: the decision for {} was never bound; forgotten",
+                      base::printable(it->second.pod.key()), it->second.node),
           base::Severity::kWarning);
       mirror_.release(it->first);
       it = decisions_.erase(it);
@@ -248,7 +282,8 @@ std::string ExtenderService::filter(const json& args,
   ++counters_.filters;
   const auto started = Clock::now();
   const json& pod_json = pod_of(args);
-  const Candidates c = candidates_of(args, node_names);
+  Candidates c = candidates_of(args, node_names);
+  c.names = known_nodes(c.names);
   const PodObject pod = pod_from_json(pod_json);
   if (pod.uid.empty()) throw BadExtenderRequest("ExtenderArgs.Pod has no metadata.uid");
 
@@ -268,7 +303,7 @@ std::string ExtenderService::filter(const json& args,
       // An error decides nothing: kube-scheduler retries the pod after it.
       a.error = ensure_built_locked(pod);
       if (!a.error.empty()) {
-        log(fmt::format("filter {}: {}", pod.key(), a.error));
+        log(fmt::format("filter {}: {}", base::printable(pod.key()), a.error));
       } else if (mirror_.accounted(pod.uid)) {
         a.error = fmt::format("pod {} is already bound", pod.key());
       } else {
@@ -308,7 +343,8 @@ std::string ExtenderService::prioritize(const json& args,
                                         const std::vector<std::string_view>* node_names) {
   ++counters_.prioritizes;
   const PodObject pod = pod_from_json(pod_of(args));
-  const Candidates c = candidates_of(args, node_names);
+  Candidates c = candidates_of(args, node_names);
+  c.names = known_nodes(c.names);
   std::string chosen;
   {
     const std::lock_guard lock(mutex_);
@@ -320,10 +356,12 @@ std::string ExtenderService::prioritize(const json& args,
 json ExtenderService::bind(const json& args) {
   ++counters_.binds;
   if (!args.is_object()) throw BadExtenderRequest("the request is not a JSON object");
-  const std::string name = string_field(args, "PodName", "ExtenderBindingArgs");
-  const std::string ns = string_field(args, "PodNamespace", "ExtenderBindingArgs");
+  // The names go into the Binding's path and into log lines: each must be what Kubernetes allows
+  // (issue 30: '/', '?', ".." addressed other resources, a CR/LF forged a log line).
+  const std::string name = checked_name(args, "PodName", false);
+  const std::string ns = checked_name(args, "PodNamespace", true);
+  const std::string node = checked_name(args, "Node", false);
   const std::string uid = string_field(args, "PodUID", "ExtenderBindingArgs");
-  const std::string node = string_field(args, "Node", "ExtenderBindingArgs");
   auto refuse = [&](const std::string& why) {
     ++counters_.bind_errors;
     log(fmt::format("bind {}/{} to {} failed: {}", ns, name, node, why), base::Severity::kError);
@@ -340,10 +378,8 @@ json ExtenderService::bind(const json& args) {
       forget_locked(uid);
       const auto p = pending_.find(uid);
       if (p == pending_.end()) {
-        return refuse(
-            fmt::format("pod {}/{} (uid {}) is not a pending pod in the extender's "
-                        "cache",
-                        ns, name, uid));
+        return refuse(fmt::format("pod {}/{} (uid {}) is not a pending pod in the extender's cache",
+                                  ns, name, base::printable(uid)));
       }
       if (const std::string why = ensure_built_locked(p->second); !why.empty()) return refuse(why);
       PodObject there = p->second;
@@ -363,11 +399,13 @@ json ExtenderService::bind(const json& args) {
   }
   const json binding = gpu_binding(ns, name, uid, node, gpus, milli.empty() ? 0 : milli.front());
   try {
-    api_.create(pod_path(ns, name) + "/binding", binding);
+    api_.create(pod_path(ns, name, "binding"), binding);
   } catch (const std::exception& e) {
+    // Once: the answer's Error tells kube-scheduler, which retries the pod with its own backoff
+    // (issue 29 item 8: never a loop of binds in here).
     const std::lock_guard lock(mutex_);
     forget_locked(uid);
-    return refuse(e.what());
+    return refuse(base::printable(e.what(), 1000));
   }
   log(fmt::format("bound {}/{} to {}{}", ns, name, node,
                   gpus.empty() ? "" : fmt::format(" gpus {}", fmt::join(gpus, ","))));
@@ -388,7 +426,7 @@ ExtenderService::Reply ExtenderService::call(std::string_view verb, std::string_
     args = parse_server_json(split ? std::string_view(split->rest) : body,
                              fmt::format("{} request", verb));
   } catch (const std::exception& e) {
-    return one_line(400, e.what());
+    return one_line(400, base::printable(e.what(), 1000));
   }
   try {
     std::string out;
@@ -403,11 +441,12 @@ ExtenderService::Reply ExtenderService::call(std::string_view verb, std::string_
     }
     return Reply{200, std::move(out), "application/json"};
   } catch (const BadExtenderRequest& e) {
-    return one_line(400, fmt::format("{} request: {}", verb, e.what()));
+    return one_line(400, fmt::format("{} request: {}", verb, base::printable(e.what(), 1000)));
   } catch (const std::exception& e) {
     // A bug or an object the core cannot use costs this one answer, never the extender.
-    log(fmt::format("{} failed: {}", verb, e.what()), base::Severity::kError);
-    return one_line(500, fmt::format("{} failed: {}", verb, e.what()));
+    const std::string what = base::printable(e.what(), 1000);
+    log(fmt::format("{} failed: {}", verb, what), base::Severity::kError);
+    return one_line(500, fmt::format("{} failed: {}", verb, what));
   }
 }
 
@@ -426,6 +465,9 @@ std::string ExtenderService::metrics() const {
           counters_.unschedulable);
   counter("gpuorch_extender_filter_microseconds_total", "Time spent deciding in filter.",
           counters_.filter_us);
+  counter("gpuorch_extender_unknown_nodes_total",
+          "Offered node names not in the extender's cache (or offered twice), dropped.",
+          counters_.unknown_nodes);
   return out;
 }
 

@@ -15,9 +15,11 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "gpuorch/base/log.hpp"
@@ -43,7 +45,8 @@ struct ExtenderOptions {
 struct ExtenderCounters {
   std::atomic<std::uint64_t> filters{0}, prioritizes{0}, binds{0};
   std::atomic<std::uint64_t> bind_errors{0}, bad_requests{0}, unschedulable{0};
-  std::atomic<std::uint64_t> filter_us{0};  // summed time inside filter
+  std::atomic<std::uint64_t> unknown_nodes{0};  // offered names the cache does not know, dropped
+  std::atomic<std::uint64_t> filter_us{0};      // summed time inside filter
 };
 
 // Thrown for a request body that is not what the verb takes; the server answers 400.
@@ -102,11 +105,22 @@ class ExtenderService {
   void expire_locked();
   void log(const std::string& line, base::Severity severity = base::Severity::kInfo,
            base::SourceLocation where = base::SourceLocation::current()) const;
+  // The offered names that are nodes of the cache, each once, in the order offered. Runs before
+  // the mutex: one legal filter naming 690k unknown nodes held it 4.7-9.4 s and was answered
+  // with 105 MB (issue 30); the answer now names at most the cache's nodes.
+  std::vector<std::string_view> known_nodes(const std::vector<std::string_view>& offered);
 
   ApiClient& api_;
   ExtenderOptions options_;
   ExtenderCounters counters_;
   std::atomic<bool> synced_nodes_{false}, synced_pods_{false};
+
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::shared_mutex names_mutex_;  // the node names alone, read by every filter before mutex_
+  std::unordered_set<std::string, NameHash, std::equal_to<>> node_names_;
 
   std::mutex mutex_;  // everything below; the HTTP threads and the informers share it
   ClusterMirror mirror_;

@@ -9,6 +9,7 @@
 
 #include "gpuorch/base/atomic_file.hpp"
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/k8s/api_path.hpp"
 
 namespace gpuorch::k8s {
 namespace {
@@ -96,7 +97,7 @@ json labels_patch(const json& node, const NodeFeatures& f, LabelChange& change) 
 }
 
 LabelChange publish(ApiClient& api, const std::string& node_name, const NodeFeatures& f) {
-  const std::string path = "/api/v1/nodes/" + node_name;
+  const std::string path = node_path(node_name);
   LabelChange change;
   const json patch = labels_patch(api.get(path), f, change);
   if (!patch.is_null()) api.patch(path, patch);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "gpuorch/k8s/api_path.hpp"
 #include "gpuorch/k8s/pod_object.hpp"
 
 namespace gpuorch::k8s {
@@ -57,7 +58,7 @@ void ScheduledAllocations::log(const std::string& line) const {
 
 std::vector<ScheduledChoice> ScheduledAllocations::waiting(const Resource& r, std::size_t size,
                                                            std::vector<json>* objects) {
-  const json list = api_.get(fmt::format("/api/v1/pods?fieldSelector=spec.nodeName%3D{}", node_));
+  const json list = api_.get("/api/v1/pods?fieldSelector=spec.nodeName%3D" + percent_encode(node_));
   struct Candidate {
     std::string created;
     ScheduledChoice choice;
@@ -114,9 +115,10 @@ std::optional<ScheduledChoice> ScheduledAllocations::claim(
     std::size_t pick = 0;
     for (std::size_t i = 0; i < candidates.size(); ++i) {
       std::vector<std::string> taken;
-      const bool all = std::all_of(candidates[i].gpus.begin(), candidates[i].gpus.end(), [&](int g) {
-        return !advertised_for(r, physical_of(r, g), requested, taken, false).empty();
-      });
+      const bool all =
+          std::all_of(candidates[i].gpus.begin(), candidates[i].gpus.end(), [&](int g) {
+            return !advertised_for(r, physical_of(r, g), requested, taken, false).empty();
+          });
       if (all) {
         pick = i;
         break;
@@ -131,11 +133,10 @@ std::optional<ScheduledChoice> ScheduledAllocations::claim(
     const json patch = {
         {"metadata",
          {{"resourceVersion", meta.value("resourceVersion", "")},
-          {"annotations", {{kGpusAllocatedAnnotation, fmt::format("{}", fmt::join(c.device_ids, ","))}}}}}};
+          {"annotations",
+           {{kGpusAllocatedAnnotation, fmt::format("{}", fmt::join(c.device_ids, ","))}}}}}};
     try {
-      api_.patch(fmt::format("/api/v1/namespaces/{}/pods/{}", meta.value("namespace", ""),
-                             meta.value("name", "")),
-                 patch);
+      api_.patch(pod_path(meta.value("namespace", ""), meta.value("name", "")), patch);
     } catch (const ApiError& e) {
       if (e.status() == 409 || e.status() == 404) continue;  // raced: look again
       log(fmt::format("cannot mark {} allocated: {}; the kubelet's devices stand", c.pod,
