@@ -41,8 +41,9 @@ Links islands(int n, const std::vector<int>& island_of, std::uint8_t inside, std
   return m;
 }
 
-// DGX-1-like: two NVLink islands of four (0-3, 4-7), SYS between them (scale of NodeSpec).
-Links dgx() { return islands(8, {0, 0, 0, 0, 1, 1, 1, 1}, 195, 10); }
+// DGX-1-like: two NVLink islands of four (0-3, 4-7), SYS between them (topology/link_scores.hpp:
+// NV18 on one NUMA node 137, SYS across 10).
+Links dgx() { return islands(8, {0, 0, 0, 0, 1, 1, 1, 1}, 137, 10); }
 
 // PCIe only: one NUMA node per four GPUs, pairs (0,1) (2,3) (4,5) (6,7) under one switch (PIX),
 // the other pairs of a NUMA node through the host bridges (NODE), SYS across.
@@ -52,7 +53,7 @@ Links pcie_only() {
     for (int b = 0; b < 8; ++b) {
       if (a == b) continue;
       std::uint8_t v = 10;
-      if (a / 4 == b / 4) v = a / 2 == b / 2 ? 55 : 25;
+      if (a / 4 == b / 4) v = a / 2 == b / 2 ? 51 : 21;  // PIX, NODE, both on one NUMA node
       m[static_cast<std::size_t>(a * 8 + b)] = v;
     }
   }
@@ -98,10 +99,35 @@ TEST(GpuPicker, PcieOnlyPicksUnderOneSwitchThenOneNumaNode) {
 
 TEST(GpuPicker, InterleavedIslands) {
   // Islands {0, 2, 4, 6} and {1, 3, 5, 7}: lowest indices would span both.
-  const Links m = islands(8, {0, 1, 0, 1, 0, 1, 0, 1}, 195, 10);
+  const Links m = islands(8, {0, 1, 0, 1, 0, 1, 0, 1}, 137, 10);
   EXPECT_THAT(pick_gpus(free_except(8, {}), 4, m), ElementsAre(0, 2, 4, 6));
   EXPECT_THAT(pick_gpus(free_except(8, {}), 2, m), ElementsAre(0, 2));
   EXPECT_THAT(pick_gpus(free_except(8, {0}), 4, m), ElementsAre(1, 3, 5, 7));
+}
+
+// The same-NUMA bit only breaks ties: sets {0, 1, 2, 3} and {0, 1, 2, 4} share their weakest
+// pair (NV1 across NUMA nodes, 102); GPU 3 joins 0-2 by NV1 on their NUMA node (103 each: one
+// more NUMA bit per pair), GPU 4 by one NV2 and two NV1 across (104, 102, 102: one more NVLink).
+// Summed as plain numbers the three NUMA bits would win (3 x 103 = 309 > 104 + 2 x 102 = 308);
+// summed by link class first, the NVLink wins.
+TEST(GpuPicker, NumaBitsNeverOutweighALink) {
+  Links m(25, 10);
+  auto set = [&](int a, int b, std::uint8_t v) {
+    m[static_cast<std::size_t>(a * 5 + b)] = v;
+    m[static_cast<std::size_t>(b * 5 + a)] = v;
+  };
+  for (int g = 0; g < 5; ++g) set(g, g, 0);
+  set(0, 1, 102);
+  set(0, 2, 102);
+  set(1, 2, 102);
+  for (int g = 0; g < 3; ++g) set(g, 3, 103);
+  set(0, 4, 104);
+  set(1, 4, 102);
+  set(2, 4, 102);
+  EXPECT_THAT(pick_gpus(free_except(5, {}), 4, m), ElementsAre(0, 1, 2, 4));
+  // With GPU 4's NV2 cut to NV1 across (102), the NUMA bits decide: GPU 3.
+  set(0, 4, 102);
+  EXPECT_THAT(pick_gpus(free_except(5, {}), 4, m), ElementsAre(0, 1, 2, 3));
 }
 
 TEST(GpuPicker, EmptyOrUniformMatrixIsLowestFreeGpus) {
@@ -123,26 +149,30 @@ TEST(GpuPicker, EmptyOrUniformMatrixIsLowestFreeGpus) {
   }
 }
 
-// The rule's key of a set: (weakest pair, sum) maximised, leak to the free GPUs left minimised.
-std::tuple<long long, long long, long long> key_of(const std::vector<int>& set,
-                                                   const std::vector<int>& free, const Links& m,
-                                                   int n) {
-  long long weakest = std::numeric_limits<long long>::max(), sum = 0, leak = 0;
+// The rule's key of a set: (weakest pair, sum) maximised, leak to the free GPUs left minimised;
+// sums and leaks by link class (strength / 2) first, then by same-NUMA bits (strength % 2).
+using SetKey = std::tuple<long long, long long, long long, long long, long long>;
+SetKey key_of(const std::vector<int>& set, const std::vector<int>& free, const Links& m, int n) {
+  long long weakest = std::numeric_limits<long long>::max(), sum = 0, sum_numa = 0, leak = 0,
+            leak_numa = 0;
   auto at = [&](int a, int b) {
     return static_cast<long long>(m[static_cast<std::size_t>(a * n + b)]);
   };
   for (std::size_t i = 0; i < set.size(); ++i) {
     for (std::size_t j = i + 1; j < set.size(); ++j) {
       weakest = std::min(weakest, at(set[i], set[j]));
-      sum += at(set[i], set[j]);
+      sum += at(set[i], set[j]) / 2;
+      sum_numa += at(set[i], set[j]) % 2;
     }
   }
   for (const int a : set) {
     for (const int f : free) {
-      if (std::find(set.begin(), set.end(), f) == set.end()) leak += at(a, f);
+      if (std::find(set.begin(), set.end(), f) != set.end()) continue;
+      leak += at(a, f) / 2;
+      leak_numa += at(a, f) % 2;
     }
   }
-  return {weakest, sum, -leak};
+  return {weakest, sum, sum_numa, -leak, -leak_numa};
 }
 
 TEST(GpuPicker, ExactSearchMatchesBruteForce) {
@@ -152,8 +182,8 @@ TEST(GpuPicker, ExactSearchMatchesBruteForce) {
     Links m(static_cast<std::size_t>(n * n), 0);
     for (int a = 0; a < n; ++a) {
       for (int b = a + 1; b < n; ++b) {
-        // Few distinct values, so ties happen and the tie-breaks are exercised.
-        const auto v = static_cast<std::uint8_t>(10 * (1 + gen() % 4));
+        // Few distinct values, so ties happen and the tie-breaks (NUMA bits too) are exercised.
+        const auto v = static_cast<std::uint8_t>(10 * (1 + gen() % 4) + gen() % 2);
         m[static_cast<std::size_t>(a * n + b)] = v;
         m[static_cast<std::size_t>(b * n + a)] = v;
       }
@@ -173,7 +203,7 @@ TEST(GpuPicker, ExactSearchMatchesBruteForce) {
     }
     // Every k-subset of the free GPUs, in lexicographic order: the first with the best key.
     std::vector<int> best;
-    std::tuple<long long, long long, long long> best_key{};
+    SetKey best_key{};
     std::vector<bool> mask(free.size(), false);
     std::fill(mask.begin(), mask.begin() + k, true);
     do {
@@ -196,7 +226,7 @@ TEST(GpuPicker, GreedyBeyondTheExactLimitKeepsIslandsAndIsDeterministic) {
   // 32 GPUs in four NVLink islands of eight; C(30, 4) = 27405 sets is past the exact limit.
   std::vector<int> island_of(32);
   for (int g = 0; g < 32; ++g) island_of[static_cast<std::size_t>(g)] = g / 8;
-  const Links m = islands(32, island_of, 195, 10);
+  const Links m = islands(32, island_of, 137, 10);
   const auto left = free_except(32, {0, 1});
   const auto four = pick_gpus(left, 4, m);
   EXPECT_THAT(four, ElementsAre(2, 3, 4, 5));  // the broken island, lowest first
@@ -243,7 +273,7 @@ TEST(GpuPickerInScheduler, EfdPlacesAFourGpuPodInsideOneIsland) {
     EXPECT_THAT(d.placement.gpus, ElementsAre(4, 5, 6, 7));
   }
   // Interleaved islands, all free.
-  test::PolicyBench b("efd", {dgx_node(islands(8, {0, 1, 0, 1, 0, 1, 0, 1}, 195, 10))}, {}, 1,
+  test::PolicyBench b("efd", {dgx_node(islands(8, {0, 1, 0, 1, 0, 1, 0, 1}, 137, 10))}, {}, 1,
                       four_gpu_history());
   const auto first = b.scheduler.schedule(b.req(1000, 4, 1000));
   ASSERT_EQ(first.outcome, Outcome::kPlaced);

@@ -29,10 +29,9 @@ struct NodeSpec {
   int max_pods = 0;  // allocatable pods; 0 = no limit (traces, inventories), < 0 = none allowed
   // How well each pair of the node's GPUs is connected: gpu_count x gpu_count, row-major,
   // symmetric, higher = better, the diagonal 0; empty = unknown (openb traces, Kubernetes
-  // Nodes). The scale (topology::gpu_link_strength, docs/inputs.md): SYS 10, NODE 20, PHB 30,
-  // PXB 40, PIX 50, NVLink 100 + 5 per link (NV18 = 190), XGMI 100 + 600 / KFD weight, each + 5
-  // when both GPUs are on one NUMA node; at most 255. The GPU picker (sched/gpu_picker.hpp)
-  // reads it.
+  // Nodes). The scale (topology::gpu_link_scores, docs/topology.md "GPU link scores"): 2 x the
+  // link's class (SYS 5 .. PIX 25, NV# 50 + #) + 1 when both GPUs are on one NUMA node, so the
+  // lowest bit only breaks ties; at most 255. The GPU picker (sched/gpu_picker.hpp) reads it.
   std::vector<std::uint8_t> gpu_links;
 };
 

@@ -3,16 +3,36 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <stdexcept>
 
 #include "gpuorch/sched/gpu_picker.hpp"
-#include "gpuorch/topology/labels.hpp"
+#include "gpuorch/topology/link_scores.hpp"
 
 namespace gpuorch::k8s {
 namespace {
 
-using topology::Path;
+// Two devices' link score: topology::gpu_link_scores of their GPUs, the one scale the scheduler
+// core and the launcher use too; two MIG devices of one GPU score above any two GPUs, so a
+// container's MIG devices stay on one GPU.
+class GpuScores {
+ public:
+  static constexpr int kSameGpu = 2 * (topology::kMaxGpuLinkScore / 2 + 1);
+  static_assert(kSameGpu > topology::kMaxGpuLinkScore);
+
+  explicit GpuScores(const topology::Host& host)
+      : n_(host.gpus.size()), scores_(topology::gpu_link_scores(host)) {}
+
+  int operator()(const PhysicalDevice& a, const PhysicalDevice& b) const {
+    if (a.gpu == b.gpu) return kSameGpu;
+    return scores_.at(static_cast<std::size_t>(a.gpu) * n_ + static_cast<std::size_t>(b.gpu));
+  }
+
+ private:
+  std::size_t n_;
+  std::vector<std::uint8_t> scores_;
+};
 
 struct Candidate {
   std::string id;
@@ -36,7 +56,7 @@ std::vector<Candidate> lookup(const Resource& r, const std::vector<std::string>&
 
 // Replicas: fill from the GPUs with the most replicas still free (the least shared), the
 // "distributed" policy of NVIDIA's plugin; ties go to the best-connected GPU, then the first.
-std::vector<std::string> distributed(const topology::Host& host, const Resource& r,
+std::vector<std::string> distributed(const GpuScores& scores, const Resource& r,
                                      const std::vector<Candidate>& avail,
                                      std::vector<std::string> chosen, int size) {
   std::map<const PhysicalDevice*, int> free_replicas, taken;
@@ -49,7 +69,7 @@ std::vector<std::string> distributed(const topology::Host& host, const Resource&
       if (std::find(chosen.begin(), chosen.end(), c.id) != chosen.end()) continue;
       int link = 0;
       for (const auto& [dev, n] : taken) {
-        if (n > 0 && dev != c.dev) link += pair_score(host, r, *c.dev, *dev);
+        if (n > 0 && dev != c.dev) link += scores(*c.dev, *dev);
       }
       // Fewer replicas already given to this container, more still free, better connected.
       const std::tuple<int, int, int> key{-taken[c.dev], free_replicas[c.dev], link};
@@ -68,29 +88,6 @@ std::vector<std::string> distributed(const topology::Host& host, const Resource&
 
 }  // namespace
 
-int pair_score(const topology::Host& host, const Resource& r, const PhysicalDevice& a,
-               const PhysicalDevice& b) {
-  (void)r;
-  if (a.gpu == b.gpu) return 200;  // MIG devices of one GPU: keep a container on one GPU
-  int s = 0;
-  if (const auto* l = host.link(static_cast<std::size_t>(a.gpu), static_cast<std::size_t>(b.gpu))) {
-    switch (l->path) {
-      case Path::kNvLink:
-        s = 100 * std::max(1, l->nvlinks);
-        break;
-      case Path::kXgmi:
-        // KFD weights grow with hops (15 inside an MI250 package, 30 across): fewer is better.
-        s = l->xgmi_weight > 0 ? std::max(100, 6000 / l->xgmi_weight) : 100;
-        break;
-      default:
-        s = topology::pcie_path_strength(l->path);
-        break;
-    }
-  }
-  if (!a.numa_nodes.empty() && a.numa_nodes == b.numa_nodes) s += 5;
-  return s;
-}
-
 std::vector<std::string> preferred_allocation(const topology::Host& host, const Resource& r,
                                               const std::vector<std::string>& available,
                                               const std::vector<std::string>& must_include,
@@ -108,10 +105,11 @@ std::vector<std::string> preferred_allocation(const topology::Host& host, const 
   }
   std::vector<std::string> chosen;
   for (const auto& m : must) chosen.push_back(m.id);
-  if (r.sharing != SharingKind::kNone) return distributed(host, r, avail, chosen, size);
+  const GpuScores scores(host);
+  if (r.sharing != SharingKind::kNone) return distributed(scores, r, avail, chosen, size);
 
   // The scheduler core's picker over the offered devices and the required ones that are not
-  // offered (allocated already): all of them in one pair-score matrix, must_include fixed.
+  // offered (allocated already): all of them in one link-score matrix, must_include fixed.
   std::vector<Candidate> devices = avail;
   for (const auto& m : must) {
     if (std::none_of(devices.begin(), devices.end(),
@@ -123,7 +121,7 @@ std::vector<std::string> preferred_allocation(const topology::Host& host, const 
   std::vector<int> links(n * n, 0);
   for (std::size_t i = 0; i < n; ++i) {
     for (std::size_t j = 0; j < n; ++j) {
-      if (i != j) links[i * n + j] = pair_score(host, r, *devices[i].dev, *devices[j].dev);
+      if (i != j) links[i * n + j] = scores(*devices[i].dev, *devices[j].dev);
     }
   }
   std::vector<int> offered(avail.size()), fixed;

@@ -9,7 +9,7 @@
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/base/units.hpp"
 #include "gpuorch/sched/gpu_picker.hpp"
-#include "gpuorch/topology/labels.hpp"
+#include "gpuorch/topology/link_scores.hpp"
 
 namespace gpuorch::launch {
 namespace {
@@ -231,14 +231,8 @@ Plan make_plan(const topology::Host& host, const PlanRequest& request) {
   std::vector<int> gpu_of_rank;
   if (use_gpus) {
     const auto n = static_cast<std::size_t>(gpus);
-    std::vector<std::uint8_t> links(n * n, 0);
-    for (std::size_t a = 0; a < n; ++a) {
-      for (std::size_t c = 0; c < n; ++c) {
-        if (a != c) links[a * n + c] = topology::gpu_link_strength(host, a, c);
-      }
-    }
     const std::vector<std::int32_t> all_free(n, static_cast<std::int32_t>(base::kMilliPerGpu));
-    gpu_of_rank = sched::pick_gpus(all_free, nproc, links);
+    gpu_of_rank = sched::pick_gpus(all_free, nproc, topology::gpu_link_scores(host));
   }
   for (int r = 0; r < nproc; ++r) {
     RankBinding b;

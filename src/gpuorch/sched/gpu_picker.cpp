@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
+#include <tuple>
 
 #include "gpuorch/base/units.hpp"
 #include "gpuorch/sched/policy.hpp"
+#include "gpuorch/topology/link_scores.hpp"
 
 namespace gpuorch::sched {
 namespace {
@@ -24,22 +26,31 @@ long long choose(std::size_t n, std::size_t k) {
 }
 
 // How good a set is: the weakest pair (higher wins), the sum of its pairs (higher wins), then
-// its members' strengths to the candidates left over (lower wins).
+// its members' strengths to the candidates left over (lower wins). Sums and leaks count the link
+// classes first and the same-NUMA bits only on a tie (topology/link_scores.hpp), so many NUMA
+// bits never outweigh one better link.
 struct Key {
   long long weakest = std::numeric_limits<long long>::max();  // no pair yet
   long long sum = 0;
+  long long sum_numa = 0;
   long long leak = 0;
+  long long leak_numa = 0;
+
+  void add_pair(long long v) {
+    weakest = std::min(weakest, v);
+    sum += topology::gpu_link_class(static_cast<int>(v));
+    sum_numa += topology::gpu_link_numa(static_cast<int>(v));
+  }
+  void add_leak(long long v) {
+    leak += topology::gpu_link_class(static_cast<int>(v));
+    leak_numa += topology::gpu_link_numa(static_cast<int>(v));
+  }
+  [[nodiscard]] auto order() const { return std::tuple(weakest, sum, sum_numa, -leak, -leak_numa); }
 };
 
-bool better(const Key& a, const Key& b) {
-  if (a.weakest != b.weakest) return a.weakest > b.weakest;
-  if (a.sum != b.sum) return a.sum > b.sum;
-  return a.leak < b.leak;
-}
+bool better(const Key& a, const Key& b) { return a.order() > b.order(); }
 
-bool same(const Key& a, const Key& b) {
-  return a.weakest == b.weakest && a.sum == b.sum && a.leak == b.leak;
-}
+bool same(const Key& a, const Key& b) { return a.order() == b.order(); }
 
 class Search {
  public:
@@ -73,14 +84,12 @@ class Search {
     Key k;
     for (std::size_t i = 0; i < set_.size(); ++i) {
       for (std::size_t j = i + 1; j < set_.size(); ++j) {
-        const long long v = at(set_[i], set_[j]);
-        k.weakest = std::min(k.weakest, v);
-        k.sum += v;
+        k.add_pair(at(set_[i], set_[j]));
       }
     }
     for (const int m : set_) {
       for (const int c : candidates_) {
-        if (!in_set_[static_cast<std::size_t>(c)]) k.leak += at(m, c);
+        if (!in_set_[static_cast<std::size_t>(c)]) k.add_leak(at(m, c));
       }
     }
     return k;
@@ -130,12 +139,9 @@ class Search {
         for (const int c : candidates_) {
           if (in_set_[static_cast<std::size_t>(c)]) continue;
           Key k;
-          for (const int m : set_) {
-            k.weakest = std::min(k.weakest, at(c, m));
-            k.sum += at(c, m);
-          }
+          for (const int m : set_) k.add_pair(at(c, m));
           for (const int d : candidates_) {
-            if (d != c && !in_set_[static_cast<std::size_t>(d)]) k.leak += at(c, d);
+            if (d != c && !in_set_[static_cast<std::size_t>(d)]) k.add_leak(at(c, d));
           }
           if (pick < 0 || better(k, pick_key)) {
             pick = c;

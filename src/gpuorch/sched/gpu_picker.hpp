@@ -9,8 +9,10 @@
 // weakest pair, then the highest sum of pair strengths; among equal sets, the one least connected
 // to the candidates it leaves over (the sum of its members' strengths to them), so a well
 // connected island stays whole for a later, larger request; then the lowest indices (the sorted
-// sets compared lexicographically). Exhaustive when there are at most kExactPickLimit candidate
-// sets, greedy beyond; deterministic either way.
+// sets compared lexicographically). Strengths are on the scale of topology/link_scores.hpp: sums
+// add the link classes (strength / 2) first and the same-NUMA bits (strength % 2) only on a tie.
+// Exhaustive when there are at most kExactPickLimit candidate sets, greedy beyond; deterministic
+// either way.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -21,7 +23,8 @@ namespace gpuorch::sched {
 // Up to this many candidate sets (C(candidates, count - fixed)) are searched exhaustively.
 inline constexpr long long kExactPickLimit = 20000;
 
-// `links` is an n x n row-major matrix of link strengths (larger = better connected), symmetric;
+// `links` is an n x n row-major matrix of link strengths (topology::gpu_link_scores, larger =
+// better connected), symmetric;
 // the diagonal is not read. `candidates` and `fixed` are indices below n (duplicates ignored; a
 // fixed index need not be a candidate). Returns the chosen set, fixed members included, in
 // ascending order: every candidate and fixed index when they are `count` or fewer. Throws

@@ -7,6 +7,8 @@
 #include <set>
 #include <vector>
 
+#include "gpuorch/topology/link_scores.hpp"
+
 namespace gpuorch::topology {
 namespace {
 
@@ -190,47 +192,6 @@ Labels node_labels(const Host& h) {
   return out;
 }
 
-int pcie_path_strength(Path path) {
-  switch (path) {
-    case Path::kPix:
-      return 50;
-    case Path::kPxb:
-      return 40;
-    case Path::kPhb:
-      return 30;
-    case Path::kNode:
-      return 20;
-    case Path::kSys:
-    case Path::kSelf:
-      return 10;
-    case Path::kNvLink:
-    case Path::kXgmi:
-      return 0;
-  }
-  return 0;
-}
-
-std::uint8_t gpu_link_strength(const Host& h, std::size_t a, std::size_t b) {
-  int s = 0;
-  if (const Link* l = h.link(a, b)) {
-    switch (l->path) {
-      case Path::kNvLink:
-        s = std::min(250, 100 + 5 * std::max(1, l->nvlinks));
-        break;
-      case Path::kXgmi:
-        s = l->xgmi_weight > 0 ? std::min(250, 100 + 600 / l->xgmi_weight) : 100;
-        break;
-      default:
-        s = pcie_path_strength(l->path);
-        break;
-    }
-  }
-  const int na = a < h.gpus.size() ? h.gpus[a].numa_node : -1;
-  const int nb = b < h.gpus.size() ? h.gpus[b].numa_node : -1;
-  if (na >= 0 && na == nb) s += 5;
-  return static_cast<std::uint8_t>(s);
-}
-
 cluster::NodeSpec node_spec(const Host& h) {
   cluster::NodeSpec spec;
   spec.name = h.hostname;
@@ -249,14 +210,7 @@ cluster::NodeSpec node_spec(const Host& h) {
   for (std::size_t a = 0; a < n && !known; ++a) {
     for (std::size_t b = a + 1; b < n && !known; ++b) known = h.link(a, b) != nullptr;
   }
-  if (n >= 2 && known) {
-    spec.gpu_links.assign(n * n, 0);
-    for (std::size_t a = 0; a < n; ++a) {
-      for (std::size_t b = 0; b < n; ++b) {
-        if (a != b) spec.gpu_links[a * n + b] = gpu_link_strength(h, a, b);
-      }
-    }
-  }
+  if (n >= 2 && known) spec.gpu_links = gpu_link_scores(h);
   return spec;
 }
 
@@ -280,7 +234,7 @@ std::string inventory_yaml(const cluster::NodeSpec& spec) {
     if (spec.gpu_memory_mib > 0) out += fmt::format("      memory_mib: {}\n", spec.gpu_memory_mib);
     const auto n = static_cast<std::size_t>(spec.gpu_count);
     if (spec.gpu_links.size() == n * n) {
-      out += "      links:  # GPU link strengths (docs/inputs.md)\n";
+      out += "      links:  # GPU link scores (docs/topology.md)\n";
       for (std::size_t a = 0; a < n; ++a) {
         std::vector<int> row;
         for (std::size_t b = 0; b < n; ++b) row.push_back(spec.gpu_links[a * n + b]);
