@@ -36,6 +36,8 @@ struct SchedulerFlags {
   std::string listen = "127.0.0.1:10261";
   int binders = 4;
   int retry_seconds = 60;
+  int startup_timeout = 20;
+  int sync_timeout = 120;
   std::string topology_levels;
   bool leader_elect = false;
   std::string lease_namespace;
@@ -50,24 +52,80 @@ std::string replica_identity() {
 }
 
 // Fails at start, with one line and exit 2, when the credentials are refused: a scheduler that
-// cannot list nodes would only log errors forever.
-void check_access(k8s::ApiClient& api) {
+// cannot list nodes would only log errors forever. Anything else (a 503 while the API server
+// starts, a dropped connection) is tried again with backoff for `patience`, then one line and
+// exit 1 (the Deployment restarts it).
+void check_access(k8s::ApiClient& api, std::chrono::seconds patience,
+                  const std::atomic<bool>& stop) {
+  const auto deadline = std::chrono::steady_clock::now() + patience;
+  auto wait = std::chrono::milliseconds(500);
   for (const char* path : {"/api/v1/nodes?limit=1", "/api/v1/pods?limit=1"}) {
-    try {
-      api.get(path);
-    } catch (const k8s::ApiError& e) {
-      if (e.status() == 401 || e.status() == 403) {
-        base::fail_input(fmt::format("{}: the API server refused the credentials: {}",
-                                     api.config().source, e.what()));
+    while (true) {
+      std::string error;
+      try {
+        api.get(path);
+        break;
+      } catch (const k8s::ApiCancelled&) {
+        return;
+      } catch (const k8s::ApiError& e) {
+        if (e.status() == 401 || e.status() == 403) {
+          base::fail_input(fmt::format("{}: the API server refused the credentials: {}",
+                                       api.config().source, e.what()));
+        }
+        error = e.what();
+      } catch (const std::exception& e) {
+        error = e.what();
       }
-      throw;
+      if (std::chrono::steady_clock::now() + wait > deadline) throw std::runtime_error(error);
+      base::log(base::Severity::kWarning,
+                fmt::format("{}; trying again in {} ms", error, wait.count()));
+      for (const auto until = std::chrono::steady_clock::now() + wait;
+           std::chrono::steady_clock::now() < until && !stop.load();) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      if (stop.load()) return;
+      wait = std::min(wait * 2, std::chrono::milliseconds(5000));
     }
   }
+}
+
+// The leader's part: hold the Lease while the decision loop is alive. A leader that cannot
+// decide (its loop stuck, or it could not start) stops renewing, so a standby takes over;
+// leaving (a stop, a failure) gives the Lease up at once.
+int lead(k8s::SchedulerService& service, k8s::LeaderElector& elector, std::atomic<bool>& stop,
+         std::atomic<bool>& standby) {
+  if (!elector.acquire(stop)) return 0;
+  standby = false;
+  std::atomic<bool> lost{false};
+  std::atomic<bool> done{false};
+  std::jthread renew([&] {
+    if (!elector.hold(done, [&service] { return service.alive(); })) {
+      lost = true;
+      stop = true;
+    }
+  });
+  std::exception_ptr failure;
+  try {
+    service.run(stop);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  done = true;
+  renew.join();
+  elector.release();  // a no-op when another replica holds it now
+  if (failure) std::rethrow_exception(failure);
+  return lost ? 1 : 0;  // as kube-scheduler: a replica that lost the lease exits, is restarted
 }
 
 int run(const SchedulerFlags& f) {
   if (f.binders < 1 || f.binders > 64) base::fail_input("--binders must be in [1, 64]");
   if (f.retry_seconds < 1) base::fail_input("--retry-unschedulable must be at least 1 second");
+  if (f.startup_timeout < 1 || f.startup_timeout > 3600) {
+    base::fail_input("--startup-timeout must be in [1, 3600] seconds");
+  }
+  if (f.sync_timeout < 1 || f.sync_timeout > 86400) {
+    base::fail_input("--sync-timeout must be in [1, 86400] seconds");
+  }
   const std::string spec = policy_spec(f.policy);
   k8s::SchedulerServiceOptions options;
   options.scheduler_name = f.scheduler_name;
@@ -75,6 +133,8 @@ int run(const SchedulerFlags& f) {
   options.mirror.seed = f.seed;
   options.binders = f.binders;
   options.retry_unschedulable = std::chrono::seconds(f.retry_seconds);
+  options.startup_timeout = std::chrono::seconds(f.startup_timeout);
+  options.sync_timeout = std::chrono::seconds(f.sync_timeout);
   options.log = base::log;
   for (std::size_t start = 0; start < f.topology_levels.size();) {
     std::size_t end = f.topology_levels.find(',', start);
@@ -89,22 +149,30 @@ int run(const SchedulerFlags& f) {
 
   const std::optional<std::string> kubeconfig =
       f.kubeconfig.empty() ? std::nullopt : std::optional<std::string>(f.kubeconfig);
-  k8s::ApiClient api(k8s::load_cluster_config(kubeconfig));
-  check_access(api);
-
+  const k8s::ClusterConfig cluster = k8s::load_cluster_config(kubeconfig);
+  // SIGTERM ends every call in flight (a slow list, a bind) within about a second; the Lease
+  // has a client of its own, so that it can still be given up after that.
   std::atomic<bool> stop{false};
+  k8s::ApiClientOptions api_options;
+  api_options.cancel = &stop;
+  k8s::ApiClient api(cluster, api_options);
   std::jthread signal_thread = stop_on_signals(stop);
+  check_access(api, std::chrono::seconds(f.startup_timeout), stop);
 
   k8s::SchedulerService service(api, options);
   std::atomic<bool> standby{f.leader_elect};
   httplib::Server http;
-  http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain");
+  // Alive: the decision loop (or the wait for the Lease) comes round; a stuck loop fails the
+  // liveness probe and the kubelet restarts the container.
+  http.Get("/healthz", [&service, &standby](const httplib::Request&, httplib::Response& res) {
+    const bool alive = standby.load() || service.alive();
+    res.status = alive ? 200 : 500;
+    res.set_content(alive ? "ok\n" : "the decision loop is stuck\n", "text/plain");
   });
   // A standby replica is ready too: it is healthy and waits for the lease (a rollout of the
   // Deployment would stall if only the leader were ready).
   http.Get("/readyz", [&service, &standby](const httplib::Request&, httplib::Response& res) {
-    const bool ready = standby.load() || service.synced();
+    const bool ready = standby.load() || (service.synced() && service.alive());
     res.status = ready ? 200 : 503;
     res.set_content(ready ? "ok\n" : "informers not synced\n", "text/plain");
   });
@@ -115,6 +183,12 @@ int run(const SchedulerFlags& f) {
   const int port = telemetry::harden_and_bind(http, listen.address, listen.port);
   if (port < 0) base::fail_input(fmt::format("--listen {}: cannot bind", f.listen));
   std::jthread http_thread([&http] { http.listen_after_bind(); });
+  // However this function ends (a throw included), the server stops before its thread is
+  // joined: a join on a server never stopped would hang the process for good.
+  struct StopServer {
+    httplib::Server& http;
+    ~StopServer() { http.stop(); }
+  } stop_server{http};
   base::log_info(
       fmt::format("serving pods with schedulerName {} (policy {}, seed {}) from {}; "
                   "metrics on http://{}:{}/metrics",
@@ -126,29 +200,15 @@ int run(const SchedulerFlags& f) {
     lease.ns = f.lease_namespace.empty() ? api.config().default_namespace : f.lease_namespace;
     lease.name = f.lease_name;
     lease.identity = replica_identity();
-    k8s::LeaderElector elector(api, lease, base::log);
-    if (elector.acquire(stop)) {
-      standby = false;
-      std::atomic<bool> lost{false};
-      std::jthread renew([&] {
-        if (!elector.hold(stop)) {
-          lost = true;
-          stop = true;
-        }
-      });
-      service.run(stop);
-      renew.join();
-      if (lost) {
-        rc = 1;  // as kube-scheduler: a replica that lost the lease exits and is restarted
-      } else {
-        elector.release();
-      }
-    }
+    k8s::ApiClientOptions lease_client;
+    lease_client.request_timeout = std::chrono::seconds(2);
+    k8s::ApiClient lease_api(cluster, lease_client);
+    k8s::LeaderElector elector(lease_api, lease, base::log);
+    rc = lead(service, elector, stop, standby);
   } else {
     service.run(stop);
   }
   stop = true;
-  http.stop();
   if (rc == 0) {
     base::log_info("stopped");
   } else {
@@ -186,6 +246,14 @@ void add_scheduler(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_option("--retry-unschedulable", flags->retry_seconds,
                   "Seconds after which unschedulable pods are tried again even if nothing changed")
+      ->capture_default_str();
+  cmd->add_option("--startup-timeout", flags->startup_timeout,
+                  "Seconds the first API calls (access check, PodGroup discovery) are retried "
+                  "with backoff before the scheduler exits non-zero")
+      ->capture_default_str();
+  cmd->add_option("--sync-timeout", flags->sync_timeout,
+                  "Seconds the informers may take to list nodes, pods and PodGroups before the "
+                  "scheduler exits non-zero")
       ->capture_default_str();
   cmd->callback([flags, &action] { action = [flags] { return run(*flags); }; });
 }

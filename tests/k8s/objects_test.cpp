@@ -144,13 +144,16 @@ TEST(PodObject, GpuFractionAndModelAffinity) {
 
 TEST(PodObject, BadRequestsSayWhy) {
   const json spec = {{"containers", json::array({container({{"cpu", "1"}})})}};
-  for (const char* f : {"0", "1.5", "-0.5", "half", ""}) {
+  // Present is asked: an empty fraction is a bad request, never "no GPU" (issue 29).
+  for (const char* f : {"0", "1.5", "-0.5", "half", "", " 0.5", "0.000", "1e400"}) {
     const PodObject p = pod_from_json(pod(spec, {{"gpu-fraction", f}}));
-    if (std::string(f).empty()) {
-      EXPECT_TRUE(p.error.empty());
-      continue;
-    }
-    EXPECT_NE(p.error.find("gpu-fraction"), std::string::npos) << f << ": " << p.error;
+    EXPECT_NE(p.error.find("gpu-fraction '" + std::string(f) + "'"), std::string::npos)
+        << f << ": " << p.error;
+  }
+  for (const char* m : {"", "0", "1001", "x"}) {
+    const PodObject p = pod_from_json(pod(spec, {{"gpuorch.io/gpu-milli", m}}));
+    EXPECT_NE(p.error.find("gpuorch.io/gpu-milli '" + std::string(m) + "'"), std::string::npos)
+        << m << ": " << p.error;
   }
   json both = {{"containers", json::array({container({{"nvidia.com/gpu", "1"}})})}};
   EXPECT_NE(pod_from_json(pod(both, {{"gpu-fraction", "0.5"}})).error.find("at once"),

@@ -57,6 +57,12 @@ std::size_t write_bounded(char* data, std::size_t size, std::size_t n, void* use
   return bytes;
 }
 
+// libcurl calls this at least about once a second, and at every chunk moved: a non-zero answer ends
+// the transfer (CURLE_ABORTED_BY_CALLBACK).
+int abort_when_cancelled(void* cancel, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<const std::atomic<bool>*>(cancel)->load() ? 1 : 0;
+}
+
 void check_path(const std::string& path) {
   if (path.empty() || path.front() != '/') {
     throw std::invalid_argument("ApiClient: path '" + path + "' must start with '/'");
@@ -155,7 +161,17 @@ ApiResponse ApiClient::request_once(std::string_view method, const std::string& 
   answer.limit = options_.max_body_bytes;
   curl::set(h, CURLOPT_WRITEFUNCTION, &write_bounded);
   curl::set(h, CURLOPT_WRITEDATA, static_cast<void*>(&answer));
+  if (options_.cancel != nullptr) {
+    curl::set(h, CURLOPT_NOPROGRESS, 0L);
+    curl::set(h, CURLOPT_XFERINFOFUNCTION, &abort_when_cancelled);
+    curl::set(h, CURLOPT_XFERINFODATA,
+              const_cast<void*>(static_cast<const void*>(options_.cancel)));
+  }
   const CURLcode rc = curl_easy_perform(h);
+  if (rc == CURLE_ABORTED_BY_CALLBACK) {
+    pool_->put_back(std::move(handle));
+    throw ApiCancelled(fmt::format("{} {}: cancelled (stopping)", method, path));
+  }
   if (answer.too_large) {
     pool_->put_back(std::move(handle));
     throw std::runtime_error(fmt::format("{} {}{}: the answer is larger than {} bytes; refused",
@@ -176,6 +192,9 @@ ApiResponse ApiClient::request_once(std::string_view method, const std::string& 
 ApiResponse ApiClient::request(std::string_view method, const std::string& path,
                                const std::string* body, std::string_view content_type) {
   check_path(path);
+  if (options_.cancel != nullptr && options_.cancel->load()) {
+    throw ApiCancelled(fmt::format("{} {}: cancelled (stopping)", method, path));
+  }
   auto res = request_once(method, path, body, content_type);
   if (res.status == 401 && !config_.token_file.empty() && reload_token()) {
     res = request_once(method, path, body, content_type);

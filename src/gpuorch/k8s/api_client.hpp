@@ -52,6 +52,15 @@ struct ApiClientOptions {
   std::size_t max_watch_line_bytes = std::size_t{16} << 20;  // one watch event
   std::chrono::milliseconds connect_timeout{5000};
   std::chrono::milliseconds request_timeout{30000};  // every call but watch
+  // When set and true, every transfer in flight ends within about a second and new calls fail at
+  // once: a stopping process (SIGTERM) must not wait out a slow list's request timeout.
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+// What a call that `ApiClientOptions::cancel` ended throws.
+class ApiCancelled : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 class ApiClient {

@@ -119,7 +119,7 @@ long ApiClient::watch_once(const std::string& path,
 
   CURLcode result = CURLE_OK;
   for (int running = 1; running > 0;) {
-    if (stop.load()) return 200;
+    if (stop.load() || (options_.cancel != nullptr && options_.cancel->load())) return 200;
     if (const auto mc = curl_multi_perform(multi.get(), &running); mc != CURLM_OK) {
       throw std::runtime_error(fmt::format("{}: {}", sink.what, curl_multi_strerror(mc)));
     }

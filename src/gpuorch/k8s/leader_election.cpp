@@ -5,6 +5,8 @@
 #include <ctime>
 #include <thread>
 
+#include "gpuorch/k8s/api_path.hpp"
+
 namespace gpuorch::k8s {
 namespace {
 
@@ -43,8 +45,7 @@ void LeaderElector::log(const std::string& line, base::Severity severity,
 }
 
 std::string LeaderElector::path() const {
-  return fmt::format("/apis/coordination.k8s.io/v1/namespaces/{}/leases/{}", options_.ns,
-                     options_.name);
+  return namespaced_path("/apis/coordination.k8s.io/v1", options_.ns, "leases", options_.name);
 }
 
 bool LeaderElector::try_acquire_or_renew() {
@@ -64,8 +65,7 @@ bool LeaderElector::try_acquire_or_renew() {
                           {"renewTime", now},
                           {"leaseTransitions", 0}}}};
     try {
-      api_.create(fmt::format("/apis/coordination.k8s.io/v1/namespaces/{}/leases", options_.ns),
-                  fresh);
+      api_.create(namespaced_path("/apis/coordination.k8s.io/v1", options_.ns, "leases"), fresh);
       return true;
     } catch (const ApiError& c) {
       if (c.status() == 409) return false;  // another replica created it first
@@ -128,14 +128,24 @@ bool LeaderElector::acquire(const std::atomic<bool>& stop) {
   return false;
 }
 
-bool LeaderElector::hold(const std::atomic<bool>& stop) {
+bool LeaderElector::hold(const std::atomic<bool>& stop, const std::function<bool()>& can_lead) {
   auto last_renewed = Clock::now();
+  bool refusal_logged = false;
   while (sleep_unless_stopped(options_.retry_period, stop)) {
     bool renewed = false;
-    try {
-      renewed = try_acquire_or_renew();
-    } catch (const std::exception& e) {
-      log(fmt::format("lease renewal: {}", e.what()), base::Severity::kWarning);
+    if (can_lead && !can_lead()) {
+      if (!refusal_logged) {
+        log(fmt::format("not renewing lease {}/{}: this replica cannot decide", options_.ns,
+                        options_.name),
+            base::Severity::kError);
+        refusal_logged = true;
+      }
+    } else {
+      try {
+        renewed = try_acquire_or_renew();
+      } catch (const std::exception& e) {
+        log(fmt::format("lease renewal: {}", e.what()), base::Severity::kWarning);
+      }
     }
     if (renewed) {
       last_renewed = Clock::now();

@@ -32,8 +32,10 @@ class LeaderElector {
   // Blocks until this replica holds the lease (true) or `stop` (false).
   bool acquire(const std::atomic<bool>& stop);
   // Renews every retry period until `stop` (true) or until a renewal has not succeeded for the
-  // renew deadline (false: leadership is lost and the caller must stop acting as leader).
-  bool hold(const std::atomic<bool>& stop);
+  // renew deadline (false: leadership is lost and the caller must stop acting as leader). While
+  // `can_lead` says no (the leader cannot decide), it does not renew: a leader that cannot do the
+  // work must not keep the standby from taking it over.
+  bool hold(const std::atomic<bool>& stop, const std::function<bool()>& can_lead = {});
   // Gives the lease up (a clean stop), so a standby takes over at once instead of after expiry.
   void release();
 

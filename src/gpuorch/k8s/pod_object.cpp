@@ -8,23 +8,20 @@
 #include <stdexcept>
 
 #include "gpuorch/k8s/node_object.hpp"
+#include "gpuorch/k8s/object_fields.hpp"
 #include "gpuorch/k8s/quantity.hpp"
+#include "gpuorch/k8s/unevaluated_fields.hpp"
 
 namespace gpuorch::k8s {
 namespace {
 
 using nlohmann::json;
 
-const json& field(const json& j, const char* key) {
-  static const json kNull;
-  if (!j.is_object()) return kNull;
-  const auto it = j.find(key);
-  return it == j.end() ? kNull : *it;
-}
-
-std::string str(const json& j, const char* key) {
-  const json& f = field(j, key);
-  return f.is_string() ? f.get<std::string>() : std::string();
+// A value a pod gave, as messages quote it: an annotation may be 256 KiB.
+std::string clip(const std::string& value) {
+  constexpr std::size_t kShown = 64;
+  if (value.size() <= kShown) return value;
+  return fmt::format("{}... ({} bytes)", value.substr(0, kShown), value.size());
 }
 
 // Thrown inside pod_from_json for a request it cannot use; becomes PodObject::error.
@@ -212,24 +209,49 @@ void read_request(const json& obj, PodObject& p) {
   pod.memory_mib = r.memory_mib;
   pod.gpu_count = static_cast<int>(r.gpus);
   pod.gpu_milli = r.gpus > 0 ? 1000 : 0;
+  // Present means asked, even when empty: `gpu-fraction: ""` is a bad request, not none.
+  const json& fraction_field = field(annotations, kGpuFractionAnnotation);
+  const json& milli_field = field(annotations, kGpuMilliAnnotation);
+  p.gpu_milli_annotated = !milli_field.is_null();
+  const bool has_fraction = !fraction_field.is_null();
   const std::string fraction = str(annotations, kGpuFractionAnnotation);
-  // A share asked as the extended resource (what reaches `gpuorch extender`) or as an annotation.
-  const std::string milli =
-      r.share_milli > 0 ? std::to_string(r.share_milli) : str(annotations, kGpuMilliAnnotation);
-  if (!fraction.empty() || !milli.empty()) {
+  const std::string milli_text = str(annotations, kGpuMilliAnnotation);
+  // A bound pod carries the gpuorch.io/gpu-milli its scheduler wrote beside its fraction; before
+  // binding, two ways of asking are refused rather than one silently preferred.
+  if (p.node_name.empty()) {
+    std::vector<std::string> ways;
+    if (has_fraction) {
+      ways.push_back(fmt::format("annotation {} '{}'", kGpuFractionAnnotation, clip(fraction)));
+    }
+    if (p.gpu_milli_annotated) {
+      ways.push_back(fmt::format("annotation {} '{}'", kGpuMilliAnnotation, clip(milli_text)));
+    }
+    if (r.share_milli > 0) {
+      ways.push_back(fmt::format("resource {} {}", kGpuMilliAnnotation, r.share_milli));
+    }
+    if (ways.size() > 1) {
+      throw BadPod(fmt::format("asks for a GPU share in {} ways ({}); keep one", ways.size(),
+                               fmt::join(ways, ", ")));
+    }
+  }
+  if (has_fraction || p.gpu_milli_annotated || r.share_milli > 0) {
     if (r.gpus > 0) {
       throw BadPod("asks for whole GPUs and a GPU fraction at once");
     }
     std::optional<std::int64_t> m;
-    if (!fraction.empty()) {
-      m = quantity_milli(fraction);
+    if (has_fraction) {
+      m = fraction_field.is_string() ? quantity_milli(fraction) : std::nullopt;
       if (!m || *m < 1 || *m > 1000) {
-        throw BadPod(fmt::format("{} '{}' is not in (0, 1]", kGpuFractionAnnotation, fraction));
+        throw BadPod(
+            fmt::format("{} '{}' is not in (0, 1]", kGpuFractionAnnotation, clip(fraction)));
       }
+    } else if (r.share_milli > 0) {
+      m = r.share_milli;
     } else {
-      m = quantity_count(milli);
+      m = milli_field.is_string() ? quantity_count(milli_text) : std::nullopt;
       if (!m || *m < 1 || *m > 1000) {
-        throw BadPod(fmt::format("{} '{}' is not in 1..1000", kGpuMilliAnnotation, milli));
+        throw BadPod(
+            fmt::format("{} '{}' is not in 1..1000", kGpuMilliAnnotation, clip(milli_text)));
       }
     }
     pod.gpu_count = 1;
@@ -279,6 +301,13 @@ PodObject pod_from_json(const json& obj) {
   p.scheduler_name = str(spec, "schedulerName");
   p.node_name = str(spec, "nodeName");
   p.phase = str(field(obj, "status"), "phase");
+  if (const json& conditions = field(field(obj, "status"), "conditions"); conditions.is_array()) {
+    for (const json& c : conditions) {
+      if (str(c, "type") == "PodScheduled" && str(c, "status") == "False") {
+        p.unscheduled_reason = str(c, "reason");
+      }
+    }
+  }
   if (const json& prio = field(spec, "priority"); prio.is_number_integer()) {
     const auto v = prio.get<std::int64_t>();
     p.priority = static_cast<int>(std::clamp<std::int64_t>(v, INT32_MIN, INT32_MAX));
@@ -291,11 +320,19 @@ PodObject pod_from_json(const json& obj) {
   } else if (const std::string v = str(annotations, kGroupNameAnnotation); !v.empty()) {
     p.gang = p.ns + "/" + v;
   }
+  for (const json& gate :
+       field(spec, "schedulingGates").is_array() ? field(spec, "schedulingGates") : json::array()) {
+    const std::string name = str(gate, "name");
+    p.scheduling_gates.push_back(name.empty() ? "(unnamed)" : name);
+  }
   try {
     read_request(obj, p);
   } catch (const BadPod& e) {
     p.error = e.what();
   }
+  UnevaluatedFields unevaluated = unevaluated_fields(obj);
+  if (!unevaluated.required.empty()) p.unevaluated = std::move(unevaluated.required.front());
+  p.ignored_preferences = std::move(unevaluated.preferred);
   return p;
 }
 

@@ -34,10 +34,22 @@ struct PodObject {
   std::string gang;        // "namespace/group", empty when not in a gang
   std::string error;       // why the request cannot be understood; the pod is then not placed
   bool deleting = false;   // metadata.deletionTimestamp set
+  // spec.schedulingGates: while any is there the pod is not to be scheduled (Kueue's
+  // kueue.x-k8s.io/admission until it admits the pod).
+  std::vector<std::string> scheduling_gates;
+  // The first required placement constraint gpuorch scheduler does not evaluate (empty: none);
+  // the soft ones it ignores (unevaluated_fields.hpp). The extender leaves both to kube-scheduler.
+  std::string unevaluated;
+  std::vector<std::string> ignored_preferences;
+  bool gpu_milli_annotated = false;  // the pod carries gpuorch.io/gpu-milli itself
+  // The reason of its PodScheduled=False condition, when it has one ("Unschedulable",
+  // "SchedulingGated"), so a verdict it already shows is not written again.
+  std::string unscheduled_reason;
 
   [[nodiscard]] std::string key() const { return ns + "/" + name; }
   // Succeeded or Failed: its resources are free again.
   [[nodiscard]] bool terminal() const { return phase == "Succeeded" || phase == "Failed"; }
+  [[nodiscard]] bool gated() const { return !scheduling_gates.empty(); }
 };
 
 PodObject pod_from_json(const nlohmann::json& pod);

@@ -2,11 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <memory>
 #include <thread>
 
+#include "gpuorch/k8s/api_path.hpp"
 #include "gpuorch/k8s/binding.hpp"
 #include "gpuorch/k8s/informer.hpp"
 #include "gpuorch/k8s/node_object.hpp"
+#include "gpuorch/k8s/unevaluated_fields.hpp"
 
 namespace gpuorch::k8s {
 namespace {
@@ -14,9 +18,7 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-std::string pod_path(const PodObject& p) {
-  return fmt::format("/api/v1/namespaces/{}/pods/{}", p.ns, p.name);
-}
+std::string pod_path(const PodObject& p) { return k8s::pod_path(p.ns, p.name); }
 
 std::string now_rfc3339() {
   const auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -30,7 +32,17 @@ std::string now_rfc3339() {
 }  // namespace
 
 SchedulerService::SchedulerService(ApiClient& api, SchedulerServiceOptions options)
-    : api_(api), options_(std::move(options)), mirror_(options_.mirror) {}
+    : api_(api),
+      options_(std::move(options)),
+      mirror_(options_.mirror),
+      backoff_(options_.backoff_initial, options_.backoff_max),
+      writes_([this](const std::string& key, const std::string& error, int attempt) {
+        log(fmt::format("{}: status write failed (attempt {}, retried with backoff): {}", key,
+                        attempt, error),
+            base::Severity::kWarning);
+      }) {
+  beat();
+}
 
 SchedulerService::~SchedulerService() = default;
 
@@ -51,7 +63,60 @@ void SchedulerService::push(Event e) {
   events_cv_.notify_one();
 }
 
+void SchedulerService::beat() {
+  heartbeat_ns_ =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
+bool SchedulerService::alive() const {
+  const auto last = Clock::time_point(std::chrono::nanoseconds(heartbeat_ns_.load()));
+  return heartbeat_ns_.load() != 0 && Clock::now() - last < options_.stale_after;
+}
+
+bool SchedulerService::discover_podgroups(const std::atomic<bool>& stop) {
+  static constexpr const char* kPath = "/apis/scheduling.x-k8s.io/v1alpha1";
+  const auto deadline = Clock::now() + options_.startup_timeout;
+  auto wait = std::chrono::milliseconds(500);
+  while (true) {
+    beat();
+    std::string error;
+    try {
+      api_.get(kPath);
+      podgroups_served_ = true;
+      return true;
+    } catch (const ApiCancelled&) {
+      return false;
+    } catch (const ApiError& e) {
+      if (e.status() == 404) {
+        log("no scheduling.x-k8s.io/v1alpha1 API (PodGroup CRD not installed): gangs will wait",
+            base::Severity::kWarning);
+        return true;
+      }
+      if (e.status() == 401 || e.status() == 403) {
+        throw std::runtime_error(fmt::format("the API server refused {}: {}", kPath, e.what()));
+      }
+      error = e.what();
+    } catch (const std::exception& e) {
+      error = e.what();  // no connection, a dropped one, an answer that is not JSON
+    }
+    if (Clock::now() + wait > deadline) {
+      throw std::runtime_error(fmt::format("GET {} failed for {} s, giving up: {}", kPath,
+                                           options_.startup_timeout.count(), error));
+    }
+    log(fmt::format("GET {}: {}; trying again in {} ms", kPath, error, wait.count()),
+        base::Severity::kWarning);
+    for (const auto until = Clock::now() + wait; Clock::now() < until;) {
+      if (stop.load()) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    wait = std::min(wait * 2, std::chrono::milliseconds(5000));
+  }
+}
+
 void SchedulerService::run(const std::atomic<bool>& stop) {
+  beat();
+  // PodGroups only where their API is served (the CRD is installed); gangs wait otherwise.
+  if (!discover_podgroups(stop)) return;
   auto handlers = [this](Event::Kind kind) {
     InformerHandlers h;
     h.on_add = h.on_update = [this, kind](const json& o) {
@@ -68,61 +133,68 @@ void SchedulerService::run(const std::atomic<bool>& stop) {
   // Finished pods hold nothing; kube-scheduler watches the same set.
   Informer pods(api_, "/api/v1/pods", handlers(Event::Kind::kPod),
                 "status.phase!=Succeeded,status.phase!=Failed");
-  // PodGroups only where their API is served (the CRD is installed); gangs wait otherwise.
-  try {
-    api_.get("/apis/scheduling.x-k8s.io/v1alpha1");
-    podgroups_served_ = true;
-  } catch (const ApiError& e) {
-    if (e.status() != 404) throw;
-    log("no scheduling.x-k8s.io/v1alpha1 API (PodGroup CRD not installed): gangs will wait",
-        base::Severity::kWarning);
-  }
   Informer groups(api_, "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
                   handlers(Event::Kind::kPodGroup));
-  std::vector<std::jthread> threads;
-  threads.emplace_back([&] { nodes.run(stop); });
-  threads.emplace_back([&] { pods.run(stop); });
-  if (podgroups_served_) threads.emplace_back([&] { groups.run(stop); });
-  for (int i = 0; i < std::max(1, options_.binders); ++i) {
-    threads.emplace_back([&] { bind_loop(stop); });
-  }
-  last_retry_ = Clock::now();
-  std::deque<Event> batch;
-  while (!stop.load()) {
-    {
-      std::unique_lock lock(events_mutex_);
-      events_cv_.wait_for(lock, std::chrono::milliseconds(200), [&] {
-        return !events_.empty() || (synced_ && !active_.empty()) || stop.load();
-      });
-      batch.swap(events_);
+  // The threads stop on `quit`: set when `stop` is, and when this loop gives up on its own.
+  std::atomic<bool> quit{false};
+  std::string failure;
+  {
+    std::vector<std::jthread> threads;
+    threads.emplace_back([&] { nodes.run(quit); });
+    threads.emplace_back([&] { pods.run(quit); });
+    if (podgroups_served_) threads.emplace_back([&] { groups.run(quit); });
+    for (int i = 0; i < std::max(1, options_.binders); ++i) {
+      threads.emplace_back([&] { bind_loop(quit); });
     }
-    // An object the server sends that is not what its API says (or a bug here) costs that one
-    // event or decision, never the scheduler.
-    for (Event& e : batch) {
-      try {
-        handle(e);
-      } catch (const std::exception& ex) {
-        log(fmt::format("ignored an event that could not be used: {}", ex.what()),
-            base::Severity::kWarning);
+    const auto started = Clock::now();
+    last_retry_ = started;
+    std::deque<Event> batch;
+    while (!stop.load()) {
+      beat();
+      {
+        std::unique_lock lock(events_mutex_);
+        events_cv_.wait_for(lock, std::chrono::milliseconds(200), [&] {
+          return !events_.empty() || (synced_ && !active_.empty()) || stop.load();
+        });
+        batch.swap(events_);
       }
-    }
-    batch.clear();
-    if (!synced_) continue;
-    if (cluster_changed_ || Clock::now() - last_retry_ > options_.retry_unschedulable) {
-      retry_unschedulable();
-    }
-    // A few decisions, then back to the events, so binds and deletions are seen promptly.
-    for (int i = 0; i < 32; ++i) {
-      try {
+      // An object the server sends that is not what its API says (or a bug here) costs that
+      // one event or decision, never the scheduler.
+      for (Event& e : batch) {
+        try {
+          handle(e);
+        } catch (const std::exception& ex) {
+          log(fmt::format("ignored an event that could not be used: {}", ex.what()),
+              base::Severity::kWarning);
+        }
+      }
+      batch.clear();
+      const auto now = Clock::now();
+      writes_.retry_due(now);
+      if (!synced_) {
+        if (now - started > options_.sync_timeout) {
+          failure = fmt::format(
+              "the informers did not list nodes{} and pods within {} s (see the watch errors "
+              "above)",
+              podgroups_served_ ? ", PodGroups" : "", options_.sync_timeout.count());
+          break;
+        }
+        continue;
+      }
+      if (cluster_changed_ || now - last_retry_ > options_.retry_unschedulable) {
+        retry_unschedulable();
+      }
+      for (const std::string& uid : backoff_.due(now)) requeue(uid);
+      // A few decisions, then back to the events, so binds and deletions are seen promptly.
+      for (int i = 0; i < 32; ++i) {
         if (!schedule_next()) break;
-      } catch (const std::exception& ex) {
-        log(fmt::format("a scheduling decision failed: {}", ex.what()), base::Severity::kError);
       }
+      counters_.queue_length = active_.size() + unschedulable_.size() + backoff_.parked_count();
     }
-    counters_.queue_length = active_.size() + unschedulable_.size();
+    quit = true;
+    bind_cv_.notify_all();
   }
-  bind_cv_.notify_all();
-  threads.clear();
+  if (!failure.empty()) throw std::runtime_error(failure);
 }
 
 void SchedulerService::handle(Event& e) {
@@ -150,10 +222,17 @@ void SchedulerService::handle(Event& e) {
       mirror_.release(e.uid);
       cluster_changed_ = true;
       const auto it = pods_.find(e.uid);
-      // Not in the queue at once: a bind that fails again would spin. It is retried on the next
-      // cluster change or retry period, as an unschedulable pod is.
+      // Never back in the queue at once (a bind refused again would spin): the pod waits its
+      // backoff, and its condition says why it is still pending.
       if (it != pods_.end() && it->second.node_name.empty()) {
-        unschedulable_[e.uid] = e.object.is_string() ? e.object.get<std::string>() : "";
+        fail_attempt(e.uid);
+        backoff_.park(e.uid);
+        const std::string why = e.object.is_string() ? e.object.get<std::string>() : "";
+        const std::string message = fmt::format("binding rejected: {}", why);
+        if (reported_[e.uid] != message) {
+          reported_[e.uid] = message;
+          write_condition(it->second, "SchedulerError", message, true);
+        }
       }
       break;
     }
@@ -219,16 +298,34 @@ void SchedulerService::handle_podgroup(const json& obj, bool deleted) {
   }
 }
 
+void SchedulerService::forget_queued(const std::string& uid) {
+  active_.erase(uid);
+  unschedulable_.erase(uid);
+  backoff_.unpark(uid);
+}
+
+void SchedulerService::requeue(const std::string& uid) {
+  if (const auto it = pods_.find(uid); it != pods_.end()) {
+    active_.push(uid, it->second.priority, it->second.created + " " + it->second.key());
+  }
+}
+
+void SchedulerService::fail_attempt(const std::string& uid) { backoff_.fail(uid, Clock::now()); }
+
 void SchedulerService::handle_pod(const json& obj, bool deleted) {
   PodObject p = pod_from_json(obj);
   if (p.uid.empty()) return;
   const std::string uid = p.uid;
-  auto forget_queued = [&] {
-    active_.erase(uid);
-    unschedulable_.erase(uid);
+  // A pod gone or placed owes nothing more: no retry, no status write left to make.
+  auto settle = [&] {
+    forget_queued(uid);
+    backoff_.forget(uid);
+    writes_.withdraw("pod/" + uid);
+    reported_.erase(uid);
+    preferences_logged_.erase(uid);
   };
   if (deleted || p.terminal()) {
-    forget_queued();
+    settle();
     pods_.erase(uid);
     if (mirror_.accounted(uid)) {
       mirror_.release(uid);
@@ -237,23 +334,75 @@ void SchedulerService::handle_pod(const json& obj, bool deleted) {
     return;
   }
   if (!p.node_name.empty()) {
-    forget_queued();
+    settle();
     pods_[uid] = p;
     if (!mirror_.accounted(uid)) mirror_.account(p);
     return;
   }
-  const bool queued = active_.contains(uid);
+  const bool queued = active_.contains(uid) || backoff_.parked(uid);
   pods_[uid] = p;
   if (!ours(p) || p.deleting || binding_.contains(uid) || mirror_.accounted(uid)) return;
+  if (p.gated()) {
+    // Not ours to decide yet (Kueue has not admitted it): out of every queue until the last
+    // gate goes, which arrives here as an update.
+    forget_queued(uid);
+    report_gated(p);
+    return;
+  }
   // An update of a pod already reported (our own status write among them) waits for a change.
   if (queued || unschedulable_.contains(uid)) return;
-  active_.push(uid, p.priority, p.created + " " + p.key());
+  if (reported_.contains(uid) && reported_[uid].starts_with("waiting for scheduling gates")) {
+    reported_.erase(uid);  // just ungated: its verdict is still to come
+  }
+  requeue(uid);
+}
+
+void SchedulerService::report_gated(const PodObject& pod) {
+  std::vector<std::string> gates = pod.scheduling_gates;
+  std::sort(gates.begin(), gates.end());
+  const std::string message =
+      fmt::format("waiting for scheduling gates: [{}]", fmt::join(gates, " "));
+  if (reported_[pod.uid] == message) return;
+  reported_[pod.uid] = message;
+  // kube-scheduler's words for it; no Event (a gated pod is not a failure).
+  if (pod.unscheduled_reason == "SchedulingGated") return;
+  write_condition(pod, "SchedulingGated", message, false);
+}
+
+void SchedulerService::write_condition(const PodObject& pod, const std::string& reason,
+                                       const std::string& message, bool event) {
+  const json status = {{"status",
+                        {{"conditions", json::array({{{"type", "PodScheduled"},
+                                                      {"status", "False"},
+                                                      {"reason", reason},
+                                                      {"message", message},
+                                                      {"lastTransitionTime", now_rfc3339()}}})}}}};
+  const json involved = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"namespace", pod.ns}, {"name", pod.name}, {"uid", pod.uid}}}};
+  // The condition first, then the Event; a retry after the condition was taken posts only the
+  // Event (the state is shared by the copies std::function makes).
+  auto patched = std::make_shared<bool>(false);
+  writes_.submit("pod/" + pod.uid, [this, path = pod_path(pod), ns = pod.ns, status, involved,
+                                    message, event, patched] {
+    if (!*patched) {
+      api_.patch(path + "/status", status, "application/strategic-merge-patch+json");
+      *patched = true;
+    }
+    if (event) post_event(ns, involved, "Warning", "FailedScheduling", message);
+  });
 }
 
 void SchedulerService::retry_unschedulable() {
+  const auto now = Clock::now();
   for (const auto& [uid, message] : unschedulable_) {
-    if (const auto it = pods_.find(uid); it != pods_.end()) {
-      active_.push(uid, it->second.priority, it->second.created + " " + it->second.key());
+    if (!pods_.contains(uid)) continue;
+    // A pod that failed just now waits out its backoff even when the cluster changed.
+    if (backoff_.ready_at(uid) <= now) {
+      requeue(uid);
+    } else {
+      backoff_.park(uid);
     }
   }
   // Their last message stays known (kept in retried_) so an unchanged verdict is not re-written.
@@ -268,28 +417,53 @@ bool SchedulerService::schedule_next() {
   if (!next) return false;
   const std::string uid = *next;
   const auto it = pods_.find(uid);
-  if (it == pods_.end() || !it->second.node_name.empty()) return true;
-  const PodObject& pod = it->second;
+  if (it == pods_.end()) return true;
+  const PodObject pod = it->second;  // a copy: deciding may change pods_' neighbours
+  if (!pod.node_name.empty() || !ours(pod) || pod.deleting || pod.gated() ||
+      binding_.contains(uid) || mirror_.accounted(uid)) {
+    return true;
+  }
   ++counters_.attempts;
+  try {
+    decide(pod);
+  } catch (const std::exception& ex) {
+    // A decision that throws is a failure like any other: the pod waits its backoff.
+    log(fmt::format("{}: the scheduling decision failed: {}", pod.key(), ex.what()),
+        base::Severity::kError);
+    fail_attempt(uid);
+    backoff_.park(uid);
+  }
+  return true;
+}
+
+void SchedulerService::decide(const PodObject& pod) {
   if (!pod.error.empty()) {
     report_unschedulable(pod, fmt::format("Infeasible: {}", pod.error));
-    return true;
+    return;
+  }
+  if (!pod.unevaluated.empty()) {
+    report_unschedulable(pod, unevaluated_message(pod.unevaluated));
+    return;
+  }
+  if (!pod.ignored_preferences.empty() && preferences_logged_.insert(pod.uid).second) {
+    log(fmt::format("{}: soft constraints not evaluated (the pod is placed without them): {}",
+                    pod.key(), fmt::join(pod.ignored_preferences, "; ")),
+        base::Severity::kWarning);
   }
   if (!pod.gang.empty()) {
     schedule_gang(pod.gang);
-    return true;
+    return;
   }
-  if (!ensure_built(pod)) return true;
+  if (!ensure_built(pod)) return;
   const ClusterMirror::Result r = mirror_.schedule(pod);
   if (r.decision.outcome != sched::Outcome::kPlaced) {
     sched::RequestResolver resolver(mirror_.cluster());
     const std::string msg =
         unschedulable_message(r, resolver.resolve(pod.spec), mirror_.cluster().node_count());
     report_unschedulable(pod, msg);
-    return true;
+    return;
   }
   queue_bind(pod, r.node, r.decision.placement.gpus);
-  return true;
 }
 
 bool SchedulerService::ensure_built(const PodObject& pod) {
@@ -320,7 +494,8 @@ void SchedulerService::queue_bind(const PodObject& pod, const std::string& node,
   reported_.erase(pod.uid);
   binding_.insert(pod.uid);
   BindJob job{pod, node, gpus, 0, Clock::now()};
-  if (pod.spec.gpu_share()) job.gpu_milli = pod.spec.gpu_milli;
+  // The pod's own gpuorch.io/gpu-milli is never rewritten (what it asked stays as it asked it).
+  if (pod.spec.gpu_share() && !pod.gpu_milli_annotated) job.gpu_milli = pod.spec.gpu_milli;
   {
     const std::lock_guard lock(bind_mutex_);
     bind_queue_.push_back(std::move(job));
@@ -335,14 +510,17 @@ void SchedulerService::schedule_gang(const std::string& gang) {
     if (p.gang != gang || !ours(p)) continue;
     if (!p.node_name.empty() || binding_.contains(uid) || mirror_.accounted(uid)) {
       ++bound;
-    } else if (!p.deleting) {
-      pending.push_back(p);
+    } else if (!p.deleting && !p.gated()) {
+      pending.push_back(p);  // a gated member is not there yet: it neither counts nor waits
     }
   }
   // Members in a fixed order (name), so a gang is placed the same way every time.
   std::sort(pending.begin(), pending.end(),
             [](const PodObject& a, const PodObject& b) { return a.key() < b.key(); });
-  for (const auto& p : pending) active_.erase(p.uid);
+  for (const auto& p : pending) {
+    active_.erase(p.uid);
+    backoff_.unpark(p.uid);  // decided now, with the member that came up
+  }
   if (pending.empty()) return;
   auto report_all = [&](const std::string& message) {
     for (const auto& p : pending) report_unschedulable(p, message);
@@ -363,6 +541,11 @@ void SchedulerService::schedule_gang(const std::string& gang) {
   for (const auto& p : pending) {
     if (!p.error.empty()) {
       report_all(fmt::format("gang {}: member {} cannot be placed: {}", gang, p.key(), p.error));
+      return;
+    }
+    if (!p.unevaluated.empty()) {
+      report_all(
+          fmt::format("gang {}: member {}: {}", gang, p.key(), unevaluated_message(p.unevaluated)));
       return;
     }
   }
@@ -394,8 +577,9 @@ void SchedulerService::schedule_gang(const std::string& gang) {
     write_podgroup_status(gang, "Pending", bound);
     if (reported_[gang] != message) {
       reported_[gang] = message;
-      post_event(g.object["metadata"].value("namespace", ""), g.object, "Warning",
-                 "FailedScheduling", message);
+      writes_.submit("podgroup-event/" + gang,
+                     [this, ns = g.object["metadata"].value("namespace", ""), obj = g.object,
+                      message] { post_event(ns, obj, "Warning", "FailedScheduling", message); });
     }
     return;
   }
@@ -408,9 +592,12 @@ void SchedulerService::schedule_gang(const std::string& gang) {
   write_podgroup_status(gang, "Scheduled", present);
   log(fmt::format("gang {}: {} members placed{}", gang, pending.size(),
                   r.domain.empty() ? "" : " under " + r.domain));
-  post_event(g.object["metadata"].value("namespace", ""), g.object, "Normal", "Scheduled",
-             fmt::format("all {} pending members placed{}", pending.size(),
-                         r.domain.empty() ? "" : " under " + r.domain));
+  writes_.submit("podgroup-event/" + gang,
+                 [this, ns = g.object["metadata"].value("namespace", ""), obj = g.object,
+                  message = fmt::format("all {} pending members placed{}", pending.size(),
+                                        r.domain.empty() ? "" : " under " + r.domain)] {
+                   post_event(ns, obj, "Normal", "Scheduled", message);
+                 });
 }
 
 void SchedulerService::write_podgroup_status(const std::string& gang, const std::string& phase,
@@ -422,52 +609,31 @@ void SchedulerService::write_podgroup_status(const std::string& gang, const std:
   it->second.written = written;
   const json& meta = it->second.object["metadata"];
   const std::string path =
-      fmt::format("/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{}/podgroups/{}",
-                  meta.value("namespace", ""), meta.value("name", ""));
+      namespaced_path("/apis/scheduling.x-k8s.io/v1alpha1", meta.value("namespace", ""),
+                      "podgroups", meta.value("name", ""));
   json status = {{"status", {{"phase", phase}, {"scheduled", scheduled}}}};
   if (phase != "Scheduled") status["status"]["scheduleStartTime"] = now_rfc3339();
-  try {
-    api_.patch(path + "/status", status);
-  } catch (const ApiError& e) {
+  writes_.submit("podgroup/" + gang, [this, path, status] {
     try {
+      api_.patch(path + "/status", status);
+    } catch (const ApiError& e) {
       // A CRD without the status subresource keeps status in the object itself.
-      if (e.status() == 404) api_.patch(path, status);
-    } catch (const std::exception& e2) {
-      log(fmt::format("PodGroup {}: cannot write status: {}", gang, e2.what()),
-          base::Severity::kError);
+      if (e.status() != 404) throw;
+      api_.patch(path, status);
     }
-  } catch (const std::exception& e) {
-    log(fmt::format("PodGroup {}: cannot write status: {}", gang, e.what()),
-        base::Severity::kError);
-  }
+  });
 }
 
 void SchedulerService::report_unschedulable(const PodObject& pod, const std::string& message) {
   ++counters_.unschedulable;
   unschedulable_[pod.uid] = message;
+  fail_attempt(pod.uid);
   if (const auto it = reported_.find(pod.uid); it != reported_.end() && it->second == message) {
-    return;  // the pod already says so
+    return;  // the pod already says so (or its write is being retried)
   }
   reported_[pod.uid] = message;
   log(fmt::format("{}: {}", pod.key(), message));
-  try {
-    const json status = {
-        {"status",
-         {{"conditions", json::array({{{"type", "PodScheduled"},
-                                       {"status", "False"},
-                                       {"reason", "Unschedulable"},
-                                       {"message", message},
-                                       {"lastTransitionTime", now_rfc3339()}}})}}}};
-    api_.patch(pod_path(pod) + "/status", status, "application/strategic-merge-patch+json");
-    post_event(pod.ns,
-               {{"apiVersion", "v1"},
-                {"kind", "Pod"},
-                {"metadata", {{"namespace", pod.ns}, {"name", pod.name}, {"uid", pod.uid}}}},
-               "Warning", "FailedScheduling", message);
-  } catch (const std::exception& e) {
-    log(fmt::format("{}: cannot report unschedulable: {}", pod.key(), e.what()),
-        base::Severity::kError);
-  }
+  write_condition(pod, "Unschedulable", message, true);
 }
 
 void SchedulerService::post_event(const std::string& ns, const json& involved,
@@ -494,12 +660,7 @@ void SchedulerService::post_event(const std::string& ns, const json& involved,
       {"firstTimestamp", now},
       {"lastTimestamp", now},
       {"count", 1}};
-  try {
-    api_.create(fmt::format("/api/v1/namespaces/{}/events", ns), event);
-  } catch (const std::exception& e) {
-    log(fmt::format("cannot post event for {}/{}: {}", ns, meta.value("name", ""), e.what()),
-        base::Severity::kError);
-  }
+  api_.create(namespaced_path("/api/v1", ns, "events"), event);
 }
 
 void SchedulerService::bind_loop(const std::atomic<bool>& stop) {
@@ -534,12 +695,34 @@ void SchedulerService::bind(const BindJob& job) {
     log(fmt::format("bound {} to {}{}", job.pod.key(), job.node,
                     job.gpus.empty() ? "" : fmt::format(" gpus {}", fmt::join(job.gpus, ","))));
     push({Event::Kind::kBindDone, Event::Type::kUpsert, {}, job.pod.uid});
+  } catch (const ApiCancelled&) {
+    // Stopping: nothing to retry, nothing to report.
   } catch (const std::exception& e) {
     ++counters_.bind_errors;
     log(fmt::format("bind {} to {} failed: {}", job.pod.key(), job.node, e.what()),
         base::Severity::kError);
     push(
         {Event::Kind::kBindFailed, Event::Type::kUpsert, json(std::string(e.what())), job.pod.uid});
+    // 409: the pod is not what was decided on (bound by another, gated, changed); 404: gone.
+    // Read it again so the retry, if any, starts from what it is now.
+    const auto* api_error = dynamic_cast<const ApiError*>(&e);
+    if (api_error != nullptr && (api_error->status() == 409 || api_error->status() == 404)) {
+      reread(job.pod);
+    }
+  }
+}
+
+void SchedulerService::reread(const PodObject& pod) {
+  try {
+    push({Event::Kind::kPod, Event::Type::kUpsert, api_.get(pod_path(pod)), {}});
+  } catch (const ApiError& e) {
+    if (e.status() != 404) return;  // the informer will tell
+    push({Event::Kind::kPod,
+          Event::Type::kDelete,
+          {{"metadata", {{"namespace", pod.ns}, {"name", pod.name}, {"uid", pod.uid}}}},
+          {}});
+  } catch (const std::exception&) {
+    // Unreachable for now: the informer brings the pod's state when it can.
   }
 }
 

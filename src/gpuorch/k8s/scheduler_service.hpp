@@ -4,7 +4,13 @@
 // priority order, through ClusterMirror (the same core and policies as `gpuorch sim`); binders
 // write the GPU choice onto the pod and bind it through pods/binding; a pod that fits nowhere gets
 // PodScheduled=False (Unschedulable) and an Event with the core's explanation, and is tried again
-// when the cluster changes, never in a busy loop.
+// when the cluster changes, never in a busy loop: every failure (no room, a refused bind, a
+// decision that threw) makes the pod wait its backoff (1 s doubling to 10 s, as kube-scheduler).
+// A pod with spec.schedulingGates is never decided (PodScheduled=False, SchedulingGated) until
+// its last gate is removed; a required constraint the core does not evaluate (inter-pod
+// affinity, topology spread, host ports, node-bound volumes, DRA claims) makes it Unschedulable
+// with the field's name instead of being ignored. Status writes the API server did not take are
+// retried with backoff.
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -24,6 +30,8 @@
 #include "gpuorch/k8s/api_client.hpp"
 #include "gpuorch/k8s/cluster_mirror.hpp"
 #include "gpuorch/k8s/pod_object.hpp"
+#include "gpuorch/k8s/retried_writes.hpp"
+#include "gpuorch/sched/backoff.hpp"
 #include "gpuorch/sched/pending_queue.hpp"
 
 namespace gpuorch::k8s {
@@ -34,6 +42,15 @@ struct SchedulerServiceOptions {
   int binders = 4;  // concurrent bind calls (decisions stay sequential)
   // Unschedulable pods are retried on every cluster change, and at the latest after this long.
   std::chrono::seconds retry_unschedulable{60};
+  // Per-pod wait after a failure: initial, doubled per failure in a row, at most max.
+  std::chrono::milliseconds backoff_initial{1000};
+  std::chrono::milliseconds backoff_max{10000};
+  // The discovery of the PodGroup API is retried this long, then run() throws (the process
+  // exits non-zero and is restarted); the informers must have listed within sync_timeout.
+  std::chrono::seconds startup_timeout{20};
+  std::chrono::seconds sync_timeout{120};
+  // The decision loop counts as stuck (alive() false) when it has not come round for this long.
+  std::chrono::seconds stale_after{30};
   base::LogSink log;  // one line per bind/failure; may be empty
 };
 
@@ -57,8 +74,13 @@ class SchedulerService {
   SchedulerService(const SchedulerService&) = delete;
   SchedulerService& operator=(const SchedulerService&) = delete;
 
-  // Blocks until `stop`: informers, the decision loop and the binders.
+  // Blocks until `stop`: informers, the decision loop and the binders. Throws
+  // std::runtime_error (one line) when it cannot start: the PodGroup discovery failed for
+  // startup_timeout, or the informers did not sync within sync_timeout.
   void run(const std::atomic<bool>& stop);
+  // The decision loop (or the start-up before it) came round within stale_after: what
+  // /healthz and the leader's lease renewal go by.
+  [[nodiscard]] bool alive() const;
 
   [[nodiscard]] const SchedulerCounters& counters() const { return counters_; }
   // Prometheus text: scheduling latency histogram, queue length, binds, failures.
@@ -85,11 +107,22 @@ class SchedulerService {
   void handle_pod(const nlohmann::json& obj, bool deleted);
   void handle_node(const nlohmann::json& obj, bool deleted);
   void handle_podgroup(const nlohmann::json& obj, bool deleted);
+  // Whether the PodGroup API is served; retried with backoff (false: stopped meanwhile).
+  bool discover_podgroups(const std::atomic<bool>& stop);
+  void beat();
+  void decide(const PodObject& pod);
+  void report_gated(const PodObject& pod);
+  void write_condition(const PodObject& pod, const std::string& reason, const std::string& message,
+                       bool event);
+  void forget_queued(const std::string& uid);
+  void requeue(const std::string& uid);
+  void fail_attempt(const std::string& uid);
   // A gang's pending members decided together (the member just popped from the queue among them).
   void schedule_gang(const std::string& gang);
   bool ensure_built(const PodObject& pod);
   void queue_bind(const PodObject& pod, const std::string& node, const std::vector<int>& gpus);
   void write_podgroup_status(const std::string& gang, const std::string& phase, int scheduled);
+  // Throws when the API server does not take it (callers retry through writes_).
   void post_event(const std::string& ns, const nlohmann::json& involved, const std::string& type,
                   const std::string& reason, const std::string& message);
   void retry_unschedulable();
@@ -97,6 +130,7 @@ class SchedulerService {
   void report_unschedulable(const PodObject& pod, const std::string& message);
   void bind_loop(const std::atomic<bool>& stop);
   void bind(const BindJob& job);
+  void reread(const PodObject& pod);  // after a bind refused as stale: its current state
   void log(const std::string& line, base::Severity severity = base::Severity::kInfo,
            base::SourceLocation where = base::SourceLocation::current()) const;
   [[nodiscard]] bool ours(const PodObject& pod) const;
@@ -122,6 +156,10 @@ class SchedulerService {
   // The message each pod was last given, so an unchanged verdict is not written again.
   std::unordered_map<std::string, std::string> reported_;
   std::unordered_set<std::string> binding_;  // uid: a bind is in flight
+  sched::Backoff backoff_;                   // failures in a row, and who waits them out
+  RetriedWrites writes_;                     // conditions, Events, PodGroup status not yet taken
+  std::unordered_set<std::string> preferences_logged_;  // uid: its ignored soft constraints
+  std::atomic<std::int64_t> heartbeat_ns_{0};           // steady clock of the last round
   // PodGroups (scheduling.x-k8s.io/v1alpha1) by "namespace/name".
   struct PodGroupInfo {
     nlohmann::json object;
