@@ -278,7 +278,7 @@ TEST(LaunchCli, SignalsAreForwardedThenEscalated) {
             std::string::npos);
 }
 
-// The agent killed outright: its workers die with it (PR_SET_PDEATHSIG).
+// The agent killed outright: its workers die with it (their shims end them).
 TEST(LaunchCli, WorkersDieWithTheAgent) {
   test::TempDir dir;
   const std::string script = "echo $$ > " + dir.file("worker") + ".$LOCAL_RANK; exec sleep 60";
