@@ -67,6 +67,8 @@ int run(LabellerFlags f) {
     base::fail_input(
         "no node to label: give --node-name (or set NODE_NAME), --output-file or --dry-run");
   }
+  // SIGTERM ends a call in flight at once instead of after its request timeout.
+  std::atomic<bool> stop{false};
   std::unique_ptr<k8s::ApiClient> api;
   if (!o.node_name.empty()) {
     try {
@@ -76,7 +78,9 @@ int run(LabellerFlags f) {
     }
     const auto kubeconfig =
         f.kubeconfig.empty() ? std::nullopt : std::optional<std::string>(f.kubeconfig);
-    api = std::make_unique<k8s::ApiClient>(k8s::load_cluster_config(kubeconfig));
+    k8s::ApiClientOptions api_options;
+    api_options.cancel = &stop;
+    api = std::make_unique<k8s::ApiClient>(k8s::load_cluster_config(kubeconfig), api_options);
   }
   k8s::NodeLabeller labeller(api.get(), o);
   if (f.once) {
@@ -84,7 +88,6 @@ int run(LabellerFlags f) {
     return 0;
   }
   std::signal(SIGHUP, on_hup);
-  std::atomic<bool> stop{false};
   const auto waiter = stop_on_signals(stop);
   base::log_info(fmt::format(
       "labelling {} every {} s{}", o.node_name.empty() ? o.output_file : o.node_name, f.interval,

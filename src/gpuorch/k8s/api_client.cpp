@@ -3,10 +3,9 @@
 #include <fmt/format.h>
 
 #include <cctype>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
+#include "gpuorch/base/read_file.hpp"
 #include "gpuorch/k8s/curl_easy.hpp"
 #include "gpuorch/k8s/server_json.hpp"
 
@@ -28,12 +27,12 @@ std::string string_field(const nlohmann::json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+// A rotated token, re-read after a 401: bounded as the kubeconfig's files are (a path that
+// became /dev/zero or a FIFO must not exhaust memory or hang a call); unreadable reads as none.
 std::string read_token_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {};
-  std::stringstream s;
-  s << in.rdbuf();
-  std::string token = s.str();
+  std::string problem;
+  std::string token =
+      base::read_bounded(path, base::kConfigFileMaxBytes, problem).value_or(std::string());
   while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) {
     token.pop_back();
   }
