@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <sys/stat.h>
 
 #include <thread>
 
@@ -107,6 +108,21 @@ TEST(EnvFile, BadLinesSayFileAndLine) {
             dir.file("bad2.env") + ":1: not a variable name: 1A");
 }
 
+// Bounded as every loader (issue 30): /dev/zero, a folder or a FIFO is one line, never memory or
+// a hang.
+TEST(EnvFile, WhatIsNotARegularFileIsRefusedAtOnce) {
+  test::TempDir dir;
+  EXPECT_NE(test::input_error([] { read_env_file("/dev/zero"); }).find("not a regular file"),
+            std::string::npos);
+  EXPECT_NE(test::input_error([&] { read_env_file(dir.path().string()); }).find("directory"),
+            std::string::npos);
+  const std::string fifo = dir.file("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_NE(test::input_error([&] { read_env_file(fifo); }).find("FIFO"), std::string::npos);
+  EXPECT_NE(test::input_error([&] { read_env_file(dir.file("absent.env")); }).find("absent.env"),
+            std::string::npos);
+}
+
 TEST(NodeEnv, SlurmAndKubernetes) {
   const auto s = detect_node_env({{"SLURM_JOB_ID", "4242"},
                                   {"SLURM_NODEID", "2"},
@@ -145,6 +161,17 @@ TEST(ErrorFile, ReadsTorchRecordFormat) {
   EXPECT_FALSE(read_error_file(dir.file("absent.json")));
   test::write_text(dir.file("garbage.json"), "{not json");
   EXPECT_FALSE(read_error_file(dir.file("garbage.json")));
+  // A worker may leave anything there: endless, a FIFO, an out-of-range timestamp.
+  EXPECT_FALSE(read_error_file("/dev/zero"));
+  const std::string fifo = dir.file("error.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_FALSE(read_error_file(fifo));
+  test::write_text(
+      dir.file("big-ts.json"),
+      R"({"message": {"message": "x", "extraInfo": {"timestamp": "99999999999999999999"}}})");
+  const auto big = read_error_file(dir.file("big-ts.json"));
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->timestamp, 0);
 }
 
 TEST(Etcd, Base64RoundTrip) {

@@ -1,17 +1,18 @@
 #include "gpuorch/launch/error_file.hpp"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "gpuorch/base/read_file.hpp"
+#include "gpuorch/base/whole_number.hpp"
 
 namespace gpuorch::launch {
 
 std::optional<WorkerError> read_error_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream s;
-  s << in.rdbuf();
-  const auto j = nlohmann::json::parse(s.str(), nullptr, false);
+  // A worker writes it, so it may be anything: bounded, regular files only; unreadable is none.
+  std::string problem;
+  const auto text = base::read_bounded(path, base::kConfigFileMaxBytes, problem);
+  if (!text) return std::nullopt;
+  const auto j = nlohmann::json::parse(*text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("message")) return std::nullopt;
   WorkerError e;
   const auto& m = j.at("message");
@@ -22,12 +23,9 @@ std::optional<WorkerError> read_error_file(const std::string& path) {
     const auto extra = m.value("extraInfo", nlohmann::json::object());
     e.traceback = extra.value("py_callstack", std::string());
     const auto ts = extra.value("timestamp", nlohmann::json());
-    try {
-      if (ts.is_string()) e.timestamp = std::stoll(ts.get<std::string>());
-      if (ts.is_number_integer()) e.timestamp = ts.get<std::int64_t>();
-    } catch (const std::exception&) {
-      e.timestamp = 0;
-    }
+    if (ts.is_string())
+      e.timestamp = base::whole_number<std::int64_t>(ts.get<std::string>()).value_or(0);
+    if (ts.is_number_integer()) e.timestamp = ts.get<std::int64_t>();
   } else {
     return std::nullopt;
   }

@@ -1,8 +1,7 @@
 #include "gpuorch/launch/worker_env.hpp"
 
-#include <fstream>
-
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/base/read_file.hpp"
 
 extern char** environ;
 
@@ -46,13 +45,12 @@ std::vector<std::string> to_envp(const EnvMap& env) {
 }
 
 EnvMap read_env_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) base::fail_input(path, 0, "cannot read env file");
+  // Bounded like every loader (base/read_file.hpp): not /dev/zero, not a FIFO, not a folder.
+  base::LineReader in(path, "env file", base::kConfigFileMaxBytes);
   EnvMap env;
   std::string line;
-  std::size_t n = 0;
-  while (std::getline(in, line)) {
-    ++n;
+  while (in.next(line)) {
+    const std::size_t n = in.line_number();
     std::string t = trim(line);
     if (t.empty() || t[0] == '#') continue;
     if (t.rfind("export ", 0) == 0) t = trim(t.substr(7));
