@@ -113,7 +113,7 @@ TEST(ClusterMirror, SameNodeIsWhatTheCoreReads) {
   a.gpu_model = "A100";
   a.labels = {{"pool", "gpu"}};
   cluster::NodeSpec b = a;
-  b.gpu_links = {0, 100, 100, 0};  // not read by the core's filters and policies
+  b.gpu_memory_mib = 81920;  // not read from a Node object
   EXPECT_TRUE(ClusterMirror::same_node(a, b));
   for (const auto& change : std::vector<std::function<void(cluster::NodeSpec&)>>{
            [](cluster::NodeSpec& n) { n.cpu_milli = 4000; },
@@ -123,7 +123,11 @@ TEST(ClusterMirror, SameNodeIsWhatTheCoreReads) {
              n.taints.push_back({"k", "v", "NoSchedule"});
            },
            [](cluster::NodeSpec& n) { n.unschedulable = true; },
-           [](cluster::NodeSpec& n) { n.max_pods = 10; }}) {
+           [](cluster::NodeSpec& n) { n.max_pods = 10; },
+           // The node labeller's link matrix changed: the GPU picker reads it.
+           [](cluster::NodeSpec& n) {
+             n.gpu_links = {0, 100, 100, 0};
+           }}) {
     b = a;
     change(b);
     EXPECT_FALSE(ClusterMirror::same_node(a, b));

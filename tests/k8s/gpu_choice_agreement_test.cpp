@@ -4,15 +4,22 @@
 // any), for every request size and several occupancies, the scheduler's choice (the node spec
 // built from the host, efd's GPUs through Scheduler::schedule, as `gpuorch scheduler` runs it)
 // is the device plugin's preferred allocation with every free GPU offered; on an empty host the
-// launcher's ranks take that set too.
+// launcher's ranks take that set too. On Kubernetes too: the host's Node object as the node
+// labeller leaves it (the link matrix in its topology annotation), read by node_from_json and
+// scheduled through k8s::ClusterMirror as `gpuorch scheduler` and `gpuorch extender` do.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <variant>
 #include <vector>
 
+#include "gpuorch/k8s/cluster_mirror.hpp"
+#include "gpuorch/k8s/node_labeller.hpp"
+#include "gpuorch/k8s/node_object.hpp"
 #include "gpuorch/k8s/preferred.hpp"
 #include "gpuorch/launch/plan.hpp"
 #include "gpuorch/topology/json_read.hpp"
@@ -71,11 +78,13 @@ std::vector<RecordedHost> recorded_hosts() {
 }
 
 // What efd (gpuorch scheduler's default policy) knows of past pods: whole-GPU pods of each size.
-workload::TargetWorkload history() {
+std::vector<workload::PodSpec> past_pods() {
   std::vector<workload::PodSpec> past;
   for (const int g : {1, 2, 4, 8}) past.push_back(test::pod("h", 1000, g, 1000));
-  return workload::typical_pods(past, 1.0);
+  return past;
 }
+
+workload::TargetWorkload history() { return workload::typical_pods(past_pods(), 1.0); }
 
 // The scheduler core's GPUs for a `count`-GPU pod on the host's node with `taken` GPUs in use.
 std::vector<int> scheduler_choice(const topology::Host& host, const std::vector<int>& taken,
@@ -85,6 +94,61 @@ std::vector<int> scheduler_choice(const topology::Host& host, const std::vector<
   const auto d = b.scheduler.schedule(b.req(1000, count, 1000));
   EXPECT_EQ(d.outcome, sched::Outcome::kPlaced);
   std::vector<int> gpus = d.placement.gpus;
+  std::sort(gpus.begin(), gpus.end());
+  return gpus;
+}
+
+// The host's Node as the cluster shows it: the device plugin's allocatable (its one resource, a
+// device per GPU; CPU and memory to spare) and what the node labeller patches onto it (labels,
+// the topology annotation with the link matrix), with or without that annotation.
+nlohmann::json node_object(const topology::Host& host, bool annotated = true) {
+  const auto resources = k8s::plan_resources(host, k8s::PluginConfig{});
+  EXPECT_EQ(resources.size(), 1u);
+  nlohmann::json node = {
+      {"metadata", {{"name", "gpu-node"}}},
+      {"status",
+       {{"allocatable",
+         {{"cpu", "1000"},
+          {"memory", "4Ti"},
+          {"pods", "110"},
+          {resources.front().name, std::to_string(resources.front().devices.size())}}}}}};
+  k8s::LabelChange change;
+  node.merge_patch(k8s::labels_patch(node, k8s::node_features(host, k8s::PluginConfig{}), change));
+  if (!annotated) node["metadata"]["annotations"].erase(k8s::kTopologyAnnotation);
+  return node;
+}
+
+k8s::PodObject pod_object(const std::string& uid, int gpus, const std::string& node = "",
+                          std::vector<int> annotated = {}) {
+  k8s::PodObject p;
+  p.uid = uid;
+  p.ns = "default";
+  p.name = uid;
+  p.node_name = node;
+  p.spec = test::pod("default/" + uid, 1000, gpus, 1000);
+  p.gpus = std::move(annotated);
+  return p;
+}
+
+// `gpuorch scheduler`'s (and the extender's) GPUs for a `count`-GPU pod on the Node: the Node read
+// by node_from_json, the cluster and efd in k8s::ClusterMirror, `taken` held by a bound pod that
+// carries them in gpuorch.io/gpus.
+std::vector<int> kubernetes_choice(const nlohmann::json& node_json, const std::vector<int>& taken,
+                                   int count) {
+  const auto parsed = k8s::node_from_json(node_json);
+  const auto* node = std::get_if<cluster::NodeSpec>(&parsed);
+  EXPECT_NE(node, nullptr) << std::get<std::string>(parsed);
+  if (node == nullptr) return {};
+  k8s::ClusterMirror mirror(k8s::MirrorOptions{"efd", 42, past_pods(), {}});
+  mirror.set_nodes({{node->name, *node}});
+  mirror.ensure_built({});
+  if (!taken.empty()) {
+    EXPECT_TRUE(
+        mirror.account(pod_object("taken", static_cast<int>(taken.size()), node->name, taken)));
+  }
+  const auto r = mirror.schedule(pod_object("pending", count));
+  EXPECT_EQ(r.decision.outcome, sched::Outcome::kPlaced);
+  std::vector<int> gpus = r.decision.placement.gpus;
   std::sort(gpus.begin(), gpus.end());
   return gpus;
 }
@@ -172,6 +236,33 @@ TEST(GpuChoiceAgreement, SchedulerAndDevicePluginOnEveryRecordedHost) {
   EXPECT_GE(compared, 68);
 }
 
+// On Kubernetes, Node objects carry no link data but the node labeller's annotation: with it,
+// `gpuorch scheduler` and the extender (node_from_json, then ClusterMirror) pick the device
+// plugin's GPUs on every recorded host, for every request size and the occupancies above.
+TEST(GpuChoiceAgreement, SchedulerOnKubernetesAndDevicePluginOnEveryRecordedHost) {
+  const auto hosts = recorded_hosts();
+  ASSERT_GE(hosts.size(), 6u);
+  int compared = 0;
+  for (const auto& [name, host] : hosts) {
+    SCOPED_TRACE(name);
+    const nlohmann::json node = node_object(host);
+    const auto parsed = k8s::node_from_json(node);
+    ASSERT_TRUE(std::holds_alternative<cluster::NodeSpec>(parsed));
+    EXPECT_EQ(std::get<cluster::NodeSpec>(parsed).gpu_links, topology::node_spec(host).gpu_links)
+        << "the annotation carries the node spec's matrix";
+    const int n = static_cast<int>(host.gpus.size());
+    for (const auto& taken : occupancies(n)) {
+      for (int count = 1; count + static_cast<int>(taken.size()) <= n; ++count) {
+        SCOPED_TRACE(::testing::Message() << "taken " << text(taken) << ", " << count << " GPUs");
+        EXPECT_EQ(text(plugin_choice(host, taken, count)),
+                  text(kubernetes_choice(node, taken, count)));
+        ++compared;
+      }
+    }
+  }
+  EXPECT_GE(compared, 68);
+}
+
 // The case: GPUs 0 and 1 share a NUMA node and one NVLink, GPU 2 is on the other node
 // with two NVLinks to GPU 0 (SYS to GPU 1). The old scheduler scale tied the pairs (110 each,
 // lowest indices won: 0+1), the old plugin scale did not (105 vs 200: 0+2); now both, and the
@@ -205,6 +296,10 @@ TEST(GpuChoiceAgreement, TwoNvLinksAcrossNumaNodesBeatOneOnANode) {
   EXPECT_EQ(text(scheduler_choice(h, {}, 2)), "{0,2}");
   EXPECT_EQ(text(plugin_choice(h, {}, 2)), "{0,2}");
   EXPECT_EQ(text(launcher_choice(h, 2)), "{0,2}");
+  // On Kubernetes, the same through the labeller's annotation; a Node without it (no labeller)
+  // gets the lowest free GPUs, which the plugin would not have chosen.
+  EXPECT_EQ(text(kubernetes_choice(node_object(h), {}, 2)), "{0,2}");
+  EXPECT_EQ(text(kubernetes_choice(node_object(h, false), {}, 2)), "{0,1}");
 }
 
 }  // namespace

@@ -189,6 +189,32 @@ TEST(NodeFeatures, TopologyAnnotationNamesIslandsAndNuma) {
   EXPECT_EQ(nvlink_islands(test::fixture_host("t4x2")), (std::vector<std::vector<int>>{{0}, {1}}));
 }
 
+// The annotation carries the host's GPU link matrix, exactly the node spec's (what
+// `gpuorch topo --node-spec` writes and the device plugin scores by), read back whole by the
+// scheduler; small enough for a Node's annotations (256 KiB in all) at 8 GPUs.
+TEST(NodeFeatures, TopologyAnnotationCarriesTheLinkMatrix) {
+  const auto host = test::fixture_host("dgx-h100");
+  const auto f = node_features(host, PluginConfig{});
+  ASSERT_EQ(f.annotations.size(), 1u);
+  const std::string& text = f.annotations[0].second;
+  const auto j = nlohmann::json::parse(text);
+  ASSERT_EQ(j["links"].size(), 8u);
+  EXPECT_EQ(j["links"][0][0], 0);
+  EXPECT_EQ(j["links"][0][1], 137) << "NV18, one NUMA node (docs/topology.md)";
+  EXPECT_EQ(j["links"][0][7], 136) << "NV18 across NUMA nodes";
+  EXPECT_EQ(j["nvlink_islands"], nlohmann::json::parse("[[0,1,2,3,4,5,6,7]]"));
+  EXPECT_EQ(annotated_gpu_links(text, 8), topology::node_spec(host).gpu_links);
+  EXPECT_LT(text.size(), 2048u);
+  // A host whose links nobody knows gives no matrix (the node spec has none either).
+  auto unknown = test::fixture_host("t4x2");
+  unknown.links.clear();
+  ASSERT_TRUE(topology::node_spec(unknown).gpu_links.empty());
+  const auto u =
+      nlohmann::json::parse(node_features(unknown, PluginConfig{}).annotations[0].second);
+  EXPECT_FALSE(u.contains("links"));
+  EXPECT_EQ(u["gpus"].size(), 2u);
+}
+
 TEST(NodeLabels, PatchRemovesOnlyOwnedLabelsNoLongerTrue) {
   const auto host = test::fixture_host("h200-vm");
   const auto shared = node_features(host, parse_config(kTimeSlicing4, "c.yaml"));

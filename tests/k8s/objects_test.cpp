@@ -5,9 +5,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpuorch/k8s/cluster_mirror.hpp"
 #include "gpuorch/k8s/node_object.hpp"
 #include "gpuorch/k8s/pod_object.hpp"
 #include "gpuorch/k8s/quantity.hpp"
+#include "gpuorch/k8s/topology_annotation.hpp"
 
 namespace gpuorch::k8s {
 namespace {
@@ -81,6 +83,89 @@ TEST(NodeObject, BadAllocatableIsRefusedWithAReason) {
   EXPECT_TRUE(std::holds_alternative<std::string>(node_from_json({{"metadata", {{"name", "x"}}}})));
   EXPECT_TRUE(
       std::holds_alternative<std::string>(node_from_json(node({{"nvidia.com/gpu", "0.5"}}))));
+}
+
+// A 3-GPU node whose topology annotation (docs/labeller.md) is `annotation` (a string, or any
+// JSON value a hostile or broken writer could leave there).
+json annotated_node(json annotation) {
+  json n = node({{"cpu", "8"}, {"nvidia.com/gpu", "3"}});
+  n["metadata"]["annotations"] = {{kTopologyAnnotation, std::move(annotation)}};
+  return n;
+}
+
+cluster::NodeSpec spec_of(const json& node) {
+  auto r = node_from_json(node);
+  EXPECT_TRUE(std::holds_alternative<cluster::NodeSpec>(r)) << std::get<std::string>(r);
+  return std::holds_alternative<cluster::NodeSpec>(r) ? std::get<cluster::NodeSpec>(r)
+                                                      : cluster::NodeSpec{};
+}
+
+std::string links_text(const json& links) {
+  return json{{"gpus", json::array()}, {"links", links}}.dump();
+}
+
+TEST(NodeObject, GpuLinksFromTheTopologyAnnotation) {
+  // The diagonal is not read: whatever it holds, the node spec's is 0.
+  const auto spec = spec_of(annotated_node(links_text({{7, 137, 10}, {137, 0, 11}, {10, 11, 0}})));
+  EXPECT_EQ(spec.name, "n1");
+  EXPECT_EQ(spec.gpu_links, (std::vector<std::uint8_t>{0, 137, 10, 137, 0, 11, 10, 11, 0}));
+  // No annotation, or one without a matrix (an older labeller's): no links, lowest free GPUs.
+  EXPECT_TRUE(spec_of(node({{"nvidia.com/gpu", "3"}})).gpu_links.empty());
+  EXPECT_TRUE(
+      spec_of(annotated_node(R"({"gpus":[],"nvlink_islands":[[0,1,2]]})")).gpu_links.empty());
+}
+
+// A matrix that does not fit the node leaves its links empty (the picker's lowest free GPUs) and
+// keeps the node: the links only steer which GPUs, never whether the node can be used.
+TEST(NodeObject, MalformedTopologyAnnotationLeavesLinksEmptyAndKeepsTheNode) {
+  const json fine = {{0, 137, 10}, {137, 0, 11}, {10, 11, 0}};
+  std::string deep(100000, '[');
+  const std::vector<std::pair<std::string, json>> cases = {
+      {"not JSON", "{\"links\": [[0,1"},
+      {"not an object", R"(["links"])"},
+      {"nested beyond the parser's limit", R"({"links":)" + deep},
+      {"links not a list", links_text("0,1,2")},
+      {"two rows for three GPUs", links_text({{0, 1, 2}, {1, 0, 2}})},
+      {"four rows for three GPUs",
+       links_text({{0, 1, 2, 3}, {1, 0, 2, 3}, {2, 2, 0, 3}, {3, 3, 3, 0}})},
+      {"a short row", links_text({{0, 1, 2}, {1, 0}, {2, 2, 0}})},
+      {"a row not a list", links_text({{0, 1, 2}, 5, {2, 2, 0}})},
+      {"a score above 255", links_text({{0, 256, 2}, {256, 0, 2}, {2, 2, 0}})},
+      {"a negative score", links_text({{0, -1, 2}, {-1, 0, 2}, {2, 2, 0}})},
+      {"a fractional score", links_text({{0, 1.5, 2}, {1.5, 0, 2}, {2, 2, 0}})},
+      {"a score as text", links_text({{0, "1", 2}, {"1", 0, 2}, {2, 2, 0}})},
+      {"a huge score", links_text({{0, 18446744073709551615ULL, 2}, {1, 0, 2}, {2, 2, 0}})},
+      {"not symmetric", links_text({{0, 137, 10}, {136, 0, 11}, {10, 11, 0}})},
+      {"the annotation not a string", json{{"links", fine}}},
+  };
+  for (const auto& [what, annotation] : cases) {
+    SCOPED_TRACE(what);
+    const auto spec = spec_of(annotated_node(annotation));
+    EXPECT_EQ(spec.name, "n1");
+    EXPECT_EQ(spec.gpu_count, 3);
+    EXPECT_TRUE(spec.gpu_links.empty());
+  }
+  // A node with no GPUs, or one, has nothing to choose between.
+  EXPECT_TRUE(spec_of([&] {
+                auto n = annotated_node(links_text(fine));
+                n["status"]["allocatable"]["nvidia.com/gpu"] = "1";
+                return n;
+              }())
+                  .gpu_links.empty());
+  EXPECT_EQ(spec_of(annotated_node(links_text(fine))).gpu_links.size(), 9U);
+}
+
+// A new matrix on a Node is a change the core reads (the scheduler and the extender rebuild their
+// cluster for it); the same matrix again, with a kubelet's new status, is not.
+TEST(NodeObject, ANewLinkMatrixIsANewNodeToTheCore) {
+  const json before = annotated_node(links_text({{0, 137, 10}, {137, 0, 11}, {10, 11, 0}}));
+  json again = before;
+  again["status"]["conditions"] = json::array({{{"type", "Ready"}, {"status", "True"}}});
+  EXPECT_TRUE(ClusterMirror::same_node(spec_of(before), spec_of(again)));
+  const json after = annotated_node(links_text({{0, 10, 137}, {10, 0, 11}, {137, 11, 0}}));
+  EXPECT_FALSE(ClusterMirror::same_node(spec_of(before), spec_of(after)));
+  EXPECT_FALSE(ClusterMirror::same_node(spec_of(before),
+                                        spec_of(node({{"cpu", "8"}, {"nvidia.com/gpu", "3"}}))));
 }
 
 json pod(json spec, json annotations = json::object()) {

@@ -19,7 +19,7 @@ bool ClusterMirror::same_node(const cluster::NodeSpec& a, const cluster::NodeSpe
   };
   return a.cpu_milli == b.cpu_milli && a.memory_mib == b.memory_mib && a.gpu_count == b.gpu_count &&
          a.gpu_model == b.gpu_model && a.labels == b.labels && a.unschedulable == b.unschedulable &&
-         a.max_pods == b.max_pods && taints(a) == taints(b);
+         a.max_pods == b.max_pods && taints(a) == taints(b) && a.gpu_links == b.gpu_links;
 }
 
 void ClusterMirror::set_nodes(std::map<std::string, cluster::NodeSpec> nodes) {

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <numeric>
 #include <set>
 
@@ -111,26 +110,6 @@ void nvidia_labels(const Host& h, const PluginConfig& config,
   }
   out["nvidia.com/mps.capable"] = mps ? "true" : "false";
   out["nvidia.com/mig.strategy"] = to_string(config.mig_strategy);
-}
-
-std::string topology_annotation(const Host& h, const std::vector<std::vector<int>>& islands) {
-  nlohmann::ordered_json j;
-  j["gpus"] = nlohmann::ordered_json::array();
-  for (std::size_t i = 0; i < h.gpus.size(); ++i) {
-    int island = 0;
-    for (std::size_t k = 0; k < islands.size(); ++k) {
-      if (std::find(islands[k].begin(), islands[k].end(), static_cast<int>(i)) !=
-          islands[k].end()) {
-        island = static_cast<int>(k);
-      }
-    }
-    j["gpus"].push_back({{"index", h.gpus[i].index},
-                         {"uuid", h.gpus[i].uuid},
-                         {"numa_node", h.gpus[i].numa_node},
-                         {"island", island}});
-  }
-  j["nvlink_islands"] = islands;
-  return j.dump();
 }
 
 }  // namespace

@@ -3,18 +3,17 @@
 // Discovery (GFD) would write for this host under this device-plugin config (the sharing labels
 // `nvidia.com/gpu.replicas`, `gpu.sharing-strategy`, the `-SHARED` product suffix; the MIG
 // strategy and MIG device labels), the AMD and gpuorch.io labels of topology::node_labels, and
-// gpuorch's topology annotation (NVLink islands, each GPU's NUMA node). Pure: the same host and
-// config always give the same features, so a refresh that changes nothing writes nothing.
+// gpuorch's topology annotation (NVLink islands, each GPU's NUMA node, the GPU link matrix:
+// topology_annotation.hpp). Pure: the same host and config always give the same features, so a
+// refresh that changes nothing writes nothing.
 #include <string>
 
 #include "gpuorch/k8s/config.hpp"
+#include "gpuorch/k8s/topology_annotation.hpp"
 #include "gpuorch/topology/host.hpp"
 #include "gpuorch/topology/labels.hpp"
 
 namespace gpuorch::k8s {
-
-// JSON: {"gpus":[{"index","uuid","numa_node","island"}],"nvlink_islands":[[0,1],...]}.
-inline constexpr const char* kTopologyAnnotation = "gpuorch.io/topology";
 
 struct NodeFeatures {
   topology::Labels labels;       // sorted by key

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "gpuorch/k8s/quantity.hpp"
+#include "gpuorch/k8s/topology_annotation.hpp"
 
 namespace gpuorch::k8s {
 namespace {
@@ -83,6 +84,14 @@ std::variant<cluster::NodeSpec, std::string> node_from_json(const json& node) {
     }
     // A GPU node nobody labelled: its GPUs are schedulable for pods that name no model.
     if (spec.gpu_model.empty()) spec.gpu_model = "unknown";
+    // The node labeller's link matrix, so the core picks the GPUs the device plugin will; a
+    // matrix that does not fit this node is no link data (lowest free GPUs), never a bad node.
+    if (const json* annotations = meta != nullptr ? field(*meta, "annotations") : nullptr) {
+      if (const json* t = field(*annotations, kTopologyAnnotation);
+          t != nullptr && t->is_string()) {
+        spec.gpu_links = annotated_gpu_links(t->get_ref<const std::string&>(), spec.gpu_count);
+      }
+    }
   }
   if (const json* s = field(node, "spec"); s != nullptr) {
     if (const json* u = field(*s, "unschedulable"); u != nullptr && u->is_boolean()) {

@@ -1,7 +1,7 @@
 #pragma once
 // A Kubernetes Node as the scheduler core sees it: allocatable CPU, memory, GPUs and pods, the
 // GPU model (GFD's nvidia.com/gpu.product label, or the labels `gpuorch topo --labels` writes),
-// labels, taints and the cordon.
+// labels, taints, the cordon, and the GPU link matrix of the node labeller's topology annotation.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <variant>
