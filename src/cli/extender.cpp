@@ -88,7 +88,11 @@ int run(const ExtenderFlags& f) {
 
   const std::optional<std::string> kubeconfig =
       f.kubeconfig.empty() ? std::nullopt : std::optional<std::string>(f.kubeconfig);
-  k8s::ApiClient api(k8s::load_cluster_config(kubeconfig));
+  // SIGTERM ends every API call in flight (a slow list, a bind) at once, not after its timeout.
+  std::atomic<bool> stop{false};
+  k8s::ApiClientOptions api_options;
+  api_options.cancel = &stop;
+  k8s::ApiClient api(k8s::load_cluster_config(kubeconfig), api_options);
   try {
     api.get("/api/v1/nodes?limit=1");
     api.get("/api/v1/pods?limit=1");
@@ -100,7 +104,6 @@ int run(const ExtenderFlags& f) {
     throw;
   }
 
-  std::atomic<bool> stop{false};
   std::jthread signal_thread = stop_on_signals(stop);
   k8s::ExtenderService service(api, options);
   std::unique_ptr<httplib::Server> http;

@@ -8,6 +8,18 @@
 #include "gpuorch/base/text_check.hpp"
 
 namespace gpuorch::base {
+namespace {
+
+// A JSON pointer as a message shows it: nested thousands deep, the whole pointer would push what
+// is wrong past the message's cut (base/error.cpp keeps 4096 bytes).
+std::string shown(const std::string& pointer) {
+  constexpr std::size_t kShown = 200;
+  if (pointer.empty()) return "/";
+  if (pointer.size() <= kShown) return pointer;
+  return fmt::format("{}... ({} bytes)", pointer.substr(0, kShown), pointer.size());
+}
+
+}  // namespace
 
 void require_no_control_json(const nlohmann::json& doc, const std::string& file) {
   // An explicit stack: a document nested thousands deep must not exhaust the call stack.
@@ -16,12 +28,10 @@ void require_no_control_json(const nlohmann::json& doc, const std::string& file)
     auto [value, pointer] = std::move(todo.back());
     todo.pop_back();
     if (value->is_string()) {
-      require_no_control(value->get_ref<const std::string&>(), file, 0,
-                         pointer.empty() ? std::string("/") : pointer);
+      require_no_control(value->get_ref<const std::string&>(), file, 0, shown(pointer));
     } else if (value->is_object()) {
       for (auto it = value->begin(); it != value->end(); ++it) {
-        require_no_control(it.key(), file, 0,
-                           fmt::format("a key in {}", pointer.empty() ? "/" : pointer));
+        require_no_control(it.key(), file, 0, fmt::format("a key in {}", shown(pointer)));
         todo.emplace_back(&it.value(), pointer + "/" + it.key());
       }
     } else if (value->is_array()) {

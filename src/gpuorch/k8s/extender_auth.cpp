@@ -7,10 +7,10 @@
 #include <openssl/x509.h>
 
 #include <array>
-#include <fstream>
 
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/base/printable.hpp"
+#include "gpuorch/base/read_file.hpp"
 #include "gpuorch/base/text_check.hpp"
 
 namespace gpuorch::k8s {
@@ -73,12 +73,10 @@ bool ExtenderAuth::admit(const httplib::Request& req, httplib::Response& res) {
 
 std::string read_auth_token(const std::string& path) {
   constexpr std::size_t kMax = 4096;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) base::fail_input(fmt::format("--auth-token-file {}: cannot be read", path));
-  // A bounded read: /dev/zero or a huge file must not be read whole.
-  std::string text(2 * kMax, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
+  // The one bounded reader: /dev/zero, a FIFO or a folder is refused at once, a huge file not
+  // read whole.
+  const std::string text =
+      base::read_input_file(path, "auth token file", base::kConfigFileMaxBytes);
   std::string line = text.substr(0, text.find('\n'));
   if (line.size() > kMax) {
     base::fail_input(fmt::format("{}:1: the token is longer than {} bytes", path, kMax));
