@@ -204,6 +204,9 @@ void warnings(const NcclLog& log, std::vector<Finding>& out) {
   }
 }
 
+// At most this many ranks are named in a finding; the rest are counted.
+constexpr std::size_t kListedRanks = 32;
+
 void timeouts(const NcclLog& log, std::vector<Finding>& out) {
   // One finding per collective that timed out (PyTorch's sequence number).
   std::map<long long, std::vector<const CollectiveTimeout*>> by_seq;
@@ -215,13 +218,20 @@ void timeouts(const NcclLog& log, std::vector<Finding>& out) {
     // timeout, or its watchdog says it never enqueued it.
     std::set<int> stopped;
     std::vector<std::string> why;
+    // The silent ranks are counted, and the first kListedRanks named: the log's nranks can be
+    // anything up to INT_MAX, and a loop over all of them hung `doctor nccl-log` (fuzz_nccl_log).
     const int world = log.nranks.value_or(0);
-    for (int r = 0; r < world; ++r) {
+    const auto in_world =
+        std::count_if(reported.begin(), reported.end(), [&](int r) { return r >= 0 && r < world; });
+    const long long silent = static_cast<long long>(world) - in_world;
+    for (int r = 0; r < world && why.size() < kListedRanks; ++r) {
       if (!reported.count(r)) {
         stopped.insert(r);
         why.push_back(fmt::format("rank {} reported no timeout", r));
       }
     }
+    const long long unnamed = silent - static_cast<long long>(why.size());
+    if (unnamed > 0) why.push_back(fmt::format("{} more ranks reported no timeout", unnamed));
     for (const auto& [r, p] : log.progress) {
       if (p.last_enqueued >= 0 && p.last_enqueued < seq) {
         stopped.insert(r);
@@ -234,6 +244,7 @@ void timeouts(const NcclLog& log, std::vector<Finding>& out) {
     f.id = "nccl.timeout";
     std::vector<std::string> names;
     for (const int r : stopped) names.push_back(rank_name(log, r));
+    if (unnamed > 0) names.push_back(fmt::format("and {} more", unnamed));
     f.what = fmt::format("collective {} #{} timed out after {} ms on {} rank(s){}", first.op, seq,
                          first.timeout_ms, reported.size(),
                          stopped.empty()
@@ -254,17 +265,25 @@ void timeouts(const NcclLog& log, std::vector<Finding>& out) {
 void init(const NcclLog& log, std::vector<Finding>& out) {
   if (!log.nranks || log.init_complete.empty()) return;
   if (log.init_complete.size() >= static_cast<std::size_t>(*log.nranks)) return;
+  // Counted, and the first kListedRanks named (nranks can be anything up to INT_MAX).
+  const int world = *log.nranks;
+  const auto completed =
+      std::count_if(log.init_complete.begin(), log.init_complete.end(),
+                    [&](const auto& e) { return e.first >= 0 && e.first < world; });
+  const long long missing_count = static_cast<long long>(world) - completed;
   std::vector<int> missing;
-  for (int r = 0; r < *log.nranks; ++r) {
+  for (int r = 0; r < world && missing.size() < kListedRanks; ++r) {
     if (!log.init_complete.count(r)) missing.push_back(r);
   }
+  const long long unnamed = missing_count - static_cast<long long>(missing.size());
+  const std::string more = unnamed > 0 ? fmt::format(" and {} more", unnamed) : std::string();
   Finding f;
   f.severity = Severity::kWarning;
   f.id = "nccl.init-incomplete";
   f.what = fmt::format("{} of {} ranks never logged Init COMPLETE: they hung or died in init, or "
                        "their output is not in this log",
-                       missing.size(), *log.nranks);
-  f.evidence = fmt::format("missing ranks {}; ranks {} completed", fmt::join(missing, ","),
+                       missing_count, *log.nranks);
+  f.evidence = fmt::format("missing ranks {}{}; ranks {} completed", fmt::join(missing, ","), more,
                            log.init_complete.size());
   f.fix = "collect every rank's output (torchrun --tee 3, or one log per host) and look for the "
           "missing ranks' first error";
