@@ -19,6 +19,7 @@
 #include "gpuorch/io/openb.hpp"
 #include "gpuorch/k8s/kubeconfig.hpp"
 #include "gpuorch/k8s/leader_election.hpp"
+#include "gpuorch/k8s/patient_get.hpp"
 #include "gpuorch/k8s/scheduler_service.hpp"
 #include "gpuorch/sched/policy.hpp"
 #include "gpuorch/telemetry/exporter.hpp"
@@ -57,34 +58,15 @@ std::string replica_identity() {
 // exit 1 (the Deployment restarts it).
 void check_access(k8s::ApiClient& api, std::chrono::seconds patience,
                   const std::atomic<bool>& stop) {
-  const auto deadline = std::chrono::steady_clock::now() + patience;
-  auto wait = std::chrono::milliseconds(500);
   for (const char* path : {"/api/v1/nodes?limit=1", "/api/v1/pods?limit=1"}) {
-    while (true) {
-      std::string error;
-      try {
-        api.get(path);
-        break;
-      } catch (const k8s::ApiCancelled&) {
-        return;
-      } catch (const k8s::ApiError& e) {
-        if (e.status() == 401 || e.status() == 403) {
-          base::fail_input(fmt::format("{}: the API server refused the credentials: {}",
-                                       api.config().source, e.what()));
-        }
-        error = e.what();
-      } catch (const std::exception& e) {
-        error = e.what();
+    try {
+      if (!k8s::patient_get(api, path, patience, stop, base::log)) return;
+    } catch (const k8s::ApiError& e) {
+      if (e.status() == 401 || e.status() == 403) {
+        base::fail_input(fmt::format("{}: the API server refused the credentials: {}",
+                                     api.config().source, e.what()));
       }
-      if (std::chrono::steady_clock::now() + wait > deadline) throw std::runtime_error(error);
-      base::log(base::Severity::kWarning,
-                fmt::format("{}; trying again in {} ms", error, wait.count()));
-      for (const auto until = std::chrono::steady_clock::now() + wait;
-           std::chrono::steady_clock::now() < until && !stop.load();) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
-      if (stop.load()) return;
-      wait = std::min(wait * 2, std::chrono::milliseconds(5000));
+      throw;
     }
   }
 }

@@ -24,6 +24,7 @@
 
 #include "gpuorch/k8s/api_client.hpp"
 #include "gpuorch/k8s/kubeconfig.hpp"
+#include "support/cluster_objects.hpp"
 #include "support/control_plane.hpp"
 #include "support/kube_objects.hpp"
 #include "support/scheduler_process.hpp"
@@ -42,30 +43,14 @@ const std::string kQueueLabel = "kueue.x-k8s.io/queue-name";
 const std::string kPoolLabel = "gpuorch.io/pool";
 
 void add_node(k8s::ApiClient& api, const std::string& name, int gpus, json labels) {
-  labels["nvidia.com/gpu.product"] = "H100";
-  api.create("/api/v1/nodes", {{"apiVersion", "v1"},
-                               {"kind", "Node"},
-                               {"metadata", {{"name", name}, {"labels", labels}}}});
-  const json res = {{"cpu", "32"},
-                    {"memory", "256Gi"},
-                    {"pods", "110"},
-                    {"nvidia.com/gpu", std::to_string(gpus)}};
-  api.patch(fmt::format("/api/v1/nodes/{}/status", name),
-            {{"status", {{"capacity", res}, {"allocatable", res}}}});
+  test::add_gpu_node(api, name, gpus, std::move(labels), "H100");
 }
 
 // A pod of the pod integration: it names the LocalQueue; 2 whole GPUs.
 json queued_pod(const std::string& name, const std::string& queue) {
-  const json requests = {{"cpu", "1"}, {"memory", "1Gi"}, {"nvidia.com/gpu", "2"}};
-  return {{"apiVersion", "v1"},
-          {"kind", "Pod"},
-          {"metadata", {{"name", name}, {"labels", {{kQueueLabel, queue}}}}},
-          {"spec",
-           {{"schedulerName", "gpuorch"},
-            {"containers",
-             json::array({{{"name", "c"},
-                           {"image", "registry.k8s.io/pause:3.10"},
-                           {"resources", {{"requests", requests}, {"limits", requests}}}}})}}}};
+  json pod = test::gpu_pod(name, {{"cpu", "1"}, {"memory", "1Gi"}, {"nvidia.com/gpu", "2"}});
+  pod["metadata"]["labels"] = {{kQueueLabel, queue}};
+  return pod;
 }
 
 std::vector<std::string> gates(const json& pod) {
@@ -164,11 +149,10 @@ TEST(SchedulerKueue, PlacesExactlyWhatTheRealKueueAdmitsOnTheFlavorsNodes) {
   add_node(api, "gpu-b", 8, json::object());
 
   // A flavor with nodeLabels, a ClusterQueue with 4 GPUs of it, a LocalQueue in default.
-  api.create(kKueue + "/resourceflavors",
-             {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
-              {"kind", "ResourceFlavor"},
-              {"metadata", {{"name", "pool-a"}}},
-              {"spec", {{"nodeLabels", {{kPoolLabel, "a"}}}}}});
+  api.create(kKueue + "/resourceflavors", {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                                           {"kind", "ResourceFlavor"},
+                                           {"metadata", {{"name", "pool-a"}}},
+                                           {"spec", {{"nodeLabels", {{kPoolLabel, "a"}}}}}});
   api.create(
       kKueue + "/clusterqueues",
       {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
@@ -211,7 +195,8 @@ TEST(SchedulerKueue, PlacesExactlyWhatTheRealKueueAdmitsOnTheFlavorsNodes) {
 
   // Kueue's side: two admitted, ungated and given the flavor's node selector; the third stays
   // gated (its Workload waits for quota), and keeps its gate.
-  Split s = wait_split(api, pods, [](const Split& x) { return x.ungated.size() == 2; }, 60s);
+  Split s = wait_split(
+      api, pods, [](const Split& x) { return x.ungated.size() == 2; }, 60s);
   std::this_thread::sleep_for(2s);
   s = split(api, pods);
   ASSERT_EQ(s.ungated.size(), 2U) << names(s.ungated) << "\n" << kueue_log(cp);

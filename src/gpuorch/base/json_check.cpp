@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpuorch/base/printable.hpp"
 #include "gpuorch/base/text_check.hpp"
 
 namespace gpuorch::base {
@@ -12,12 +13,7 @@ namespace {
 
 // A JSON pointer as a message shows it: nested thousands deep, the whole pointer would push what
 // is wrong past the message's cut (base/error.cpp keeps 4096 bytes).
-std::string shown(const std::string& pointer) {
-  constexpr std::size_t kShown = 200;
-  if (pointer.empty()) return "/";
-  if (pointer.size() <= kShown) return pointer;
-  return fmt::format("{}... ({} bytes)", pointer.substr(0, kShown), pointer.size());
-}
+std::string shown(const std::string& pointer) { return pointer.empty() ? "/" : printable(pointer); }
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "gpuorch/base/printable.hpp"
 #include "gpuorch/k8s/node_object.hpp"
 #include "gpuorch/k8s/object_fields.hpp"
 #include "gpuorch/k8s/quantity.hpp"
@@ -17,12 +18,8 @@ namespace {
 
 using nlohmann::json;
 
-// A value a pod gave, as messages quote it: an annotation may be 256 KiB.
-std::string clip(const std::string& value) {
-  constexpr std::size_t kShown = 64;
-  if (value.size() <= kShown) return value;
-  return fmt::format("{}... ({} bytes)", value.substr(0, kShown), value.size());
-}
+// How much of a value a pod gave a message quotes (an annotation may be 256 KiB).
+constexpr std::size_t kQuoted = 64;
 
 // Thrown inside pod_from_json for a request it cannot use; becomes PodObject::error.
 struct BadPod : std::runtime_error {
@@ -221,10 +218,12 @@ void read_request(const json& obj, PodObject& p) {
   if (p.node_name.empty()) {
     std::vector<std::string> ways;
     if (has_fraction) {
-      ways.push_back(fmt::format("annotation {} '{}'", kGpuFractionAnnotation, clip(fraction)));
+      ways.push_back(fmt::format("annotation {} '{}'", kGpuFractionAnnotation,
+                                 base::printable(fraction, kQuoted)));
     }
     if (p.gpu_milli_annotated) {
-      ways.push_back(fmt::format("annotation {} '{}'", kGpuMilliAnnotation, clip(milli_text)));
+      ways.push_back(fmt::format("annotation {} '{}'", kGpuMilliAnnotation,
+                                 base::printable(milli_text, kQuoted)));
     }
     if (r.share_milli > 0) {
       ways.push_back(fmt::format("resource {} {}", kGpuMilliAnnotation, r.share_milli));
@@ -242,16 +241,16 @@ void read_request(const json& obj, PodObject& p) {
     if (has_fraction) {
       m = fraction_field.is_string() ? quantity_milli(fraction) : std::nullopt;
       if (!m || *m < 1 || *m > 1000) {
-        throw BadPod(
-            fmt::format("{} '{}' is not in (0, 1]", kGpuFractionAnnotation, clip(fraction)));
+        throw BadPod(fmt::format("{} '{}' is not in (0, 1]", kGpuFractionAnnotation,
+                                 base::printable(fraction, kQuoted)));
       }
     } else if (r.share_milli > 0) {
       m = r.share_milli;
     } else {
       m = milli_field.is_string() ? quantity_count(milli_text) : std::nullopt;
       if (!m || *m < 1 || *m > 1000) {
-        throw BadPod(
-            fmt::format("{} '{}' is not in 1..1000", kGpuMilliAnnotation, clip(milli_text)));
+        throw BadPod(fmt::format("{} '{}' is not in 1..1000", kGpuMilliAnnotation,
+                                 base::printable(milli_text, kQuoted)));
       }
     }
     pod.gpu_count = 1;

@@ -10,6 +10,7 @@
 #include "gpuorch/k8s/binding.hpp"
 #include "gpuorch/k8s/informer.hpp"
 #include "gpuorch/k8s/node_object.hpp"
+#include "gpuorch/k8s/patient_get.hpp"
 #include "gpuorch/k8s/unevaluated_fields.hpp"
 
 namespace gpuorch::k8s {
@@ -75,42 +76,20 @@ bool SchedulerService::alive() const {
 
 bool SchedulerService::discover_podgroups(const std::atomic<bool>& stop) {
   static constexpr const char* kPath = "/apis/scheduling.x-k8s.io/v1alpha1";
-  const auto deadline = Clock::now() + options_.startup_timeout;
-  auto wait = std::chrono::milliseconds(500);
-  while (true) {
-    beat();
-    std::string error;
-    try {
-      api_.get(kPath);
-      podgroups_served_ = true;
-      return true;
-    } catch (const ApiCancelled&) {
-      return false;
-    } catch (const ApiError& e) {
-      if (e.status() == 404) {
-        log("no scheduling.x-k8s.io/v1alpha1 API (PodGroup CRD not installed): gangs will wait",
-            base::Severity::kWarning);
-        return true;
-      }
-      if (e.status() == 401 || e.status() == 403) {
-        throw std::runtime_error(fmt::format("the API server refused {}: {}", kPath, e.what()));
-      }
-      error = e.what();
-    } catch (const std::exception& e) {
-      error = e.what();  // no connection, a dropped one, an answer that is not JSON
+  try {
+    if (!patient_get(api_, kPath, options_.startup_timeout, stop, options_.log,
+                     [this] { beat(); })) {
+      return false;  // stopped meanwhile
     }
-    if (Clock::now() + wait > deadline) {
-      throw std::runtime_error(fmt::format("GET {} failed for {} s, giving up: {}", kPath,
-                                           options_.startup_timeout.count(), error));
+    podgroups_served_ = true;
+  } catch (const ApiError& e) {
+    if (e.status() != 404) {
+      throw std::runtime_error(fmt::format("the API server refused {}: {}", kPath, e.what()));
     }
-    log(fmt::format("GET {}: {}; trying again in {} ms", kPath, error, wait.count()),
+    log("no scheduling.x-k8s.io/v1alpha1 API (PodGroup CRD not installed): gangs will wait",
         base::Severity::kWarning);
-    for (const auto until = Clock::now() + wait; Clock::now() < until;) {
-      if (stop.load()) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    wait = std::min(wait * 2, std::chrono::milliseconds(5000));
   }
+  return true;
 }
 
 void SchedulerService::run(const std::atomic<bool>& stop) {
@@ -276,6 +255,8 @@ void SchedulerService::handle_podgroup(const json& obj, bool deleted) {
   cluster_changed_ = true;  // a new or changed group may let its gang go
   if (deleted) {
     podgroups_.erase(key);
+    writes_.withdraw("podgroup/" + key);  // nothing is owed to a PodGroup that is gone
+    writes_.withdraw("podgroup-event/" + key);
     return;
   }
   PodGroupInfo& g = podgroups_[key];
@@ -351,9 +332,6 @@ void SchedulerService::handle_pod(const json& obj, bool deleted) {
   }
   // An update of a pod already reported (our own status write among them) waits for a change.
   if (queued || unschedulable_.contains(uid)) return;
-  if (reported_.contains(uid) && reported_[uid].starts_with("waiting for scheduling gates")) {
-    reported_.erase(uid);  // just ungated: its verdict is still to come
-  }
   requeue(uid);
 }
 
@@ -418,7 +396,7 @@ bool SchedulerService::schedule_next() {
   const std::string uid = *next;
   const auto it = pods_.find(uid);
   if (it == pods_.end()) return true;
-  const PodObject pod = it->second;  // a copy: deciding may change pods_' neighbours
+  const PodObject& pod = it->second;  // deciding reads pods_, never changes it
   if (!pod.node_name.empty() || !ours(pod) || pod.deleting || pod.gated() ||
       binding_.contains(uid) || mirror_.accounted(uid)) {
     return true;
@@ -577,9 +555,7 @@ void SchedulerService::schedule_gang(const std::string& gang) {
     write_podgroup_status(gang, "Pending", bound);
     if (reported_[gang] != message) {
       reported_[gang] = message;
-      writes_.submit("podgroup-event/" + gang,
-                     [this, ns = g.object["metadata"].value("namespace", ""), obj = g.object,
-                      message] { post_event(ns, obj, "Warning", "FailedScheduling", message); });
+      post_podgroup_event(gang, "Warning", "FailedScheduling", message);
     }
     return;
   }
@@ -592,11 +568,17 @@ void SchedulerService::schedule_gang(const std::string& gang) {
   write_podgroup_status(gang, "Scheduled", present);
   log(fmt::format("gang {}: {} members placed{}", gang, pending.size(),
                   r.domain.empty() ? "" : " under " + r.domain));
+  post_podgroup_event(gang, "Normal", "Scheduled",
+                      fmt::format("all {} pending members placed{}", pending.size(),
+                                  r.domain.empty() ? "" : " under " + r.domain));
+}
+
+void SchedulerService::post_podgroup_event(const std::string& gang, const std::string& type,
+                                           const std::string& reason, const std::string& message) {
+  const json& obj = podgroups_.at(gang).object;
   writes_.submit("podgroup-event/" + gang,
-                 [this, ns = g.object["metadata"].value("namespace", ""), obj = g.object,
-                  message = fmt::format("all {} pending members placed{}", pending.size(),
-                                        r.domain.empty() ? "" : " under " + r.domain)] {
-                   post_event(ns, obj, "Normal", "Scheduled", message);
+                 [this, ns = obj["metadata"].value("namespace", ""), obj, type, reason, message] {
+                   post_event(ns, obj, type, reason, message);
                  });
 }
 

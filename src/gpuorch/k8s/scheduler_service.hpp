@@ -121,6 +121,8 @@ class SchedulerService {
   void schedule_gang(const std::string& gang);
   bool ensure_built(const PodObject& pod);
   void queue_bind(const PodObject& pod, const std::string& node, const std::vector<int>& gpus);
+  void post_podgroup_event(const std::string& gang, const std::string& type,
+                           const std::string& reason, const std::string& message);
   void write_podgroup_status(const std::string& gang, const std::string& phase, int scheduled);
   // Throws when the API server does not take it (callers retry through writes_).
   void post_event(const std::string& ns, const nlohmann::json& involved, const std::string& type,
