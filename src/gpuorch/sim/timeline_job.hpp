@@ -13,14 +13,16 @@
 
 #include "gpuorch/cluster/cluster.hpp"
 #include "gpuorch/sim/timeline_profile.hpp"
+#include "gpuorch/workload/job_spec.hpp"
 
 namespace gpuorch::sim {
 
 using Seconds = std::int64_t;
 
-struct JobSpec {
-  std::string name;
-  Seconds submit = 0;
+// The job model of workload/job_spec.hpp (queue, priority, preemptible, min/max replicas, the
+// per-replica request, submit time) with what only the simulator knows: the application whose
+// measured profiles say how fast the job really trains, or a rigid job's run time.
+struct JobSpec : workload::JobSpec {
   std::string application;  // empty for a rigid job
   int replicas = 1;         // GPUs the user asked for (one replica per GPU)
   int batch = 0;            // global batch the user tuned (profiled jobs)
@@ -51,8 +53,8 @@ struct Rate {
   double efficiency = 1;  // statistical efficiency gain / scale, for goodput-weighted utilisation
   double step_time = 0;
 };
-Rate progress_rate(const AppProfile& app, std::span<const int> gpus_per_node,
-                   const BatchConfig& b, int epoch);
+Rate progress_rate(const AppProfile& app, std::span<const int> gpus_per_node, const BatchConfig& b,
+                   int epoch);
 
 // The batch configuration of best progress rate on a placement (the oracle form of Pollux's
 // per-job batch tuning, §6.2): the artifact's 50 geometric candidates from

@@ -74,9 +74,8 @@ long long parse_timestamp(const std::string& s) {
 std::vector<JobSpec> read_pollux_workload(const std::string& path, const std::string& apps_dir,
                                           AppTable& apps) {
   const auto t = base::read_csv(path);
-  const std::size_t cn = column(t, "name"), ct = column(t, "time"),
-                    ca = column(t, "application"), cr = column(t, "num_replicas"),
-                    cb = column(t, "batch_size");
+  const std::size_t cn = column(t, "name"), ct = column(t, "time"), ca = column(t, "application"),
+                    cr = column(t, "num_replicas"), cb = column(t, "batch_size");
   std::vector<JobSpec> out;
   for (const auto& r : t.rows) {
     JobSpec j;
@@ -103,6 +102,10 @@ std::vector<JobSpec> read_pollux_workload(const std::string& path, const std::st
                        fmt::format("job {}: batch_size {} outside {}'s profiled {}..{}", j.name,
                                    j.batch, app.name(), app.init_batch(), app.max_batch()));
     }
+    // Elastic between one GPU and the most its batch range can use (ncf never scales out, as in
+    // the artifact).
+    j.min_replicas = 1;
+    j.max_replicas = app.name() == "ncf" ? 1 : std::max(1, app.max_batch() / app.min_local());
     out.push_back(std::move(j));
   }
   if (out.empty()) base::fail_input(t.path, 1, "no jobs");
@@ -119,11 +122,14 @@ std::vector<JobSpec> read_philly_trace(const std::string& path, std::size_t limi
   const auto t = base::read_csv(path);
   const std::size_t cts = column(t, "timestamp"), cd = column(t, "duration"),
                     cg = column(t, "num_gpus");
+  // The virtual cluster a job ran in is its tenant: its queue (Philly's 15 VCs).
+  const auto cq = std::find(t.header.begin(), t.header.end(), "cluster");
   struct Row {
     long long at;
     std::size_t line;
     Seconds duration;
     int gpus;
+    std::string queue;
   };
   std::vector<Row> rows;
   rows.reserve(t.rows.size());
@@ -135,8 +141,13 @@ std::vector<JobSpec> read_philly_trace(const std::string& path, std::size_t limi
           fmt::format("timestamp '{}' is not YYYY-MM-DD HH:MM:SS", base::printable(r.fields[cts])));
     }
     const double d = number_in(t, r, cd, kMaxDurationSeconds, "seconds");
+    std::string queue = workload::kDefaultQueue;
+    if (cq != t.header.end()) {
+      queue = r.fields[static_cast<std::size_t>(cq - t.header.begin())];
+      if (queue.empty()) base::fail_input(t.path, r.line, "empty cluster (the job's queue)");
+    }
     rows.push_back({at, r.line, std::max<Seconds>(1, static_cast<Seconds>(std::ceil(d))),
-                    positive_int(t, r, cg)});
+                    positive_int(t, r, cg), std::move(queue)});
   }
   if (rows.empty()) base::fail_input(t.path, 1, "no jobs");
   std::stable_sort(rows.begin(), rows.end(),
@@ -157,6 +168,8 @@ std::vector<JobSpec> read_philly_trace(const std::string& path, std::size_t limi
     j.name = fmt::format("philly-{}", r.line - 1);
     j.submit = r.at - start;
     j.replicas = r.gpus;
+    j.min_replicas = j.max_replicas = r.gpus;
+    j.queue = r.queue;
     j.duration = r.duration;
     j.file = t.path;
     j.line = r.line;
