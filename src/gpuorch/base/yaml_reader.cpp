@@ -10,15 +10,29 @@
 
 namespace gpuorch::base {
 
-YAML::Node YamlReader::load(const std::string& text) const {
+namespace {
+
+// yaml-cpp's parse, with binary content and syntax errors refused as "file:line: what".
+template <typename Parse>
+auto parse_yaml(const std::string& file, const std::string& text, Parse parse) {
   if (text.find('\0') != std::string::npos)
-    fail_input(file_, 0, "not a YAML text file (binary content)");
+    fail_input(file, 0, "not a YAML text file (binary content)");
   try {
-    return YAML::Load(text);
+    return parse(text);
   } catch (const YAML::Exception& e) {
-    fail_input(file_, e.mark.line >= 0 ? static_cast<std::size_t>(e.mark.line) + 1 : 0,
+    fail_input(file, e.mark.line >= 0 ? static_cast<std::size_t>(e.mark.line) + 1 : 0,
                "not valid YAML: " + (e.msg.empty() ? std::string("a syntax error") : e.msg));
   }
+}
+
+}  // namespace
+
+YAML::Node YamlReader::load(const std::string& text) const {
+  return parse_yaml(file_, text, [](const std::string& t) { return YAML::Load(t); });
+}
+
+std::vector<YAML::Node> YamlReader::load_all(const std::string& text) const {
+  return parse_yaml(file_, text, [](const std::string& t) { return YAML::LoadAll(t); });
 }
 
 std::size_t YamlReader::line_of(const YAML::Node& n) {

@@ -21,6 +21,8 @@ class YamlReader {
 
   // Parses `text`; binary content (a NUL byte) and YAML syntax errors are refused with their line.
   [[nodiscard]] YAML::Node load(const std::string& text) const;
+  // Every document of a stream separated by `---` (Kubernetes manifests), refused as load().
+  [[nodiscard]] std::vector<YAML::Node> load_all(const std::string& text) const;
 
   // 1-based line of a node, 0 when yaml-cpp has none (a node made up, not read).
   static std::size_t line_of(const YAML::Node& n);

@@ -11,11 +11,9 @@
 #include <vector>
 
 #include "gpuorch/workload/pod_spec.hpp"
+#include "gpuorch/workload/queue_spec.hpp"
 
 namespace gpuorch::workload {
-
-// The queue a job names when it names none (KAI's and Kueue's "default" queue).
-inline constexpr const char* kDefaultQueue = "default";
 
 struct JobSpec {
   std::string name;

@@ -1,0 +1,564 @@
+#include "gpuorch/sched/jobs/job_layer.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <queue>
+#include <tuple>
+
+namespace gpuorch::sched::jobs {
+namespace {
+
+constexpr double kEps = 1e-9;
+
+Amounts to_amounts(const Resources& r) {
+  Amounts a{};
+  for (std::size_t k = 0; k < kResourceKinds; ++k) a[k] = double(r.v[k]);
+  return a;
+}
+
+// Whether `p` could be bound again as it was (a victim restored when it was not needed).
+bool placement_fits(const cluster::Cluster& c, const cluster::Placement& p) {
+  if (c.cpu_free(p.node) < p.cpu_milli || c.memory_free(p.node) < p.memory_mib) return false;
+  const auto left = c.gpu_milli_left(p.node);
+  return std::all_of(p.gpus.begin(), p.gpus.end(), [&](int g) {
+    return g >= 0 && std::size_t(g) < left.size() && left[std::size_t(g)] >= p.gpu_milli;
+  });
+}
+
+double gpus(const Amounts& a) { return a[0] / 1000.0; }
+
+}  // namespace
+
+const char* wait_key(WaitReason r) {
+  switch (r) {
+    case WaitReason::kNone:
+      return "none";
+    case WaitReason::kOverLimit:
+      return "over-limit";
+    case WaitReason::kOverQuota:
+      return "over-quota";
+    case WaitReason::kShareHeld:
+      return "share-used-by-others";
+    case WaitReason::kLowerPriority:
+      return "lower-priority";
+    case WaitReason::kFragmented:
+      return "fragmented";
+    case WaitReason::kInfeasible:
+      return "infeasible";
+  }
+  return "unknown";
+}
+
+const char* preempt_key(PreemptReason r) {
+  switch (r) {
+    case PreemptReason::kReclaim:
+      return "reclaim";
+    case PreemptReason::kPriority:
+      return "priority";
+    case PreemptReason::kQueueOrder:
+      return "queue-order";
+  }
+  return "unknown";
+}
+
+JobLayer::JobLayer(cluster::Cluster& cluster, const QueueTree& queues, GangPlacer placer)
+    : cluster_(&cluster), queues_(&queues), placer_(std::move(placer)) {
+  capacity_[0] = double(cluster.gpu_milli_capacity());
+  for (cluster::NodeIndex n = 0; n < cluster.node_count(); ++n) {
+    capacity_[1] += double(cluster.spec(n).cpu_milli);
+    capacity_[2] += double(cluster.spec(n).memory_mib);
+  }
+}
+
+// One round's working state: what each queue holds, what is free, and the jobs in their order.
+struct JobLayer::Round {
+  JobLayer& layer;
+  std::span<JobState> jobs;
+  const RoundOptions& options;
+  RoundStats stats;
+  std::vector<Resources> replica;  // per job: one replica's request
+  std::vector<int> target;         // per job: replicas it should have after the round
+  std::vector<std::vector<std::size_t>> by_queue;  // per queue: its jobs, in order
+  Amounts free{};
+  // A gang shape (replica request) that found no placement at this many replicas, since the
+  // last time resources were freed: more of the same cannot be placed either.
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::size_t>, int> failed;
+  std::map<std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::string>, bool> feasible_;
+
+  Round(JobLayer& l, std::span<JobState> j, const RoundOptions& o)
+      : layer(l), jobs(j), options(o) {}
+
+  [[nodiscard]] const QueueTree& tree() const { return *layer.queues_; }
+  cluster::Cluster& cluster() { return *layer.cluster_; }
+
+  void hold(std::size_t q, const Resources& r, double sign) {
+    for (int at = int(q); at >= 0; at = tree().parent(std::size_t(at))) {
+      for (std::size_t k = 0; k < kResourceKinds; ++k) {
+        layer.allocated_[std::size_t(at)][k] += sign * double(r.v[k]);
+      }
+    }
+    for (std::size_t k = 0; k < kResourceKinds; ++k) free[k] -= sign * double(r.v[k]);
+  }
+
+  // The queue's dominant share after taking `extra`: the largest held / fair share over the
+  // resources it holds or asks for (DRF); a resource held without any share counts as far over.
+  [[nodiscard]] double ratio(std::size_t q, const Resources& extra = {}) const {
+    double worst = 0;
+    for (std::size_t k = 0; k < kResourceKinds; ++k) {
+      const double held = layer.allocated_[q][k] + double(extra.v[k]);
+      if (held <= kEps) continue;
+      const double fair = layer.fair_[q][k];
+      worst = std::max(worst, fair <= kEps ? 1e12 : held / fair);
+    }
+    return worst;
+  }
+
+  [[nodiscard]] bool within_limit(std::size_t q, const Resources& extra) const {
+    for (int at = int(q); at >= 0; at = tree().parent(std::size_t(at))) {
+      const auto& limit = tree().limit(std::size_t(at));
+      for (std::size_t k = 0; k < kResourceKinds; ++k) {
+        if (layer.allocated_[std::size_t(at)][k] + double(extra.v[k]) > limit[k] + kEps) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  [[nodiscard]] bool beyond_capacity(const Resources& need) const {
+    for (std::size_t k = 0; k < kResourceKinds; ++k) {
+      if (double(need.v[k]) > layer.capacity_[k] + kEps) return true;
+    }
+    return false;
+  }
+
+  [[nodiscard]] bool fits_free(const Resources& need) const {
+    for (std::size_t k = 0; k < kResourceKinds; ++k) {
+      if (double(need.v[k]) > free[k] + kEps) return false;
+    }
+    return true;
+  }
+
+  void release(std::size_t j, int n) {
+    JobState& s = jobs[j];
+    for (int i = 0; i < n && !s.placements.empty(); ++i) {
+      cluster().release(s.placements.back());
+      s.placements.pop_back();
+      hold(s.queue, replica[j], -1);
+    }
+    s.changed = true;
+    failed.clear();
+  }
+
+  bool place(std::size_t j, int n, PlacementFailure* why) {
+    JobState& s = jobs[j];
+    const auto& r = s.spec->replica;
+    const auto key = std::make_tuple(r.gpu_milli * r.gpu_count, r.cpu_milli, r.memory_mib,
+                                     s.spec->topology_levels.size());
+    const bool plain = r.allowed_models.empty() && r.constraints == workload::NodeConstraints{};
+    if (plain && s.placements.empty()) {
+      const auto it = failed.find(key);
+      if (it != failed.end() && it->second <= n) {
+        if (why != nullptr) why->message = "no placement for a gang this large this round";
+        return false;
+      }
+    }
+    ++stats.placement_attempts;
+    auto placed = layer.placer_(*s.spec, n, s.placements, why);
+    if (!placed) {
+      if (plain && s.placements.empty()) {
+        auto [it, fresh] = failed.emplace(key, n);
+        if (!fresh) it->second = std::min(it->second, n);
+      }
+      return false;
+    }
+    if (s.placements.empty()) s.running_since = options.now;
+    for (auto& p : *placed) {
+      s.placements.push_back(std::move(p));
+      hold(s.queue, replica[j], +1);
+    }
+    s.changed = true;
+    return true;
+  }
+
+  void wait(std::size_t j, WaitReason r, std::string why) {
+    jobs[j].waiting = r;
+    jobs[j].why = std::move(why);
+  }
+
+  // Whether one replica of `j` fits some node when that node is empty (resources and GPU model;
+  // node constraints are left to the placer). Remembered per request for the round.
+  bool feasible(std::size_t j) {
+    const auto& r = jobs[j].spec->replica;
+    auto key = std::make_tuple(r.gpu_count, r.gpu_milli, r.cpu_milli, r.memory_mib,
+                               workload::join_models(r.allowed_models));
+    if (const auto it = feasible_.find(key); it != feasible_.end()) return it->second;
+    bool any = false;
+    for (cluster::NodeIndex n = 0; n < cluster().node_count() && !any; ++n) {
+      const auto& s = cluster().spec(n);
+      const bool model = r.allowed_models.empty() ||
+                         std::find(r.allowed_models.begin(), r.allowed_models.end(), s.gpu_model) !=
+                             r.allowed_models.end() ||
+                         r.gpu_count == 0;
+      any = model && s.gpu_count >= r.gpu_count && s.cpu_milli >= r.cpu_milli &&
+            s.memory_mib >= r.memory_mib;
+    }
+    feasible_.emplace(std::move(key), any);
+    return any;
+  }
+
+  // Why a job that cannot get `need` from what is free waits, before any preemption.
+  void wait_for_resources(std::size_t j, const Resources& need) {
+    const std::size_t q = jobs[j].queue;
+    if (!feasible(j) || beyond_capacity(need)) {
+      wait(j, WaitReason::kInfeasible,
+           fmt::format("{} replica(s) of {} GPU(s) fit no node or exceed the cluster even when "
+                       "empty",
+                       need.gpu_milli() / std::max<std::int64_t>(1, replica[j].gpu_milli()),
+                       jobs[j].spec->replica.gpu_count));
+      return;
+    }
+    const double after = ratio(q, need);
+    if (after > 1 + kEps) {
+      wait(j, WaitReason::kOverQuota,
+           fmt::format("queue {} would hold {:.3g} times its fair share ({:.4g} GPUs)",
+                       tree().spec(q).name, after, gpus(layer.fair_[q])));
+    } else {
+      wait(j, WaitReason::kShareHeld,
+           fmt::format("within queue {}'s fair share ({:.4g} GPUs), held by others: {:.4g} GPUs "
+                       "free, {:.4g} needed",
+                       tree().spec(q).name, gpus(layer.fair_[q]), gpus(free),
+                       double(need.gpu_milli()) / 1000.0));
+    }
+  }
+
+  void setup() {
+    const std::size_t nq = tree().size();
+    layer.allocated_.assign(nq, Amounts{});
+    for (std::size_t k = 0; k < kResourceKinds; ++k) free[k] = layer.capacity_[k];
+    free[0] = double(cluster().gpu_milli_capacity() - cluster().gpu_milli_used());
+    free[1] = free[2] = 0;
+    for (cluster::NodeIndex n = 0; n < cluster().node_count(); ++n) {
+      free[1] += double(cluster().cpu_free(n));
+      free[2] += double(cluster().memory_free(n));
+    }
+    std::vector<Amounts> demand(nq, Amounts{});
+    replica.resize(jobs.size());
+    target.resize(jobs.size());
+    by_queue.assign(nq, {});
+    for (std::size_t j = 0; j < jobs.size(); ++j) {
+      JobState& s = jobs[j];
+      s.changed = false;
+      s.waiting = WaitReason::kNone;
+      s.preempted.reset();
+      s.why.clear();
+      replica[j] = request_of(s.spec->replica);
+      const int lo = std::max(1, s.spec->min_replicas);
+      const int hi = std::max(lo, s.spec->max_replicas);
+      target[j] = s.spec->elastic() ? std::clamp(s.wanted > 0 ? s.wanted : hi, lo, hi) : lo;
+      for (int i = 0; i < s.replicas(); ++i) {
+        for (int at = int(s.queue); at >= 0; at = tree().parent(std::size_t(at))) {
+          for (std::size_t k = 0; k < kResourceKinds; ++k) {
+            layer.allocated_[std::size_t(at)][k] += double(replica[j].v[k]);
+          }
+        }
+      }
+      const Amounts want = to_amounts(replica[j] * std::max(target[j], s.replicas()));
+      for (std::size_t k = 0; k < kResourceKinds; ++k) demand[s.queue][k] += want[k];
+      by_queue[s.queue].push_back(j);
+    }
+    layer.fair_ = tree().fair_shares(demand, layer.capacity_);
+    for (auto& list : by_queue) {
+      std::stable_sort(list.begin(), list.end(), [&](std::size_t a, std::size_t b) {
+        const JobState& x = jobs[a];
+        const JobState& y = jobs[b];
+        if (x.spec->priority != y.spec->priority) return x.spec->priority > y.spec->priority;
+        return x.rank < y.rank;
+      });
+    }
+  }
+
+  // 1. Elastic jobs above what the policy wants now give back the difference.
+  void resize() {
+    for (std::size_t j = 0; j < jobs.size(); ++j) {
+      const int extra = jobs[j].replicas() - target[j];
+      if (jobs[j].spec->elastic() && extra > 0 && jobs[j].replicas() > 0) {
+        release(j, extra);
+        ++stats.shrunk;
+      }
+    }
+  }
+
+  // 2. Least-attained-service style: in each queue the jobs ranked first get its share (or what
+  // it holds, if more), the running ones ranked after them give it up.
+  std::vector<bool> by_rank() {
+    std::vector<bool> selected(jobs.size(), true);
+    if (!options.preempt_by_rank) return selected;
+    for (const std::size_t q : tree().leaves()) {
+      Amounts budget{};
+      for (std::size_t k = 0; k < kResourceKinds; ++k) {
+        budget[k] = std::max(layer.fair_[q][k], layer.allocated_[q][k]);
+      }
+      auto take = [&](std::size_t j) {
+        const Amounts need =
+            to_amounts(replica[j] * (jobs[j].replicas() > 0 ? jobs[j].replicas() : target[j]));
+        for (std::size_t k = 0; k < kResourceKinds; ++k) {
+          if (need[k] > budget[k] + kEps) return false;
+        }
+        for (std::size_t k = 0; k < kResourceKinds; ++k) budget[k] -= need[k];
+        return true;
+      };
+      for (const std::size_t j : by_queue[q]) {
+        if (jobs[j].replicas() > 0 && !jobs[j].spec->preemptible) take(j);
+      }
+      std::size_t first_left_out = SIZE_MAX;
+      for (const std::size_t j : by_queue[q]) {
+        if (jobs[j].replicas() > 0 && !jobs[j].spec->preemptible) continue;
+        selected[j] = take(j);
+        if (selected[j]) continue;
+        if (first_left_out == SIZE_MAX) first_left_out = j;
+        if (jobs[j].replicas() > 0) {
+          release(j, jobs[j].replicas());
+          jobs[j].preempted = PreemptReason::kQueueOrder;
+          jobs[j].why =
+              fmt::format("jobs ranked before it in queue {} need its share", tree().spec(q).name);
+          ++stats.preempted;
+        }
+        wait(j, WaitReason::kLowerPriority,
+             fmt::format("queue {}'s share goes to the jobs its policy ranks first",
+                         tree().spec(q).name));
+      }
+    }
+    return selected;
+  }
+
+  // 3. Waiting jobs start on free resources, the queue furthest below its fair share first.
+  // Returns the jobs that could start only by preempting, in the order they were considered.
+  std::vector<std::size_t> allocate(const std::vector<bool>& selected) {
+    std::vector<std::size_t> cursor(tree().size(), 0);
+    std::vector<std::size_t> blocked_by(tree().size(), SIZE_MAX);
+    using Entry = std::tuple<int, double, std::size_t>;  // -priority, share, queue
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> order;
+    auto next_waiting = [&](std::size_t q) {
+      auto& c = cursor[q];
+      while (c < by_queue[q].size()) {
+        const std::size_t j = by_queue[q][c];
+        if (jobs[j].replicas() == 0 && selected[j]) return true;
+        ++c;
+      }
+      return false;
+    };
+    for (const std::size_t q : tree().leaves()) {
+      if (next_waiting(q)) order.emplace(-tree().spec(q).priority, ratio(q), q);
+    }
+    std::vector<std::size_t> needs_preemption;
+    while (!order.empty()) {
+      const std::size_t q = std::get<2>(order.top());
+      order.pop();
+      const std::size_t j = by_queue[q][cursor[q]++];
+      if (blocked_by[q] != SIZE_MAX) {
+        wait(j, WaitReason::kLowerPriority,
+             fmt::format("behind {} in queue {} (first in, first out)",
+                         jobs[blocked_by[q]].spec->name, tree().spec(q).name));
+      } else if (!try_start(j, needs_preemption) && !options.backfill) {
+        blocked_by[q] = j;
+      }
+      if (next_waiting(q)) order.emplace(-tree().spec(q).priority, ratio(q), q);
+    }
+    return needs_preemption;
+  }
+
+  bool try_start(std::size_t j, std::vector<std::size_t>& needs_preemption) {
+    const std::size_t q = jobs[j].queue;
+    const int lo = std::max(1, jobs[j].spec->min_replicas);
+    for (int n = target[j];; n = lo) {
+      const Resources need = replica[j] * n;
+      if (!within_limit(q, need)) {
+        if (n == lo) {
+          wait(j, WaitReason::kOverLimit,
+               fmt::format("queue {} (or a parent) would pass its limit", tree().spec(q).name));
+          return false;
+        }
+        continue;
+      }
+      if (!fits_free(need)) {
+        if (n > lo) continue;
+        wait_for_resources(j, need);
+        if (jobs[j].waiting != WaitReason::kInfeasible) needs_preemption.push_back(j);
+        return false;
+      }
+      PlacementFailure why;
+      if (place(j, n, &why)) {
+        ++stats.started;
+        return true;
+      }
+      if (n == lo) {
+        const bool never = why.infeasible || beyond_capacity(need);
+        wait(j, never ? WaitReason::kInfeasible : WaitReason::kFragmented, why.message);
+        if (!never) needs_preemption.push_back(j);
+        return false;
+      }
+    }
+  }
+
+  // A running job's replicas a preemption may take, cheapest first.
+  struct Victim {
+    std::size_t job = 0;
+    int replicas = 0;  // taken from its end
+    bool surplus = false;
+    double gpu_hours_lost = 0;
+  };
+
+  // 4 and 5. Frees exactly what `j` needs from `pool` (sorted victims) and starts it; or changes
+  // nothing. `allowed(v, taken)` says whether victim v may still go, given what is taken so far.
+  template <typename Allowed>
+  bool preempt_for(std::size_t j, std::vector<Victim> pool, PreemptReason reason, Allowed allowed) {
+    const int n = std::max(1, jobs[j].spec->min_replicas);
+    const Resources need = replica[j] * n;
+    struct Taken {
+      Victim v;
+      std::vector<cluster::Placement> placements;
+    };
+    std::vector<Taken> taken;
+    bool started = false;
+    for (const Victim& v : pool) {
+      if (!allowed(v)) continue;
+      Taken t{v, {}};
+      auto& ps = jobs[v.job].placements;
+      // A whole-job victim takes whatever the job still runs (its surplus may have been spared).
+      t.v.replicas =
+          v.surplus ? std::min(v.replicas, jobs[v.job].replicas()) : jobs[v.job].replicas();
+      if (t.v.replicas == 0) continue;
+      t.placements.assign(ps.end() - t.v.replicas, ps.end());
+      release(v.job, t.v.replicas);
+      taken.push_back(std::move(t));
+      if (!fits_free(need)) continue;
+      if (place(j, n, nullptr)) {
+        started = true;
+        break;
+      }
+    }
+    // Undo what was not needed, latest first: all of it when the job still cannot start.
+    for (auto it = taken.rbegin(); it != taken.rend(); ++it) {
+      const bool fits = std::all_of(it->placements.begin(), it->placements.end(),
+                                    [&](const auto& p) { return placement_fits(cluster(), p); });
+      if (!started || fits) {
+        for (auto& p : it->placements) {
+          cluster().apply(p);
+          jobs[it->v.job].placements.push_back(std::move(p));
+          hold(jobs[it->v.job].queue, replica[it->v.job], +1);
+        }
+        it->v.replicas = 0;
+      }
+    }
+    if (!started) return false;
+    ++stats.started;
+    jobs[j].waiting = WaitReason::kNone;
+    jobs[j].why.clear();
+    for (const Taken& t : taken) {
+      if (t.v.replicas == 0) continue;
+      JobState& victim = jobs[t.v.job];
+      victim.preempted = reason;
+      victim.why = fmt::format("{} for {} of queue {}", preempt_key(reason), jobs[j].spec->name,
+                               tree().spec(jobs[j].queue).name);
+      if (victim.replicas() > 0) victim.running_since = options.now;  // shrunk: restarts
+      ++stats.preempted;
+    }
+    return true;
+  }
+
+  std::vector<Victim> victims(const std::function<bool(std::size_t)>& eligible) {
+    std::vector<Victim> pool;
+    for (std::size_t v = 0; v < jobs.size(); ++v) {
+      const JobState& s = jobs[v];
+      if (s.replicas() == 0 || !s.spec->preemptible || !eligible(v)) continue;
+      const double hours = double(replica[v].gpu_milli()) / 1000.0 *
+                           double(std::max<std::int64_t>(0, options.now - s.running_since)) /
+                           3600.0;
+      const int lo = std::max(1, s.spec->min_replicas);
+      // Replicas above min one at a time, before any whole job.
+      for (int r = s.replicas(); r > lo && s.spec->elastic(); --r) {
+        pool.push_back({v, 1, true, hours});
+      }
+      pool.push_back({v, s.replicas(), false, hours * s.replicas()});
+    }
+    std::stable_sort(pool.begin(), pool.end(), [&](const Victim& a, const Victim& b) {
+      const int pa = jobs[a.job].spec->priority, pb = jobs[b.job].spec->priority;
+      if (pa != pb) return pa < pb;
+      if (a.surplus != b.surplus) return a.surplus;
+      if (a.gpu_hours_lost != b.gpu_hours_lost) return a.gpu_hours_lost < b.gpu_hours_lost;
+      return jobs[a.job].rank > jobs[b.job].rank;
+    });
+    return pool;
+  }
+
+  void reclaim_and_preempt(const std::vector<std::size_t>& candidates) {
+    for (const std::size_t j : candidates) {
+      if (jobs[j].replicas() > 0) continue;
+      const std::size_t q = jobs[j].queue;
+      const Resources need = replica[j] * std::max(1, jobs[j].spec->min_replicas);
+      const double mine = ratio(q, need);
+      // Reclaim: only within its fair share, only from queues above theirs, and never so far
+      // that the victim's queue ends below the share this queue reaches (no reclaim loops).
+      if (mine <= 1 + kEps) {
+        auto pool = victims([&](std::size_t v) {
+          const std::size_t r = jobs[v].queue;
+          return r != q && ratio(r) > 1 + kEps;
+        });
+        const bool ok =
+            preempt_for(j, std::move(pool), PreemptReason::kReclaim, [&](const Victim& v) {
+              const std::size_t r = jobs[v.job].queue;
+              const Resources gone = replica[v.job] * v.replicas;
+              return ratio(r, Resources{} - gone) >= mine - kEps;
+            });
+        if (ok) continue;
+      }
+      auto pool = victims([&](std::size_t v) {
+        return jobs[v].queue == q && jobs[v].spec->priority < jobs[j].spec->priority;
+      });
+      if (!pool.empty()) {
+        preempt_for(j, std::move(pool), PreemptReason::kPriority,
+                    [](const Victim&) { return true; });
+      }
+    }
+  }
+
+  // 6. Elastic jobs below what the policy wants grow next to their replicas on what is free.
+  void grow() {
+    for (std::size_t j = 0; j < jobs.size(); ++j) {
+      JobState& s = jobs[j];
+      if (!s.spec->elastic() || s.replicas() == 0 || s.replicas() >= target[j]) continue;
+      int n = target[j] - s.replicas();
+      while (n > 0 && !(within_limit(s.queue, replica[j] * n) && fits_free(replica[j] * n))) {
+        --n;
+      }
+      for (; n > 0; n /= 2) {
+        if (place(j, n, nullptr)) {
+          ++stats.grown;
+          s.running_since = options.now;  // a resized job restarts
+          break;
+        }
+      }
+    }
+  }
+};
+
+RoundStats JobLayer::round(std::span<JobState> jobs, const RoundOptions& options) {
+  Round r(*this, jobs, options);
+  r.setup();
+  r.resize();
+  const auto selected = r.by_rank();
+  const auto candidates = r.allocate(selected);
+  r.reclaim_and_preempt(candidates);
+  r.grow();
+  for (const JobState& s : jobs) {
+    if (s.replicas() == 0) ++r.stats.waiting;
+  }
+  return r.stats;
+}
+
+}  // namespace gpuorch::sched::jobs

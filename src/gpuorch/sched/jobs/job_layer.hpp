@@ -1,0 +1,124 @@
+#pragma once
+// The job layer: decides, at each scheduling round, which jobs run and on how many replicas,
+// over the one scheduler core that places them. Its actions follow KAI-Scheduler's session:
+//
+//  1. resize: elastic jobs the policy wants smaller give back replicas above what it wants;
+//  2. order (policies that preempt by their order, as Tiresias's least attained service does):
+//     within each queue the jobs the policy ranks first keep or get the queue's GPUs, and a
+//     running job ranked after them is preempted (reason kQueueOrder);
+//  3. allocate: waiting jobs start as whole gangs of at least min replicas on free resources,
+//     the queue furthest below its fair share first (dominant resource, DRF), its jobs by
+//     priority then the policy's rank; nothing is held for a job that cannot start;
+//  4. reclaim: a job whose queue is below its fair share takes resources back from queues above
+//     theirs; 5. preempt: a job takes them from lower-priority jobs of its own queue. Victims:
+//     lowest priority first, elastic replicas above min before whole jobs, then the fewest
+//     GPU-hours lost; never a non-preemptible job; victims not needed in the end are restored,
+//     so exactly what the job needs is freed;
+//  6. grow: elastic jobs below what the policy wants grow next to their running replicas.
+//
+// Every job that still waits gets a reason in the core's vocabulary (WaitReason), every preempted
+// one a PreemptReason. Placement is the caller's GangPlacer, which must go through
+// sched::Scheduler (sched/gang.hpp), so the filters, the policy score, GPU models, the GPU picker
+// and topology levels apply to every replica.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gpuorch/cluster/cluster.hpp"
+#include "gpuorch/sched/jobs/queue_tree.hpp"
+#include "gpuorch/sched/jobs/resources.hpp"
+#include "gpuorch/workload/job_spec.hpp"
+
+namespace gpuorch::sched::jobs {
+
+enum class WaitReason : std::uint8_t {
+  kNone,           // running (or not asking for more)
+  kOverLimit,      // starting it would take its queue (or a parent) past its limit
+  kOverQuota,      // it would take its queue past its fair share, and nothing free is left over
+  kShareHeld,      // within its queue's fair share, but others hold it and cannot give it back
+  kLowerPriority,  // jobs of higher priority or earlier in the queue's order come first
+  kFragmented,     // enough is free in total, but no placement of the whole gang exists
+  kInfeasible,     // no placement even on an empty cluster
+};
+const char* wait_key(WaitReason r);  // "over-quota", ... for machine-readable output
+
+enum class PreemptReason : std::uint8_t {
+  kReclaim,     // its queue was over its fair share and another queue wanted its share back
+  kPriority,    // a higher-priority job of its queue needed the resources
+  kQueueOrder,  // the policy ranked waiting jobs of its queue first (least attained service)
+};
+const char* preempt_key(PreemptReason r);
+
+// The caller's record of one active job; a round reads it and updates placements and the
+// round's outcome.
+struct JobState {
+  const workload::JobSpec* spec = nullptr;
+  std::size_t queue = 0;  // a leaf of the queue tree
+  // One placement per running replica, in the order they started; empty: not running.
+  std::vector<cluster::Placement> placements;
+  std::int64_t running_since = -1;  // start of its current run: what a preemption loses
+  double rank = 0;                  // the policy's order within the queue: lower first
+  int wanted = 0;                   // elastic jobs: replicas the policy wants (clamped to min..max)
+
+  // Outcome of the last round.
+  bool changed = false;  // placements differ from before the round
+  WaitReason waiting = WaitReason::kNone;
+  std::optional<PreemptReason> preempted;
+  std::string why;  // one line for explanations: the reason with its numbers
+
+  [[nodiscard]] int replicas() const { return static_cast<int>(placements.size()); }
+};
+
+struct RoundOptions {
+  std::int64_t now = 0;
+  // false: a queue's first waiting job that cannot start blocks the ones after it (strict FIFO,
+  // Kueue's StrictFIFO); true: later jobs that fit start (BestEffortFIFO).
+  bool backfill = true;
+  bool preempt_by_rank = false;  // action 2
+};
+
+// Why a gang found no placement.
+struct PlacementFailure {
+  bool infeasible = false;  // not even on an empty cluster
+  std::string message;      // the core's explanation (nodes rejected per reason)
+};
+
+// Places `count` more replicas of `job` (next to `near`, its running replicas, when it has
+// some): applies and returns one placement per replica, or nullopt with the cluster unchanged
+// and, when `why` is given, the reason.
+using GangPlacer = std::function<std::optional<std::vector<cluster::Placement>>(
+    const workload::JobSpec& job, int count, std::span<const cluster::Placement> near,
+    PlacementFailure* why)>;
+
+struct RoundStats {
+  int started = 0, grown = 0, shrunk = 0, preempted = 0, waiting = 0;
+  int placement_attempts = 0;
+};
+
+class JobLayer {
+ public:
+  JobLayer(cluster::Cluster& cluster, const QueueTree& queues, GangPlacer placer);
+
+  // Decides one round for `jobs` (every active job, each with a leaf queue); applies every change
+  // to the cluster and to the jobs' placements.
+  RoundStats round(std::span<JobState> jobs, const RoundOptions& options);
+
+  // Of the last round: each queue's fair share and what its jobs hold after it.
+  [[nodiscard]] const std::vector<Amounts>& fair_shares() const { return fair_; }
+  [[nodiscard]] const std::vector<Amounts>& allocated() const { return allocated_; }
+  [[nodiscard]] const Amounts& capacity() const { return capacity_; }
+
+ private:
+  struct Round;
+  cluster::Cluster* cluster_;
+  const QueueTree* queues_;
+  GangPlacer placer_;
+  Amounts capacity_{};
+  std::vector<Amounts> fair_;
+  std::vector<Amounts> allocated_;
+};
+
+}  // namespace gpuorch::sched::jobs

@@ -1,0 +1,155 @@
+#include "gpuorch/sim/timeline_queued.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "gpuorch/base/error.hpp"
+#include "gpuorch/sched/jobs/core_placer.hpp"
+#include "gpuorch/sched/jobs/job_layer.hpp"
+#include "gpuorch/sched/policy.hpp"
+
+namespace gpuorch::sim {
+namespace {
+
+using sched::jobs::JobState;
+
+// Tiresias as the Pollux artifact runs it (timeline-protocol.md §9.1): a job enters the first
+// queue and moves to the second once its requested GPUs x wall time since it was first selected
+// to run reaches 16 GPU-hours; no promotion back. The rank is the position in q0 then q1.
+class LasOrder {
+ public:
+  void rank(Seconds now, std::span<Job* const> active, std::vector<JobState>& states) {
+    for (const Job* j : active) {
+      const std::size_t id = j->spec().id;
+      if (id >= state_.size()) state_.resize(id + 1);
+      State& s = state_[id];
+      if (!s.seen) {
+        s.seen = true;
+        s.entry = next_entry_++;
+      }
+      if (s.running) s.executed += now - s.last_check;
+      s.last_check = now;
+      if (s.running && s.queue == 0 && s.executed * j->spec().replicas >= kThresholdGpuSeconds) {
+        s.queue = 1;
+        s.entry = next_entry_++;  // joins the end of the second queue
+      }
+    }
+    for (std::size_t i = 0; i < active.size(); ++i) {
+      const State& s = state_[active[i]->spec().id];
+      states[i].rank = double(s.queue) * 1e15 + double(s.entry);
+    }
+  }
+  // Selected to run by the order (placed or not) this round.
+  void selected(std::span<Job* const> active, const std::vector<JobState>& states) {
+    for (std::size_t i = 0; i < active.size(); ++i) {
+      state_[active[i]->spec().id].running =
+          states[i].replicas() > 0 || !(states[i].waiting == sched::jobs::WaitReason::kLowerPriority);
+    }
+  }
+
+ private:
+  static constexpr Seconds kThresholdGpuSeconds = 16 * 3600;
+  struct State {
+    bool seen = false;
+    bool running = false;
+    int queue = 0;
+    std::uint64_t entry = 0;
+    Seconds executed = 0;
+    Seconds last_check = 0;
+  };
+  std::vector<State> state_;  // by job id
+  std::uint64_t next_entry_ = 0;
+};
+
+// The oracle run time of a waiting job on the GPUs it asked for (SJF's order).
+double oracle_run_time(const Job& j, int per_node) {
+  if (j.app() == nullptr) return j.remaining_iterations();
+  const int r = j.spec().replicas;
+  const BatchConfig b = fixed_batch_config(*j.app(), r, j.spec().batch, false);
+  const StepTime st = j.app()->throughput(packed_placement(r, per_node), b.local);
+  return j.remaining_iterations() * (st.step + b.accum * (st.step - st.sync));
+}
+
+class Queued final : public TimelinePolicy {
+ public:
+  explicit Queued(QueuedOptions o) : options_(std::move(o)), tree_(options_.queues) {}
+
+  Allocations schedule(Seconds now, std::span<Job* const> active,
+                       cluster::Cluster& cluster) override {
+    if (layer_ == nullptr || cluster_ != &cluster) start(cluster);
+    std::vector<JobState> states(active.size());
+    for (std::size_t i = 0; i < active.size(); ++i) {
+      const Job& j = *active[i];
+      JobState& s = states[i];
+      s.spec = &j.spec();
+      s.queue = options_.queues.empty() ? 0 : *tree_.find(j.spec().queue);
+      s.placements = j.placements();
+      const std::size_t id = j.spec().id;
+      if (id >= since_.size()) since_.resize(id + 1, -1);
+      s.running_since = since_[id];
+      s.rank = double(id);
+      if (options_.order == "sjf") {
+        s.rank = j.gpus() > 0 ? -1 : oracle_run_time(j, options_.policy.gpus_per_node);
+      }
+    }
+    sched::jobs::RoundOptions round;
+    round.now = now;
+    round.backfill = options_.order != "fifo";
+    round.preempt_by_rank = options_.order == "tiresias";
+    if (options_.order == "tiresias") las_.rank(now, active, states);
+    layer_->round(states, round);
+    if (options_.order == "tiresias") las_.selected(active, states);
+    Allocations out(active.size());
+    for (std::size_t i = 0; i < active.size(); ++i) {
+      since_[active[i]->spec().id] = states[i].replicas() > 0 ? states[i].running_since : -1;
+      out[i] = std::move(states[i].placements);
+    }
+    return out;
+  }
+
+ private:
+  void start(cluster::Cluster& cluster) {
+    cluster_ = &cluster;
+    sched::PolicyContext context;
+    context.cluster = &cluster;
+    placement_ = sched::make_policy(options_.placement, context);
+    scheduler_ = std::make_unique<sched::Scheduler>(cluster, *placement_);
+    resolver_ = std::make_unique<sched::RequestResolver>(cluster);
+    layer_ = std::make_unique<sched::jobs::JobLayer>(
+        cluster, tree_, sched::jobs::core_placer(cluster, *scheduler_, *resolver_));
+  }
+
+  QueuedOptions options_;
+  sched::jobs::QueueTree tree_;
+  cluster::Cluster* cluster_ = nullptr;
+  std::unique_ptr<sched::Policy> placement_;
+  std::unique_ptr<sched::Scheduler> scheduler_;
+  std::unique_ptr<sched::RequestResolver> resolver_;
+  std::unique_ptr<sched::jobs::JobLayer> layer_;
+  std::vector<Seconds> since_;  // by job id: start of its current run
+  LasOrder las_;
+};
+
+}  // namespace
+
+std::unique_ptr<TimelinePolicy> make_queued(const QueuedOptions& options) {
+  if (options.order != "fifo" && options.order != "sjf" && options.order != "tiresias") {
+    return nullptr;
+  }
+  sched::check_policy_spec(options.placement);
+  return std::make_unique<Queued>(options);
+}
+
+void check_job_queues(const std::vector<JobSpec>& jobs, const sched::jobs::QueueTree& queues) {
+  for (const JobSpec& j : jobs) {
+    const auto q = queues.find(j.queue);
+    if (!q || !queues.leaf(*q)) {
+      base::fail_input(j.file, j.line,
+                       fmt::format("job {}: queue '{}' is {} of the queue file", j.name, j.queue,
+                                   q ? "not a leaf queue" : "not a queue"));
+    }
+  }
+}
+
+}  // namespace gpuorch::sim

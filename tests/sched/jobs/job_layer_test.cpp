@@ -1,0 +1,228 @@
+// The job layer on small made workloads: quotas and over-quota sharing, reclaim that frees exactly
+// what the quota needs with the fewest victims, non-preemptible jobs untouched, elastic replicas
+// before whole jobs, priority preemption, FIFO blocking, least-attained-service order, and a
+// reason for every job that waits.
+#include "gpuorch/sched/jobs/job_layer.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <deque>
+
+#include "gpuorch/sched/jobs/core_placer.hpp"
+#include "gpuorch/sched/policy.hpp"
+#include "support/test_support.hpp"
+
+namespace gpuorch::sched::jobs {
+namespace {
+
+workload::QueueSpec queue(std::string name, double gpu_quota, std::int64_t gpu_limit = -1) {
+  workload::QueueSpec q;
+  q.name = std::move(name);
+  q.gpu.quota = static_cast<std::int64_t>(gpu_quota * 1000);
+  q.gpu.limit = gpu_limit < 0 ? workload::kUnlimited : gpu_limit * 1000;
+  return q;
+}
+
+// Two queues with 4 GPUs of quota each on two nodes of 4 GPUs.
+class JobLayerTest : public ::testing::Test {
+ protected:
+  explicit JobLayerTest(std::vector<workload::QueueSpec> qs = {queue("a", 4), queue("b", 4)},
+                        int nodes = 2)
+      : tree(std::move(qs)), c(make_nodes(nodes)) {}
+
+  static std::vector<cluster::NodeSpec> make_nodes(int n) {
+    std::vector<cluster::NodeSpec> out;
+    for (int i = 0; i < n; ++i) out.push_back(test::gpu_node(fmt::format("n{}", i), 64000, 4));
+    return out;
+  }
+
+  // A job of `replicas` one-GPU replicas (elastic up to `max`).
+  JobState& job(const std::string& name, const std::string& q, int replicas, int max = 0,
+                int priority = 0, bool preemptible = true) {
+    workload::JobSpec s;
+    s.name = name;
+    s.queue = q;
+    s.min_replicas = replicas;
+    s.max_replicas = std::max(replicas, max);
+    s.priority = priority;
+    s.preemptible = preemptible;
+    specs.push_back(std::move(s));
+    JobState st;
+    st.spec = &specs.back();
+    st.queue = *tree.find(q);
+    st.rank = double(states.size());
+    states.push_back(std::move(st));
+    return states.back();
+  }
+
+  RoundStats round(std::int64_t now, RoundOptions o = {}) {
+    o.now = now;
+    return layer.round(states, o);
+  }
+
+  int running(const std::string& q) const {
+    int n = 0;
+    for (const auto& s : states) {
+      if (s.spec->queue == q) n += s.replicas();
+    }
+    return n;
+  }
+
+  QueueTree tree;
+  cluster::Cluster c;
+  std::unique_ptr<Policy> policy = make_policy("best-fit", PolicyContext{&c});
+  Scheduler scheduler{c, *policy};
+  RequestResolver resolver{c};
+  JobLayer layer{c, tree, core_placer(c, scheduler, resolver)};
+  std::deque<workload::JobSpec> specs;
+  std::vector<JobState> states;
+};
+
+TEST_F(JobLayerTest, AQueueUsesWhatNobodyWithinQuotaWants) {
+  for (int i = 0; i < 8; ++i) job(fmt::format("b{}", i), "b", 1);
+  round(0);
+  EXPECT_EQ(running("b"), 8);  // 4 over its quota: a wants nothing
+  EXPECT_EQ(c.fully_free_gpus_total(), 0);
+}
+
+TEST_F(JobLayerTest, ReclaimFreesExactlyWhatTheQuotaNeedsFromTheFewestGpuHoursLost) {
+  for (int i = 0; i < 8; ++i) {
+    job(fmt::format("b{}", i), "b", 1);
+    round(i * 100);  // b0 started first: the most GPU-hours a preemption would lose
+  }
+  ASSERT_EQ(running("b"), 8);
+  job("a0", "a", 2);
+  const auto stats = round(1000);
+  EXPECT_EQ(running("a"), 2);
+  EXPECT_EQ(running("b"), 6);
+  EXPECT_EQ(stats.preempted, 2);
+  // The two latest starters go: b7 and b6.
+  for (const auto& s : states) {
+    const bool victim = s.spec->name == "b7" || s.spec->name == "b6";
+    EXPECT_EQ(s.preempted.has_value(), victim) << s.spec->name;
+    if (victim) {
+      EXPECT_EQ(*s.preempted, PreemptReason::kReclaim);
+      EXPECT_NE(s.why.find("a0"), std::string::npos) << s.why;
+    }
+  }
+  // The next round changes nothing: no reclaim loop.
+  const auto again = round(1060);
+  EXPECT_EQ(again.preempted, 0);
+  EXPECT_EQ(running("a"), 2);
+}
+
+TEST_F(JobLayerTest, ReclaimStopsAtTheVictimQueuesFairShare) {
+  for (int i = 0; i < 8; ++i) job(fmt::format("b{}", i), "b", 1);
+  round(0);
+  // a asks for 6: 2 over its quota of 4, so only 4 can come back from b (b keeps its quota).
+  job("a-big", "a", 6);
+  round(60);
+  EXPECT_EQ(running("a"), 0);
+  EXPECT_EQ(running("b"), 8);
+  const JobState& big = states.back();
+  EXPECT_EQ(big.waiting, WaitReason::kOverQuota) << big.why;
+  job("a-fits", "a", 4);
+  round(120);
+  EXPECT_EQ(running("a"), 4);
+  EXPECT_EQ(running("b"), 4);
+}
+
+TEST_F(JobLayerTest, NonPreemptibleJobsAreNeverVictims) {
+  for (int i = 0; i < 8; ++i) job(fmt::format("b{}", i), "b", 1, 0, 0, /*preemptible=*/false);
+  round(0);
+  job("a0", "a", 1);
+  round(60);
+  EXPECT_EQ(running("b"), 8);
+  EXPECT_EQ(states.back().waiting, WaitReason::kShareHeld) << states.back().why;
+}
+
+TEST_F(JobLayerTest, ElasticReplicasAboveMinGoBeforeWholeJobs) {
+  job("b-rigid", "b", 2);
+  round(0);
+  job("b-elastic", "b", 2, 6);  // starts at 6: everything free
+  round(10);
+  ASSERT_EQ(running("b"), 8);
+  job("a0", "a", 3);
+  round(20);
+  EXPECT_EQ(running("a"), 3);
+  const JobState& rigid = states[0];
+  const JobState& elastic = states[1];
+  EXPECT_EQ(rigid.replicas(), 2);    // untouched, although it lost less (started earlier: more)
+  EXPECT_EQ(elastic.replicas(), 3);  // shrunk by exactly 3, still above its min
+  ASSERT_TRUE(elastic.preempted.has_value());
+}
+
+TEST_F(JobLayerTest, HigherPriorityPreemptsLowerInItsQueue) {
+  for (int i = 0; i < 8; ++i) job(fmt::format("a{}", i), "a", 1);
+  round(0);
+  job("urgent", "a", 2, 0, /*priority=*/10);
+  round(60);
+  EXPECT_EQ(states.back().replicas(), 2);
+  int by_priority = 0;
+  for (const auto& s : states) by_priority += s.preempted == PreemptReason::kPriority;
+  EXPECT_EQ(by_priority, 2);
+}
+
+TEST_F(JobLayerTest, StrictFifoBlocksBehindTheHeadAndBackfillDoesNot) {
+  for (int i = 0; i < 6; ++i) job(fmt::format("a{}", i), "a", 1);
+  round(0);
+  job("a-big", "a", 4);
+  job("a-small", "a", 1);
+  RoundOptions fifo;
+  fifo.backfill = false;
+  round(60, fifo);
+  EXPECT_EQ(states[6].replicas(), 0);
+  EXPECT_EQ(states[7].replicas(), 0);
+  EXPECT_EQ(states[7].waiting, WaitReason::kLowerPriority);
+  EXPECT_NE(states[7].why.find("a-big"), std::string::npos) << states[7].why;
+  round(120);
+  EXPECT_EQ(states[7].replicas(), 1);
+}
+
+TEST_F(JobLayerTest, RankOrderPreemptsRunningJobsRankedAfterWaitingOnes) {
+  for (int i = 0; i < 4; ++i) job(fmt::format("a{}", i), "a", 2);  // all of the cluster
+  round(0);
+  ASSERT_EQ(running("a"), 8);
+  JobState& fresh = job("a-new", "a", 2);
+  fresh.rank = -1;  // least attained service: ranked first
+  RoundOptions las;
+  las.preempt_by_rank = true;
+  // a's fair share is the whole cluster (b wants nothing): the last-ranked job gives way.
+  round(60, las);
+  EXPECT_EQ(states.back().replicas(), 2);
+  EXPECT_EQ(states[3].replicas(), 0);
+  EXPECT_EQ(states[3].preempted, PreemptReason::kQueueOrder);
+}
+
+TEST_F(JobLayerTest, EveryWaitingJobHasAReason) {
+  // Pods outside the job layer hold 2 GPUs of each node.
+  c.apply(test::placement(0, 0, 1000, {0, 1}));
+  c.apply(test::placement(1, 0, 1000, {0, 1}));
+  // One replica of 4 GPUs needs one node with 4 free: 2 free on two nodes is fragmentation.
+  job("a-frag", "a", 1);
+  specs.back().replica.gpu_count = 4;
+  // A replica of 8 GPUs fits no node of 4: infeasible.
+  job("a-never", "a", 1);
+  specs.back().replica.gpu_count = 8;
+  round(60);
+  EXPECT_EQ(states[0].waiting, WaitReason::kFragmented) << states[0].why;
+  EXPECT_EQ(states[1].waiting, WaitReason::kInfeasible) << states[1].why;
+  EXPECT_FALSE(states[0].why.empty());
+  EXPECT_FALSE(states[1].why.empty());
+}
+
+class LimitedQueues : public JobLayerTest {
+ protected:
+  LimitedQueues() : JobLayerTest({queue("a", 2, 3), queue("b", 2)}) {}
+};
+
+TEST_F(LimitedQueues, ALimitIsNeverPassed) {
+  for (int i = 0; i < 4; ++i) job(fmt::format("a{}", i), "a", 1);
+  round(0);
+  EXPECT_EQ(running("a"), 3);
+  EXPECT_EQ(states[3].waiting, WaitReason::kOverLimit);
+}
+
+}  // namespace
+}  // namespace gpuorch::sched::jobs
