@@ -15,7 +15,7 @@ namespace gpuorch::sim {
 
 struct QueuedOptions {
   std::string order;                      // fifo, sjf or tiresias
-  std::string placement = "efd";          // the scheduler core's placement policy
+  std::string placement = "efd-online";  // the scheduler core's placement policy (learns the workload)
   std::vector<workload::QueueSpec> queues;  // empty: one default queue holds every job
   PolicyOptions policy;
 };

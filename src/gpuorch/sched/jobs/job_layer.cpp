@@ -413,10 +413,19 @@ struct JobLayer::Round {
     double gpu_hours_lost = 0;
   };
 
+  // Whether a victim entry can no longer free anything this round: its job stopped, or its
+  // surplus is gone, or (`exhausted`) its queue may give nothing more.
+  [[nodiscard]] bool spent(const Victim& v) const {
+    const JobState& s = jobs[v.job];
+    return s.replicas() == 0 || (v.surplus && s.replicas() <= std::max(1, s.spec->min_replicas));
+  }
+
   // 4 and 5. Frees exactly what `j` needs from `pool` (sorted victims) and starts it; or changes
-  // nothing. `allowed(v, taken)` says whether victim v may still go, given what is taken so far.
+  // nothing. `allowed(v)` says whether victim v may still go, given what is taken so far. Spent
+  // entries are dropped from the pool as they are met, so a round's walks stay short.
   template <typename Allowed>
-  bool preempt_for(std::size_t j, std::vector<Victim> pool, PreemptReason reason, Allowed allowed) {
+  bool preempt_for(std::size_t j, std::vector<Victim>& pool, PreemptReason reason,
+                   Allowed allowed) {
     const int n = std::max(1, jobs[j].spec->min_replicas);
     const Resources need = replica[j] * n;
     struct Taken {
@@ -425,7 +434,13 @@ struct JobLayer::Round {
     };
     std::vector<Taken> taken;
     bool started = false;
+    double freed = 0;
+    std::size_t spent_seen = 0;
     for (const Victim& v : pool) {
+      if (spent(v)) {
+        ++spent_seen;
+        continue;
+      }
       if (!allowed(v)) continue;
       Taken t{v, {}};
       auto& ps = jobs[v.job].placements;
@@ -435,12 +450,16 @@ struct JobLayer::Round {
       if (t.v.replicas == 0) continue;
       t.placements.assign(ps.end() - t.v.replicas, ps.end());
       release(v.job, t.v.replicas);
+      freed += double(replica[v.job].gpu_milli() * t.v.replicas);
       taken.push_back(std::move(t));
       if (!fits_free(need)) continue;
       if (place(j, n, nullptr)) {
         started = true;
         break;
       }
+      // Past several times what it needs, more victims will not make a placement appear (the
+      // free GPUs are scattered): give up rather than walk every running job.
+      if (freed > 4.0 * double(need.gpu_milli()) + 8000.0) break;
     }
     // Undo what was not needed, latest first: all of it when the job still cannot start.
     for (auto it = taken.rbegin(); it != taken.rend(); ++it) {
@@ -454,6 +473,9 @@ struct JobLayer::Round {
         }
         it->v.replicas = 0;
       }
+    }
+    if (spent_seen > pool.size() / 4) {
+      std::erase_if(pool, [&](const Victim& v) { return spent(v); });
     }
     if (!started) return false;
     ++stats.started;
@@ -496,7 +518,24 @@ struct JobLayer::Round {
     return pool;
   }
 
+  // GPUs (milli) queues other than `q` hold above their fair share: all a reclaim could take.
+  [[nodiscard]] double reclaimable(std::size_t q) const {
+    double over = 0;
+    for (const std::size_t r : tree().leaves()) {
+      if (r != q) over += std::max(0.0, layer.allocated_[r][0] - layer.fair_[r][0]);
+    }
+    return over;
+  }
+
   void reclaim_and_preempt(const std::vector<std::size_t>& candidates) {
+    std::optional<std::vector<Victim>> over_share;              // built once, when first needed
+    std::map<std::size_t, std::vector<Victim>> lower_priority;  // per queue, when needed
+    std::vector<int> lowest(tree().size(), std::numeric_limits<int>::max());
+    for (std::size_t v = 0; v < jobs.size(); ++v) {
+      if (jobs[v].replicas() > 0 && jobs[v].spec->preemptible) {
+        lowest[jobs[v].queue] = std::min(lowest[jobs[v].queue], jobs[v].spec->priority);
+      }
+    }
     for (const std::size_t j : candidates) {
       if (jobs[j].replicas() > 0) continue;
       const std::size_t q = jobs[j].queue;
@@ -504,26 +543,25 @@ struct JobLayer::Round {
       const double mine = ratio(q, need);
       // Reclaim: only within its fair share, only from queues above theirs, and never so far
       // that the victim's queue ends below the share this queue reaches (no reclaim loops).
-      if (mine <= 1 + kEps) {
-        auto pool = victims([&](std::size_t v) {
-          const std::size_t r = jobs[v].queue;
-          return r != q && ratio(r) > 1 + kEps;
+      if (mine <= 1 + kEps && free[0] + reclaimable(q) >= double(need.gpu_milli()) - kEps) {
+        if (!over_share) {
+          over_share = victims([&](std::size_t v) { return ratio(jobs[v].queue) > 1 + kEps; });
+        }
+        const bool ok = preempt_for(j, *over_share, PreemptReason::kReclaim, [&](const Victim& v) {
+          const std::size_t r = jobs[v.job].queue;
+          const Resources gone = replica[v.job] * v.replicas;
+          return r != q && ratio(r, Resources{} - gone) >= mine - kEps;
         });
-        const bool ok =
-            preempt_for(j, std::move(pool), PreemptReason::kReclaim, [&](const Victim& v) {
-              const std::size_t r = jobs[v.job].queue;
-              const Resources gone = replica[v.job] * v.replicas;
-              return ratio(r, Resources{} - gone) >= mine - kEps;
-            });
         if (ok) continue;
       }
-      auto pool = victims([&](std::size_t v) {
-        return jobs[v].queue == q && jobs[v].spec->priority < jobs[j].spec->priority;
-      });
-      if (!pool.empty()) {
-        preempt_for(j, std::move(pool), PreemptReason::kPriority,
-                    [](const Victim&) { return true; });
+      if (jobs[j].spec->priority <= lowest[q]) continue;
+      auto [pool, fresh] = lower_priority.try_emplace(q);
+      if (fresh) {
+        pool->second = victims([&](std::size_t v) { return jobs[v].queue == q; });
       }
+      preempt_for(j, pool->second, PreemptReason::kPriority, [&](const Victim& v) {
+        return jobs[v.job].spec->priority < jobs[j].spec->priority;
+      });
     }
   }
 
