@@ -45,6 +45,7 @@ struct TimelineFlags {
   std::string gpus;
   std::string report;
   bool json = false;
+  bool per_queue = false;
 };
 
 // The most GPUs of a what-if cluster (--gpus A:B:step): --nodes' 100000 x 64.
@@ -128,6 +129,16 @@ nlohmann::ordered_json to_json(const sim::TimelineResult& r, const sim::Timeline
   j["goodput_utilisation"] = round_to(s.goodput_utilisation, 0.0001);
   j["ticks"] = r.ticks;
   j["elapsed_s"] = round_to(elapsed, 0.0001);
+  auto& queues = j["queues"] = nlohmann::ordered_json::object();
+  for (const auto& q : sim::summarize_queues(r)) {
+    auto& x = queues[q.queue];
+    x["jobs"] = q.jobs;
+    x["finished"] = q.finished;
+    x["avg_jct_s"] = round_to(q.avg_jct_s, 0.001);
+    x["avg_wait_s"] = round_to(q.avg_wait_s, 0.001);
+    x["gpu_hours"] = round_to(q.gpu_hours, 0.001);
+    x["gpu_share"] = round_to(q.gpu_share, 0.0001);
+  }
   auto& per = j["per_job"] = nlohmann::ordered_json::array();
   for (const auto& o : r.jobs) {
     nlohmann::ordered_json x;
@@ -140,6 +151,19 @@ nlohmann::ordered_json to_json(const sim::TimelineResult& r, const sim::Timeline
     per.push_back(std::move(x));
   }
   return j;
+}
+
+// Per policy (and cluster size), one row per queue: what each tenant got.
+void print_queue_table(const std::vector<sim::TimelineResult>& results) {
+  fmt::print("\nper queue\n{:>6} {:<10} {:<16} {:>7} {:>8} {:>10} {:>10} {:>10} {:>7}\n", "GPUs",
+             "policy", "queue", "jobs", "finished", "avg JCT h", "wait h", "GPU-h", "share");
+  for (const auto& r : results) {
+    for (const auto& q : sim::summarize_queues(r)) {
+      fmt::print("{:>6} {:<10} {:<16} {:>7} {:>8} {:>10.3f} {:>10.3f} {:>10.1f} {:>6.1f}%\n",
+                 r.total_gpus, r.policy, base::printable(q.queue), q.jobs, q.finished,
+                 q.avg_jct_s / 3600, q.avg_wait_s / 3600, q.gpu_hours, 100 * q.gpu_share);
+    }
+  }
 }
 
 int run(const TimelineFlags& f) {
@@ -266,7 +290,7 @@ int run(const TimelineFlags& f) {
     }
   }
   if (!f.report.empty()) {
-    const report::TimelineMeta meta{f.workload, jobs.size(), interval};
+    const report::TimelineMeta meta{f.workload, jobs.size(), interval, {}};
     report::write_timeline_html(
         f.report, meta, report_header(f.seed + " (no timeline policy draws random numbers today)"),
         results);
@@ -293,6 +317,10 @@ int run(const TimelineFlags& f) {
         s.p99_jct_s / 3600, s.avg_queue_s / 3600, s.makespan_s / 3600, s.gpu_hours,
         100 * s.utilisation, 100 * s.goodput_utilisation, elapsed[i]);
   }
+  const bool tenants =
+      std::any_of(results.begin(), results.end(),
+                  [](const sim::TimelineResult& r) { return r.queues.size() > 1; });
+  if (f.per_queue || tenants) print_queue_table(results);
   if (!f.report.empty()) fmt::print("\nreport: {}/index.html\n", f.report);
   return 0;
 }
@@ -326,7 +354,10 @@ void add_sim_timeline(CLI::App& sim, Action& action) {
   c->add_option("--gpus", f->gpus,
                 "What-if: clusters of A..B GPUs in steps (A:B:step, --gpus-per-node each)");
   c->add_option("--report", f->report, "Also write an HTML report with plots to this folder");
-  c->add_flag("--json", f->json, "One JSON object per policy and line, with per_job");
+  c->add_flag("--json", f->json,
+              "One JSON object per policy and line, with per_job and per-queue results (queues)");
+  c->add_flag("--per-queue", f->per_queue,
+              "Print the per-queue table even for one queue (always printed for several)");
   c->callback([f, &action] { action = [f] { return run(*f); }; });
 }
 

@@ -14,14 +14,6 @@
 namespace gpuorch::test {
 namespace {
 
-// `--json` prints one object per line.
-std::vector<nlohmann::json> json_lines(const std::string& out) {
-  std::istringstream lines(out);
-  std::vector<nlohmann::json> objects;
-  for (std::string line; std::getline(lines, line);) objects.push_back(nlohmann::json::parse(line));
-  return objects;
-}
-
 TEST(SimTimelineCli, JsonHasOneObjectPerPolicyWithPerJobJcts) {
   GPUORCH_REQUIRE_POLLUX(dir);
   TempDir tmp;

@@ -1,9 +1,11 @@
 #pragma once
 // Checks on what a CLI run leaves behind: the files in a folder, the cells of a markdown table
-// row, and whether the HTML reports can be drawn here at all.
+// row, the objects of a `--json` output, and whether the HTML reports can be drawn here at all.
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,14 @@ inline std::vector<std::string> markdown_cells(const std::string& row) {
     out.push_back(c);
   }
   return out;
+}
+
+// A `--json` output of one object per line.
+inline std::vector<nlohmann::json> json_lines(const std::string& out) {
+  std::istringstream lines(out);
+  std::vector<nlohmann::json> objects;
+  for (std::string line; std::getline(lines, line);) objects.push_back(nlohmann::json::parse(line));
+  return objects;
 }
 
 }  // namespace gpuorch::test

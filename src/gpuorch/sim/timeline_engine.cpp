@@ -54,6 +54,16 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
   TimelineResult result;
   result.policy = policy_name;
   result.total_gpus = cluster.gpu_total();
+  for (const auto& s : specs) result.queues.push_back(s.queue);
+  std::sort(result.queues.begin(), result.queues.end());
+  result.queues.erase(std::unique(result.queues.begin(), result.queues.end()), result.queues.end());
+  std::vector<std::size_t> queue_of;  // per job, its index in result.queues
+  for (const auto& s : specs) {
+    queue_of.push_back(static_cast<std::size_t>(
+        std::lower_bound(result.queues.begin(), result.queues.end(), s.queue) -
+        result.queues.begin()));
+  }
+  const std::vector<int> no_gpus_by_queue(result.queues.size(), 0);
   const Seconds dt = options.interval;
   std::size_t next_arrival = 0, done = 0;
   std::vector<Job*> active, running;
@@ -91,20 +101,21 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
       return true;
     });
     if (active.empty()) {
-      if (!running.empty()) result.samples.push_back({now, 0, 0, 0, 0});
+      if (!running.empty()) result.samples.push_back({now, 0, 0, 0, 0, no_gpus_by_queue});
       running.clear();
       if (options.on_progress) options.on_progress(done, jobs.size());
       continue;
     }
     Allocations next_alloc = policy.schedule(now, active, cluster);
     running.clear();
-    TimelineSample sample{now, 0, 0, 0, 0};
+    TimelineSample sample{now, 0, 0, 0, 0, no_gpus_by_queue};
     for (std::size_t i = 0; i < active.size(); ++i) {
       Job* j = active[i];
       if (!same_allocation(next_alloc[i], *j)) j->reallocate(now, std::move(next_alloc[i]));
       if (j->gpus() > 0) {
         running.push_back(j);
         sample.allocated_gpus += j->gpus();
+        sample.gpus_by_queue[queue_of[static_cast<std::size_t>(j - jobs.data())]] += j->gpus();
         ++sample.running;
       } else {
         ++sample.queued;
@@ -120,8 +131,8 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
     if (options.on_progress) options.on_progress(done, jobs.size());
   }
   for (const Job& j : jobs) {
-    result.jobs.push_back({j.spec().name, j.spec().submit, j.first_start(), j.completion(),
-                           j.attained_service(), j.useful_gpu_seconds(),
+    result.jobs.push_back({j.spec().name, j.spec().queue, j.spec().submit, j.first_start(),
+                           j.completion(), j.attained_service(), j.useful_gpu_seconds(),
                            std::max(j.restarts(), 0)});
   }
   return result;

@@ -24,6 +24,7 @@ struct TimelineOptions {
 
 struct JobOutcome {
   std::string name;
+  std::string queue;  // the job's leaf queue (Philly: its virtual cluster)
   Seconds submit = 0;
   Seconds start = -1;             // first tick with GPUs
   Seconds completion = -1;        // -1: did not finish
@@ -42,11 +43,14 @@ struct TimelineSample {
   // Allocated GPUs weighted by statistical efficiency, averaged over the time until the next
   // tick (a GPU in its restart delay counts 0): what the allocation was worth in training.
   double goodput_gpus = 0;
+  // Allocated GPUs per queue, indexed like TimelineResult::queues (the per-queue share plot).
+  std::vector<int> gpus_by_queue;
 };
 
 struct TimelineResult {
   std::string policy;
   int total_gpus = 0;
+  std::vector<std::string> queues;      // the workload's queues, sorted by name
   std::vector<JobOutcome> jobs;         // in workload order
   std::vector<TimelineSample> samples;  // one per tick with active jobs or turning idle
   std::size_t ticks = 0;

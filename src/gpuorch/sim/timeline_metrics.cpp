@@ -49,4 +49,38 @@ TimelineSummary summarize(const TimelineResult& r) {
   return s;
 }
 
+std::vector<QueueSummary> summarize_queues(const TimelineResult& r) {
+  std::vector<std::string> names = r.queues;
+  for (const auto& j : r.jobs) names.push_back(j.queue);
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  std::vector<QueueSummary> out(names.size());
+  std::vector<double> jct(names.size()), wait(names.size());
+  std::vector<std::size_t> started(names.size());
+  double held = 0;
+  for (const auto& j : r.jobs) {
+    const auto q = static_cast<std::size_t>(std::lower_bound(names.begin(), names.end(), j.queue) -
+                                            names.begin());
+    ++out[q].jobs;
+    out[q].gpu_hours += j.gpu_seconds;
+    held += j.gpu_seconds;
+    if (j.start >= 0) {
+      wait[q] += double(j.start - j.submit);
+      ++started[q];
+    }
+    if (j.completion >= 0) {
+      jct[q] += double(j.completion - j.submit);
+      ++out[q].finished;
+    }
+  }
+  for (std::size_t q = 0; q < out.size(); ++q) {
+    out[q].queue = names[q];
+    if (out[q].finished > 0) out[q].avg_jct_s = jct[q] / double(out[q].finished);
+    if (started[q] > 0) out[q].avg_wait_s = wait[q] / double(started[q]);
+    if (held > 0) out[q].gpu_share = out[q].gpu_hours / held;
+    out[q].gpu_hours /= 3600.0;
+  }
+  return out;
+}
+
 }  // namespace gpuorch::sim
