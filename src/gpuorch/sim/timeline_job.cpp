@@ -31,8 +31,8 @@ BatchConfig fixed_batch_config(const AppProfile& app, int replicas, int batch,
   return b;
 }
 
-Rate progress_rate(const AppProfile& app, std::span<const int> gpus_per_node,
-                   const BatchConfig& b, int epoch) {
+Rate progress_rate(const AppProfile& app, std::span<const int> gpus_per_node, const BatchConfig& b,
+                   int epoch) {
   int replicas = 0;
   for (const int g : gpus_per_node) replicas += g;
   const StepTime st = app.throughput(gpus_per_node, b.local);
@@ -92,9 +92,18 @@ void Job::reallocate(Seconds now, std::vector<cluster::Placement> placements) {
   placements_ = std::move(placements);
   allocation_.clear();
   gpus_per_node_.clear();
+  // GPUs per node in the order nodes were first used: a placer may return one placement per
+  // replica or one per node, and the profiles are looked up by GPUs per node.
+  std::vector<cluster::NodeIndex> nodes;
   for (const auto& p : placements_) {
-    gpus_per_node_.push_back(static_cast<int>(p.gpus.size()));
     allocation_.insert(allocation_.end(), p.gpus.size(), p.node);
+    const auto at = std::find(nodes.begin(), nodes.end(), p.node);
+    if (at == nodes.end()) {
+      nodes.push_back(p.node);
+      gpus_per_node_.push_back(static_cast<int>(p.gpus.size()));
+    } else {
+      gpus_per_node_[std::size_t(at - nodes.begin())] += static_cast<int>(p.gpus.size());
+    }
   }
   if (allocation_.empty()) {
     batch_ = {};
