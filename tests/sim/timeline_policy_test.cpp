@@ -1,11 +1,12 @@
 // Each policy's rule on a tiny case small enough to check by hand.
+#include "gpuorch/sim/timeline_policy.hpp"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <memory>
 
 #include "gpuorch/sim/timeline_engine.hpp"
-#include "gpuorch/sim/timeline_policy.hpp"
 #include "sim/timeline_support.hpp"
 
 namespace gpuorch::sim {
@@ -31,10 +32,12 @@ JobSpec profiled(std::size_t id, const std::string& app, int gpus, int batch) {
 }
 
 // Applies a policy's decision the way the engine does.
-std::vector<int> decide(TimelinePolicy& p, Seconds now, std::vector<Job>& jobs, cluster::Cluster& c) {
+std::vector<int> decide(TimelinePolicy& p, Seconds now, std::vector<Job>& jobs,
+                        cluster::Cluster& c) {
   std::vector<Job*> active;
   for (auto& j : jobs) active.push_back(&j);
-  Allocations a = p.schedule(now, active, c);
+  ReplicaPlacer placer(c);
+  Allocations a = p.allocate(now, active, placer);
   std::vector<int> gpus;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     int n = 0;

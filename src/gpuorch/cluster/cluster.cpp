@@ -44,6 +44,7 @@ Cluster::Cluster(std::vector<NodeSpec> nodes) : specs_(std::move(nodes)) {
     gpu_left_.insert(gpu_left_.end(), static_cast<std::size_t>(s.gpu_count),
                      static_cast<std::int32_t>(base::kMilliPerGpu));
     gpu_total_ += s.gpu_count;
+    largest_gpu_count_ = std::max(largest_gpu_count_, s.gpu_count);
     refresh_gpu_summary(static_cast<NodeIndex>(i));
   }
   gpu_milli_capacity_ = static_cast<std::int64_t>(gpu_total_) * base::kMilliPerGpu;

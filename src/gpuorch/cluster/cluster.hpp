@@ -82,6 +82,8 @@ class Cluster {
   [[nodiscard]] std::int64_t gpu_milli_capacity() const { return gpu_milli_capacity_; }
   [[nodiscard]] std::int64_t gpu_milli_used() const { return gpu_milli_used_; }
   [[nodiscard]] int gpu_total() const { return gpu_total_; }
+  // The most GPUs one node has: the largest gang of whole GPUs one placement can hold.
+  [[nodiscard]] int largest_gpu_count() const { return largest_gpu_count_; }
 
   // Binds a placement. The caller (the scheduler) has checked that it fits.
   void apply(const Placement& placement);
@@ -112,6 +114,7 @@ class Cluster {
   std::int64_t gpu_milli_used_ = 0;
   std::int64_t fully_free_total_ = 0;
   int gpu_total_ = 0;
+  int largest_gpu_count_ = 0;
 };
 
 // The kind of a GPU pod from its per-GPU milli and GPU count (see GpuPodKind).

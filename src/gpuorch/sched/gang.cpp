@@ -60,6 +60,17 @@ bool could_hold(const cluster::Cluster& c, const std::vector<cluster::NodeIndex>
 
 }  // namespace
 
+std::map<std::string, std::vector<cluster::NodeIndex>> topology_domains(
+    const cluster::Cluster& cluster, const std::string& level) {
+  std::map<std::string, std::vector<cluster::NodeIndex>> domains;
+  for (cluster::NodeIndex n = 0; n < cluster.node_count(); ++n) {
+    for (const auto& [k, v] : cluster.spec(n).labels) {
+      if (k == level) domains[v].push_back(n);
+    }
+  }
+  return domains;
+}
+
 GangDecision place_gang(cluster::Cluster& cluster, Scheduler& scheduler, RequestResolver& resolver,
                         const std::vector<workload::PodSpec>& members,
                         const std::vector<std::string>& topology_levels,
@@ -67,12 +78,7 @@ GangDecision place_gang(cluster::Cluster& cluster, Scheduler& scheduler, Request
   GangDecision out;
   // Innermost level first: the lowest level that can hold the gang wins.
   for (auto level = topology_levels.rbegin(); level != topology_levels.rend(); ++level) {
-    std::map<std::string, std::vector<cluster::NodeIndex>> domains;
-    for (cluster::NodeIndex n = 0; n < cluster.node_count(); ++n) {
-      for (const auto& [k, v] : cluster.spec(n).labels) {
-        if (k == *level) domains[v].push_back(n);
-      }
-    }
+    const auto domains = topology_domains(cluster, *level);
     struct Best {
       std::string domain;
       std::size_t nodes = 0;

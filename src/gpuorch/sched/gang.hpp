@@ -6,6 +6,7 @@
 // as Kueue's and KAI's topology-aware scheduling name them) the gang goes under the lowest level
 // that can hold it whole, on the fewest nodes of any domain at that level.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@ struct GangDecision {
   std::size_t failed_member = 0;
   Decision failure;
 };
+
+// The domains of one topology level: the nodes per value of the label `level`, by value.
+std::map<std::string, std::vector<cluster::NodeIndex>> topology_domains(
+    const cluster::Cluster& cluster, const std::string& level);
 
 // Places every member or none; the cluster is changed only when placed. `resolver` must be the
 // one the scheduler's requests come from (members are resolved with domain restrictions added).

@@ -30,6 +30,9 @@ constexpr std::array kPolicies{
     Entry{"fgd", "06-FGD", make_fgd_policy, true},
     Entry{"efd", "", make_efd_policy, false, kEfdOptions},
     Entry{"efd-online", "", make_efd_online_policy, false, kEfdOptions},
+    // The rules of replica gangs (sched/replica_gang.hpp): spreading and packing by free GPUs.
+    Entry{"most-free", "", make_most_free_policy, false},
+    Entry{"tightest-fit", "", make_tightest_fit_policy, false},
 };
 
 }  // namespace

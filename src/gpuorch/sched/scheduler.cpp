@@ -61,6 +61,30 @@ Decision Scheduler::decide_full_scan(const PodRequest& pod) {
     if (check_node(cluster, n, pod) == Reason::kFits) feasible_.push_back(n);
   }
   if (feasible_.empty()) return diagnose(pod);
+  return best_of_feasible(pod);
+}
+
+Decision Scheduler::decide_among(std::span<const cluster::NodeIndex> nodes, const PodRequest& pod) {
+  feasible_.clear();
+  Decision none;
+  bool fits_somewhere_empty = false;
+  for (const cluster::NodeIndex n : nodes) {
+    const Reason r = check_node(*cluster_, n, pod);
+    if (r == Reason::kFits) {
+      feasible_.push_back(n);
+    } else if (feasible_.empty()) {
+      none.diagnosis.add(r);
+      fits_somewhere_empty =
+          fits_somewhere_empty || check_empty_node(*cluster_, n, pod) == Reason::kFits;
+    }
+  }
+  if (!feasible_.empty()) return best_of_feasible(pod);
+  none.outcome = fits_somewhere_empty ? Outcome::kWaiting : Outcome::kInfeasible;
+  return none;
+}
+
+Decision Scheduler::best_of_feasible(const PodRequest& pod) {
+  const cluster::Cluster& cluster = *cluster_;
   scores_.assign(feasible_.size(), 0);
   policy_->score(cluster, pod, feasible_, scores_);
   std::size_t best = 0;

@@ -54,9 +54,14 @@ class Scheduler {
   // without changing the cluster; n must pass the filters. For actions that pick the node
   // themselves (consolidation).
   Decision decide_on(cluster::NodeIndex n, const PodRequest& pod);
+  // The same filters, scores and tie-break, among `nodes` only (a gang's own nodes, one topology
+  // domain), without changing the cluster; when none fits, the diagnosis counts those nodes.
+  Decision decide_among(std::span<const cluster::NodeIndex> nodes, const PodRequest& pod);
 
  private:
   Decision decide_full_scan(const PodRequest& pod);
+  // Scores feasible_ and places on the best of them; feasible_ must not be empty.
+  Decision best_of_feasible(const PodRequest& pod);
   // Why no node fits: every node's first failing filter, and whether any would fit when empty.
   Decision diagnose(const PodRequest& pod) const;
   Decision placed(cluster::NodeIndex node, const PodRequest& pod, std::int32_t gpu_hint);

@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "gpuorch/sched/gang_replicas.hpp"
-
 namespace gpuorch::sim {
 namespace {
 
@@ -38,6 +36,7 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
                             const std::vector<cluster::NodeSpec>& nodes, TimelinePolicy& policy,
                             const std::string& policy_name, const TimelineOptions& options) {
   cluster::Cluster cluster(nodes);
+  ReplicaPlacer placer(cluster);
   std::vector<Job> jobs;
   jobs.reserve(specs.size());
   for (const auto& s : specs) {
@@ -95,7 +94,7 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
     // Finished jobs hand their GPUs back at the tick boundary.
     std::erase_if(active, [&](Job* j) {
       if (!j->complete()) return false;
-      sched::release_all(cluster, j->placements());
+      placer.release(j->placements());
       j->reallocate(now, {});
       ++done;
       return true;
@@ -106,7 +105,7 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
       if (options.on_progress) options.on_progress(done, jobs.size());
       continue;
     }
-    Allocations next_alloc = policy.schedule(now, active, cluster);
+    Allocations next_alloc = policy.allocate(now, active, placer);
     running.clear();
     TimelineSample sample{now, 0, 0, 0, 0, no_gpus_by_queue};
     for (std::size_t i = 0; i < active.size(); ++i) {

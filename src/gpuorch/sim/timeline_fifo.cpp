@@ -1,7 +1,6 @@
 // First come, first served, all or nothing, never preempted: the head of the queue waits until
 // its GPUs are free and everything behind it waits too (no backfilling), the baseline a plain
 // batch queue gives.
-#include "gpuorch/sched/gang_replicas.hpp"
 #include "gpuorch/sim/timeline_policy.hpp"
 
 namespace gpuorch::sim {
@@ -9,14 +8,14 @@ namespace {
 
 class Fifo final : public TimelinePolicy {
  public:
-  Allocations schedule(Seconds, std::span<Job* const> active, cluster::Cluster& cluster) override {
+  Allocations schedule(Seconds, std::span<Job* const> active, cluster::Cluster&) override {
     Allocations out = current_allocations(active);
     for (std::size_t i = 0; i < active.size(); ++i) {
       if (!out[i].empty()) continue;
-      auto p = sched::place_replicas(cluster, active[i]->spec().replicas,
-                                     sched::ReplicaSpread::kFewestNodes);
-      if (!p) break;
-      out[i] = std::move(*p);
+      if (!place(*active[i], active[i]->spec().replicas, sched::ReplicaSpread::kFewestNodes,
+                 out[i])) {
+        break;
+      }
     }
     return out;
   }

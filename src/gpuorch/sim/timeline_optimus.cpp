@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <numeric>
 
-#include "gpuorch/sched/gang_replicas.hpp"
 #include "gpuorch/sim/timeline_policy.hpp"
 
 namespace gpuorch::sim {
@@ -16,7 +15,7 @@ class Optimus final : public TimelinePolicy {
   [[nodiscard]] bool rigid() const override { return false; }
   [[nodiscard]] bool needs_profiles() const override { return true; }
 
-  Allocations schedule(Seconds, std::span<Job* const> active, cluster::Cluster& cluster) override {
+  Allocations schedule(Seconds, std::span<Job* const> active, cluster::Cluster&) override {
     const std::size_t n = active.size();
     std::vector<int> gpus(n, 0);
     std::vector<double> gain(n, 0), remaining(n, 0);
@@ -39,8 +38,8 @@ class Optimus final : public TimelinePolicy {
     };
     for (std::size_t i = 0; i < n; ++i) update_gain(i);
     while (left > 0 && n > 0) {
-      const auto best = static_cast<std::size_t>(
-          std::max_element(gain.begin(), gain.end()) - gain.begin());
+      const auto best =
+          static_cast<std::size_t>(std::max_element(gain.begin(), gain.end()) - gain.begin());
       if (!(gain[best] > 0)) break;
       ++gpus[best];
       --left;
@@ -51,17 +50,14 @@ class Optimus final : public TimelinePolicy {
     std::vector<std::size_t> moved;
     for (std::size_t i = 0; i < n; ++i) {
       if (active[i]->gpus() != gpus[i]) {
-        sched::release_all(cluster, out[i]);
-        out[i].clear();
+        release(out[i]);
         moved.push_back(i);
       }
     }
     std::stable_sort(moved.begin(), moved.end(),
                      [&](std::size_t a, std::size_t b) { return gpus[a] < gpus[b]; });
     for (const std::size_t i : moved) {
-      if (gpus[i] == 0) continue;
-      auto p = sched::place_replicas(cluster, gpus[i], sched::ReplicaSpread::kMostFreeFirst);
-      if (p) out[i] = std::move(*p);
+      if (gpus[i] > 0) place(*active[i], gpus[i], sched::ReplicaSpread::kMostFreeFirst, out[i]);
     }
     return out;
   }

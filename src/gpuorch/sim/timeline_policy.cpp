@@ -1,8 +1,57 @@
 #include "gpuorch/sim/timeline_policy.hpp"
 
 #include <algorithm>
+#include <cassert>
 
 namespace gpuorch::sim {
+
+ReplicaPlacer::ReplicaPlacer(cluster::Cluster& cluster)
+    : cluster_(&cluster),
+      resolver_(cluster),
+      most_free_(sched::make_policy(sched::spread_policy(sched::ReplicaSpread::kMostFreeFirst),
+                                    sched::PolicyContext{&cluster})),
+      tightest_(sched::make_policy(sched::spread_policy(sched::ReplicaSpread::kFewestNodes),
+                                   sched::PolicyContext{&cluster})),
+      spread_(cluster, *most_free_),
+      pack_(cluster, *tightest_) {}
+
+sched::ReplicaGangDecision ReplicaPlacer::place(const Job& job, int count,
+                                                sched::ReplicaSpread spread,
+                                                std::span<const cluster::Placement> running) {
+  sched::ReplicaGang gang;
+  gang.replica = job.spec().replica;
+  gang.count = count;
+  gang.topology_levels = job.spec().topology_levels;
+  gang.running = running;
+  sched::Scheduler& s = spread == sched::ReplicaSpread::kMostFreeFirst ? spread_ : pack_;
+  return sched::place_replica_gang(*cluster_, s, resolver_, gang);
+}
+
+void ReplicaPlacer::release(std::span<const cluster::Placement> placements) {
+  sched::release_placements(*cluster_, placements);
+}
+
+Allocations TimelinePolicy::allocate(Seconds now, std::span<Job* const> active,
+                                     ReplicaPlacer& placer) {
+  placer_ = &placer;
+  Allocations out = schedule(now, active, placer.cluster());
+  placer_ = nullptr;
+  return out;
+}
+
+bool TimelinePolicy::place(const Job& job, int count, sched::ReplicaSpread spread,
+                           std::vector<cluster::Placement>& out) {
+  assert(placer_ != nullptr && "placements are made inside allocate()");
+  sched::ReplicaGangDecision d = placer_->place(job, count, spread);
+  if (d.placed) out = std::move(d.placements);
+  return d.placed;
+}
+
+void TimelinePolicy::release(std::vector<cluster::Placement>& placements) {
+  assert(placer_ != nullptr && "placements are released inside allocate()");
+  placer_->release(placements);
+  placements.clear();
+}
 
 Allocations current_allocations(std::span<Job* const> active) {
   Allocations out;
@@ -17,22 +66,21 @@ std::vector<int> packed_placement(int gpus, int per_node) {
   return p;
 }
 
-Allocations realize_counts(std::span<Job* const> active, const std::vector<int>& counts,
-                           cluster::Cluster& cluster, sched::ReplicaSpread spread) {
+Allocations TimelinePolicy::realize_counts(std::span<Job* const> active,
+                                           const std::vector<int>& counts,
+                                           cluster::Cluster& cluster, sched::ReplicaSpread spread) {
+  assert(placer_ != nullptr && &cluster == &placer_->cluster());
+  (void)cluster;
   Allocations out = current_allocations(active);
   std::vector<std::size_t> moved;
   for (std::size_t i = 0; i < active.size(); ++i) {
     if (active[i]->gpus() == counts[i]) continue;
-    sched::release_all(cluster, out[i]);
-    out[i].clear();
+    release(out[i]);
     if (counts[i] > 0) moved.push_back(i);
   }
   std::stable_sort(moved.begin(), moved.end(),
                    [&](std::size_t a, std::size_t b) { return counts[a] > counts[b]; });
-  for (const std::size_t i : moved) {
-    auto p = sched::place_replicas(cluster, counts[i], spread);
-    if (p) out[i] = std::move(*p);
-  }
+  for (const std::size_t i : moved) place(*active[i], counts[i], spread, out[i]);
   return out;
 }
 

@@ -1,8 +1,10 @@
 #pragma once
 // A scheduling policy of the time-based simulator: called at every scheduling tick with the
 // active jobs and the cluster holding every job's current placement, it returns each job's new
-// placements (empty = no GPUs). Replicas go on nodes and GPUs through sched/gang_replicas, so
-// every policy places through the scheduler core's GPU picker.
+// placements (empty = no GPUs). The policy decides which jobs run and on how many replicas; where
+// they go is the scheduler core's (sched/replica_gang.hpp: its filters, a spreading policy, the
+// GPU picker), reached through the round's ReplicaPlacer. No policy places GPUs itself
+// (tests/sim/placement_structure_test.cpp holds sim/ to that).
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -10,12 +12,39 @@
 #include <vector>
 
 #include "gpuorch/cluster/cluster.hpp"
-#include "gpuorch/sched/gang_replicas.hpp"
+#include "gpuorch/sched/pod_request.hpp"
+#include "gpuorch/sched/policy.hpp"
+#include "gpuorch/sched/replica_gang.hpp"
+#include "gpuorch/sched/scheduler.hpp"
 #include "gpuorch/sim/timeline_job.hpp"
 
 namespace gpuorch::sim {
 
 using Allocations = std::vector<std::vector<cluster::Placement>>;  // per active job
+
+// The scheduler core over one run's cluster, as the policies place through it: the run's request
+// resolver and one scheduler per spreading rule (sched::ReplicaSpread), so each rule's score
+// index lives as long as the run.
+class ReplicaPlacer {
+ public:
+  explicit ReplicaPlacer(cluster::Cluster& cluster);
+  ReplicaPlacer(const ReplicaPlacer&) = delete;
+  ReplicaPlacer& operator=(const ReplicaPlacer&) = delete;
+
+  // `count` replicas of the job's replica request, all or nothing; next to `running` (growth).
+  sched::ReplicaGangDecision place(const Job& job, int count, sched::ReplicaSpread spread,
+                                   std::span<const cluster::Placement> running = {});
+  void release(std::span<const cluster::Placement> placements);
+  [[nodiscard]] cluster::Cluster& cluster() { return *cluster_; }
+
+ private:
+  cluster::Cluster* cluster_;
+  sched::RequestResolver resolver_;
+  std::unique_ptr<sched::Policy> most_free_;
+  std::unique_ptr<sched::Policy> tightest_;
+  sched::Scheduler spread_;
+  sched::Scheduler pack_;
+};
 
 class TimelinePolicy {
  public:
@@ -25,10 +54,30 @@ class TimelinePolicy {
   [[nodiscard]] virtual bool rigid() const { return true; }
   // Needs application profiles (cannot schedule rigid Philly rows).
   [[nodiscard]] virtual bool needs_profiles() const { return false; }
-  // `active`: submitted, unfinished jobs in submission order. On return the cluster must hold
-  // exactly the returned placements (policies release what they take away).
+  // One scheduling round. `active`: submitted, unfinished jobs in submission order. On return
+  // the placer's cluster holds exactly the returned placements.
+  Allocations allocate(Seconds now, std::span<Job* const> active, ReplicaPlacer& placer);
+
+ protected:
+  // The policy's decision, called by allocate() with the placer's cluster (read-only use: every
+  // change goes through place(), release() or realize_counts()).
   virtual Allocations schedule(Seconds now, std::span<Job* const> active,
                                cluster::Cluster& cluster) = 0;
+
+  // Through the round's placer: `count` replicas of the job by `spread`, all or nothing; true
+  // (and `out` set) when placed.
+  bool place(const Job& job, int count, sched::ReplicaSpread spread,
+             std::vector<cluster::Placement>& out);
+  // Gives the placements back and clears them.
+  void release(std::vector<cluster::Placement>& placements);
+  // Elastic policies' placement step: a job whose GPU count is unchanged keeps its placement;
+  // the others are released, then placed larger first (distributed jobs take whole nodes before
+  // single-node jobs fill the holes) by `spread`. `cluster` is the one schedule() was given.
+  Allocations realize_counts(std::span<Job* const> active, const std::vector<int>& counts,
+                             cluster::Cluster& cluster, sched::ReplicaSpread spread);
+
+ private:
+  ReplicaPlacer* placer_ = nullptr;  // during allocate() only
 };
 
 struct PolicyOptions {
@@ -46,12 +95,6 @@ std::vector<std::string> timeline_policy_names();  // in the order `all` runs th
 Allocations current_allocations(std::span<Job* const> active);
 // The packed placement of `gpus` GPUs on nodes of `per_node` (4, 4, ..., remainder).
 std::vector<int> packed_placement(int gpus, int per_node);
-
-// Elastic policies' placement step: a job whose GPU count is unchanged keeps its placement;
-// the others are released, then placed larger first (distributed jobs take whole nodes before
-// single-node jobs fill the holes) by `spread`.
-Allocations realize_counts(std::span<Job* const> active, const std::vector<int>& counts,
-                           cluster::Cluster& cluster, sched::ReplicaSpread spread);
 
 std::unique_ptr<TimelinePolicy> make_fifo();
 std::unique_ptr<TimelinePolicy> make_sjf(const PolicyOptions& options);

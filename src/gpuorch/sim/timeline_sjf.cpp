@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <numeric>
 
-#include "gpuorch/sched/gang_replicas.hpp"
 #include "gpuorch/sim/timeline_policy.hpp"
 
 namespace gpuorch::sim {
@@ -27,9 +26,7 @@ class Sjf final : public TimelinePolicy {
                      [&](std::size_t a, std::size_t b) { return length[a] < length[b]; });
     for (const std::size_t i : waiting) {
       if (cluster.fully_free_gpus_total() == 0) break;
-      auto p = sched::place_replicas(cluster, active[i]->spec().replicas,
-                                     sched::ReplicaSpread::kFewestNodes);
-      if (p) out[i] = std::move(*p);
+      place(*active[i], active[i]->spec().replicas, sched::ReplicaSpread::kFewestNodes, out[i]);
     }
     return out;
   }

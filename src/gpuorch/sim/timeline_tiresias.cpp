@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <vector>
 
-#include "gpuorch/sched/gang_replicas.hpp"
 #include "gpuorch/sim/timeline_policy.hpp"
 
 namespace gpuorch::sim {
@@ -14,8 +13,7 @@ class Tiresias final : public TimelinePolicy {
  public:
   explicit Tiresias(const PolicyOptions& o) : total_gpus_(o.total_gpus) {}
 
-  Allocations schedule(Seconds now, std::span<Job* const> active,
-                       cluster::Cluster& cluster) override {
+  Allocations schedule(Seconds now, std::span<Job* const> active, cluster::Cluster&) override {
     // Job id -> position in `active` (ids are dense: a table, not a map, for the Philly trace).
     for (const Job* j : active) {
       const std::size_t id = j->spec().id;
@@ -40,8 +38,7 @@ class Tiresias final : public TimelinePolicy {
       State& s = state_[j->spec().id];
       if (s.running) s.executed += now - s.last_check;
       s.last_check = now;
-      if (s.running && s.queue == 0 &&
-          s.executed * j->spec().replicas >= kThresholdGpuSeconds) {
+      if (s.running && s.queue == 0 && s.executed * j->spec().replicas >= kThresholdGpuSeconds) {
         s.queue = 1;
         q0_.erase(std::find(q0_.begin(), q0_.end(), j->spec().id));
         q1_.push_back(j->spec().id);
@@ -58,17 +55,12 @@ class Tiresias final : public TimelinePolicy {
     }
     Allocations out = current_allocations(active);
     for (const std::size_t id : order) {
-      if (!state_[id].running) {
-        sched::release_all(cluster, out[index[id]]);
-        out[index[id]].clear();
-      }
+      if (!state_[id].running) release(out[index[id]]);
     }
     for (const std::size_t id : order) {
       const std::size_t i = index[id];
       if (state_[id].running && out[i].empty()) {
-        auto p = sched::place_replicas(cluster, active[i]->spec().replicas,
-                                       sched::ReplicaSpread::kMostFreeFirst);
-        if (p) out[i] = std::move(*p);
+        place(*active[i], active[i]->spec().replicas, sched::ReplicaSpread::kMostFreeFirst, out[i]);
       }
     }
     for (const Job* j : active) index[j->spec().id] = kNone;

@@ -24,5 +24,7 @@ inline constexpr std::array<std::string_view, 15> kEfdOptions{
     "scarcity_feed",    "cpu_competition", "multi_gpu_weight", "feed_limit",       "quantise",
     "scarcity_dynamic", "popularity_band", "multi_reserve",    "reserve_nested",   "feed_tail"};
 std::unique_ptr<Policy> make_efd_online_policy(const PolicyContext& context);
+std::unique_ptr<Policy> make_most_free_policy(const PolicyContext& context);
+std::unique_ptr<Policy> make_tightest_fit_policy(const PolicyContext& context);
 
 }  // namespace gpuorch::sched
