@@ -205,7 +205,7 @@ std::string timeline_queue_plot_script(const std::vector<sim::TimelineResult>& r
         "set title {}\n",
         gnuplot_quote(quota == quotas.end() ? name
                                             : fmt::format("{} (quota {:g})", name, quota->second)));
-    s += q == 0 ? "set key inside top right font ',9'\n" : "unset key\n";
+    s += q == 0 ? "set key at screen 0.99,0.995 right top horizontal font ',9'\n" : "unset key\n";
     std::vector<std::string> parts;
     for (std::size_t i = 0; i < results.size(); ++i) {
       parts.push_back(
