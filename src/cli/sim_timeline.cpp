@@ -23,10 +23,12 @@
 #include "gpuorch/base/whole_number.hpp"
 #include "gpuorch/io/inventory.hpp"
 #include "gpuorch/io/openb.hpp"
+#include "gpuorch/io/queue_yaml.hpp"
 #include "gpuorch/report/gnuplot.hpp"
 #include "gpuorch/report/timeline_html.hpp"
 #include "gpuorch/sim/timeline_engine.hpp"
 #include "gpuorch/sim/timeline_metrics.hpp"
+#include "gpuorch/sim/timeline_queued.hpp"
 #include "gpuorch/sim/timeline_workload.hpp"
 
 namespace gpuorch::cli {
@@ -44,6 +46,7 @@ struct TimelineFlags {
   std::string csv;
   std::string gpus;
   std::string report;
+  std::string queues;
   bool json = false;
   bool per_queue = false;
 };
@@ -166,6 +169,22 @@ void print_queue_table(const std::vector<sim::TimelineResult>& results) {
   }
 }
 
+// A policy on the job layer's queues (sim/timeline_queued.hpp).
+std::unique_ptr<sim::TimelinePolicy> queued(const std::string& name,
+                                            const std::vector<workload::QueueSpec>& queues,
+                                            const sim::PolicyOptions& po) {
+  sim::QueuedOptions o;
+  o.order = name;
+  o.queues = queues;
+  o.policy = po;
+  auto p = sim::make_queued(o);
+  if (!p) {
+    base::fail_input(fmt::format(
+        "--queues: policy '{}' does not run on queues yet (fifo, sjf and tiresias do)", name));
+  }
+  return p;
+}
+
 int run(const TimelineFlags& f) {
   if (f.workload.empty()) base::fail_input("give --workload FILE");
   whole_number("--seed", f.seed, 0);
@@ -208,6 +227,13 @@ int run(const TimelineFlags& f) {
       jobs.resize(static_cast<std::size_t>(limit));
     }
   }
+  // With a queue file the jobs go to the queues their trace names (Philly's cluster column);
+  // without one, every job is in the one default queue.
+  std::vector<workload::QueueSpec> queues;
+  if (!f.queues.empty()) {
+    queues = io::load_queues(f.queues);
+    sim::check_job_queues(jobs, sched::jobs::QueueTree(queues));
+  }
   struct Run {
     std::vector<std::unique_ptr<sim::TimelinePolicy>> made;
     int total = 0;
@@ -226,7 +252,7 @@ int run(const TimelineFlags& f) {
     po.gpus_per_node = run.per_node;
     po.total_gpus = total;
     for (const auto& name : policies) {
-      auto p = sim::make_timeline_policy(name, po);
+      auto p = queues.empty() ? sim::make_timeline_policy(name, po) : queued(name, queues, po);
       if (!p) {
         base::fail_input(
             fmt::format("--policy: unknown policy '{}' (fifo, sjf, tiresias, optimus, "
@@ -354,6 +380,10 @@ void add_sim_timeline(CLI::App& sim, Action& action) {
   c->add_option("--gpus", f->gpus,
                 "What-if: clusters of A..B GPUs in steps (A:B:step, --gpus-per-node each)");
   c->add_option("--report", f->report, "Also write an HTML report with plots to this folder");
+  c->add_option("--queues", f->queues,
+                "KAI Queue YAML (quota, limit, overQuotaWeight, priority per queue): jobs go to "
+                "the queue their trace names (Philly's cluster column) and share the cluster "
+                "by quota, weight and reclaim (fifo, sjf, tiresias)");
   c->add_flag("--json", f->json,
               "One JSON object per policy and line, with per_job and per-queue results (queues)");
   c->add_flag("--per-queue", f->per_queue,

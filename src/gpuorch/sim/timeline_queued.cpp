@@ -40,11 +40,23 @@ class LasOrder {
       states[i].rank = double(s.queue) * 1e15 + double(s.entry);
     }
   }
+  // Whether a round at `now` would move a job to the second queue (changing the order).
+  [[nodiscard]] bool would_demote(Seconds now, std::span<Job* const> active) const {
+    return std::any_of(active.begin(), active.end(), [&](const Job* j) {
+      const std::size_t id = j->spec().id;
+      if (id >= state_.size()) return true;  // new: the caller sees a new id anyway
+      const State& s = state_[id];
+      return s.running && s.queue == 0 &&
+             (s.executed + now - s.last_check) * j->spec().replicas >= kThresholdGpuSeconds;
+    });
+  }
+
   // Selected to run by the order (placed or not) this round.
   void selected(std::span<Job* const> active, const std::vector<JobState>& states) {
     for (std::size_t i = 0; i < active.size(); ++i) {
       state_[active[i]->spec().id].running =
-          states[i].replicas() > 0 || !(states[i].waiting == sched::jobs::WaitReason::kLowerPriority);
+          states[i].replicas() > 0 ||
+          !(states[i].waiting == sched::jobs::WaitReason::kLowerPriority);
     }
   }
 
@@ -78,17 +90,29 @@ class Queued final : public TimelinePolicy {
   Allocations schedule(Seconds now, std::span<Job* const> active,
                        cluster::Cluster& cluster) override {
     if (layer_ == nullptr || cluster_ != &cluster) start(cluster);
+    // A round is a function of the active jobs, their ranks and the cluster, and the cluster
+    // changes only when jobs come or go: with the same jobs (and, for tiresias, no demotion)
+    // the last round's decision stands. Most ticks of a long trace are such ticks.
+    std::vector<std::size_t> ids;
+    ids.reserve(active.size());
+    for (const Job* j : active) ids.push_back(j->spec().id);
+    const bool demoted = options_.order == "tiresias" && las_.would_demote(now, active);
+    if (ids == last_ids_ && !demoted) return current_allocations(active);
+    last_ids_ = std::move(ids);
+    // The jobs' states live here between rounds (moved in and out, not copied): their
+    // placements are exactly what the engine bound from the last round's answer.
     std::vector<JobState> states(active.size());
     for (std::size_t i = 0; i < active.size(); ++i) {
       const Job& j = *active[i];
-      JobState& s = states[i];
-      s.spec = &j.spec();
-      s.queue = options_.queues.empty() ? 0 : *tree_.find(j.spec().queue);
-      s.placements = j.placements();
       const std::size_t id = j.spec().id;
-      if (id >= since_.size()) since_.resize(id + 1, -1);
-      s.running_since = since_[id];
-      s.rank = double(id);
+      if (id >= kept_.size()) kept_.resize(id + 1);
+      JobState& s = states[i];
+      if (kept_[id].spec == nullptr) {
+        kept_[id].spec = &rigid(j.spec());
+        kept_[id].queue = options_.queues.empty() ? 0 : *tree_.find(j.spec().queue);
+        kept_[id].rank = double(id);
+      }
+      s = std::move(kept_[id]);
       if (options_.order == "sjf") {
         s.rank = j.gpus() > 0 ? -1 : oracle_run_time(j, options_.policy.gpus_per_node);
       }
@@ -97,13 +121,14 @@ class Queued final : public TimelinePolicy {
     round.now = now;
     round.backfill = options_.order != "fifo";
     round.preempt_by_rank = options_.order == "tiresias";
+    round.explain = false;  // the simulator reports outcomes, not per-round explanations
     if (options_.order == "tiresias") las_.rank(now, active, states);
     layer_->round(states, round);
     if (options_.order == "tiresias") las_.selected(active, states);
     Allocations out(active.size());
     for (std::size_t i = 0; i < active.size(); ++i) {
-      since_[active[i]->spec().id] = states[i].replicas() > 0 ? states[i].running_since : -1;
-      out[i] = std::move(states[i].placements);
+      out[i] = states[i].placements;
+      kept_[active[i]->spec().id] = std::move(states[i]);
     }
     return out;
   }
@@ -120,15 +145,28 @@ class Queued final : public TimelinePolicy {
         cluster, tree_, sched::jobs::core_placer(cluster, *scheduler_, *resolver_));
   }
 
+  // These orders run each job on exactly the GPUs it asked for (an elastic Pollux job too).
+  const workload::JobSpec& rigid(const JobSpec& spec) {
+    if (spec.id >= rigid_.size()) rigid_.resize(spec.id + 1);
+    auto& r = rigid_[spec.id];
+    if (!r) {
+      r = std::make_unique<workload::JobSpec>(spec);
+      r->min_replicas = r->max_replicas = spec.replicas;
+    }
+    return *r;
+  }
+
   QueuedOptions options_;
+  std::vector<std::unique_ptr<workload::JobSpec>> rigid_;  // by job id
   sched::jobs::QueueTree tree_;
   cluster::Cluster* cluster_ = nullptr;
   std::unique_ptr<sched::Policy> placement_;
   std::unique_ptr<sched::Scheduler> scheduler_;
   std::unique_ptr<sched::RequestResolver> resolver_;
   std::unique_ptr<sched::jobs::JobLayer> layer_;
-  std::vector<Seconds> since_;  // by job id: start of its current run
+  std::vector<JobState> kept_;  // by job id, between rounds
   LasOrder las_;
+  std::vector<std::size_t> last_ids_;  // the active jobs of the last round
 };
 
 }  // namespace

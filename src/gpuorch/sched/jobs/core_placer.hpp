@@ -1,10 +1,11 @@
 #pragma once
-// The job layer's placer over the scheduler core: a job's replicas are pods of one gang, placed
-// all or nothing by place_gang through the Scheduler (filters, the policy's score, the GPU
-// picker, topology levels). Growth of a running job tries the nodes it already runs on first, so
-// an elastic job grows next to its replicas without moving them.
-#include "gpuorch/sched/gang.hpp"
+// The job layer's placer over the scheduler core: a job's replicas are one replica gang
+// (sched/replica_gang.hpp), placed all or nothing through the Scheduler (filters, the policy's
+// score, which is the spreading rule, the GPU picker, topology levels); a running job grows next
+// to its replicas without moving them. The job layer counts one placement per replica, so a
+// node's bundle of replicas is bound as one placement per replica (each a pod, as on Kubernetes).
 #include "gpuorch/sched/jobs/job_layer.hpp"
+#include "gpuorch/sched/replica_gang.hpp"
 
 namespace gpuorch::sched::jobs {
 

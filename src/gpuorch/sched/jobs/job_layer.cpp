@@ -185,9 +185,12 @@ struct JobLayer::Round {
     return true;
   }
 
-  void wait(std::size_t j, WaitReason r, std::string why) {
+  // The reason, and its line only when the caller wants explanations (formatting one per
+  // waiting job per round is most of a simulator round's cost).
+  template <typename... Args>
+  void wait(std::size_t j, WaitReason r, fmt::format_string<Args...> line, Args&&... args) {
     jobs[j].waiting = r;
-    jobs[j].why = std::move(why);
+    if (options.explain) jobs[j].why = fmt::format(line, std::forward<Args>(args)...);
   }
 
   // Whether one replica of `j` fits some node when that node is empty (resources and GPU model;
@@ -216,23 +219,23 @@ struct JobLayer::Round {
     const std::size_t q = jobs[j].queue;
     if (!feasible(j) || beyond_capacity(need)) {
       wait(j, WaitReason::kInfeasible,
-           fmt::format("{} replica(s) of {} GPU(s) fit no node or exceed the cluster even when "
-                       "empty",
-                       need.gpu_milli() / std::max<std::int64_t>(1, replica[j].gpu_milli()),
-                       jobs[j].spec->replica.gpu_count));
+           "{} replica(s) of {} GPU(s) fit no node or exceed the cluster even when "
+           "empty",
+           need.gpu_milli() / std::max<std::int64_t>(1, replica[j].gpu_milli()),
+           jobs[j].spec->replica.gpu_count);
       return;
     }
     const double after = ratio(q, need);
     if (after > 1 + kEps) {
       wait(j, WaitReason::kOverQuota,
-           fmt::format("queue {} would hold {:.3g} times its fair share ({:.4g} GPUs)",
-                       tree().spec(q).name, after, gpus(layer.fair_[q])));
+           "queue {} would hold {:.3g} times its fair share ({:.4g} GPUs)", tree().spec(q).name,
+           after, gpus(layer.fair_[q]));
     } else {
       wait(j, WaitReason::kShareHeld,
-           fmt::format("within queue {}'s fair share ({:.4g} GPUs), held by others: {:.4g} GPUs "
-                       "free, {:.4g} needed",
-                       tree().spec(q).name, gpus(layer.fair_[q]), gpus(free),
-                       double(need.gpu_milli()) / 1000.0));
+           "within queue {}'s fair share ({:.4g} GPUs), held by others: {:.4g} GPUs "
+           "free, {:.4g} needed",
+           tree().spec(q).name, gpus(layer.fair_[q]), gpus(free),
+           double(need.gpu_milli()) / 1000.0);
     }
   }
 
@@ -329,8 +332,7 @@ struct JobLayer::Round {
           ++stats.preempted;
         }
         wait(j, WaitReason::kLowerPriority,
-             fmt::format("queue {}'s share goes to the jobs its policy ranks first",
-                         tree().spec(q).name));
+             "queue {}'s share goes to the jobs its policy ranks first", tree().spec(q).name);
       }
     }
     return selected;
@@ -361,9 +363,8 @@ struct JobLayer::Round {
       order.pop();
       const std::size_t j = by_queue[q][cursor[q]++];
       if (blocked_by[q] != SIZE_MAX) {
-        wait(j, WaitReason::kLowerPriority,
-             fmt::format("behind {} in queue {} (first in, first out)",
-                         jobs[blocked_by[q]].spec->name, tree().spec(q).name));
+        wait(j, WaitReason::kLowerPriority, "behind {} in queue {} (first in, first out)",
+             jobs[blocked_by[q]].spec->name, tree().spec(q).name);
       } else if (!try_start(j, needs_preemption) && !options.backfill) {
         blocked_by[q] = j;
       }
@@ -379,8 +380,8 @@ struct JobLayer::Round {
       const Resources need = replica[j] * n;
       if (!within_limit(q, need)) {
         if (n == lo) {
-          wait(j, WaitReason::kOverLimit,
-               fmt::format("queue {} (or a parent) would pass its limit", tree().spec(q).name));
+          wait(j, WaitReason::kOverLimit, "queue {} (or a parent) would pass its limit",
+               tree().spec(q).name);
           return false;
         }
         continue;
@@ -392,13 +393,14 @@ struct JobLayer::Round {
         return false;
       }
       PlacementFailure why;
+      why.explain = options.explain;
       if (place(j, n, &why)) {
         ++stats.started;
         return true;
       }
       if (n == lo) {
         const bool never = why.infeasible || beyond_capacity(need);
-        wait(j, never ? WaitReason::kInfeasible : WaitReason::kFragmented, why.message);
+        wait(j, never ? WaitReason::kInfeasible : WaitReason::kFragmented, "{}", why.message);
         if (!never) needs_preemption.push_back(j);
         return false;
       }
@@ -485,8 +487,9 @@ struct JobLayer::Round {
       if (t.v.replicas == 0) continue;
       JobState& victim = jobs[t.v.job];
       victim.preempted = reason;
-      victim.why = fmt::format("{} for {} of queue {}", preempt_key(reason), jobs[j].spec->name,
-                               tree().spec(jobs[j].queue).name);
+      if (options.explain)
+        victim.why = fmt::format("{} for {} of queue {}", preempt_key(reason), jobs[j].spec->name,
+                                 tree().spec(jobs[j].queue).name);
       if (victim.replicas() > 0) victim.running_since = options.now;  // shrunk: restarts
       ++stats.preempted;
     }

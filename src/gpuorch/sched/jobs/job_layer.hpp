@@ -78,10 +78,14 @@ struct RoundOptions {
   // Kueue's StrictFIFO); true: later jobs that fit start (BestEffortFIFO).
   bool backfill = true;
   bool preempt_by_rank = false;  // action 2
+  // Write each waiting or preempted job's one-line explanation (JobState::why); a simulator
+  // that reports only the reasons turns it off.
+  bool explain = true;
 };
 
 // Why a gang found no placement.
 struct PlacementFailure {
+  bool explain = true;      // in: whether to write the message (it costs a pass over the nodes)
   bool infeasible = false;  // not even on an empty cluster
   std::string message;      // the core's explanation (nodes rejected per reason)
 };
