@@ -8,10 +8,16 @@
 namespace gpuorch::sim {
 namespace {
 
+// Compared in place: this runs for every active job at every tick.
 bool same_allocation(const std::vector<cluster::Placement>& a, const Job& j) {
-  std::vector<cluster::NodeIndex> ids;
-  for (const auto& p : a) ids.insert(ids.end(), p.gpus.size(), p.node);
-  return ids == j.allocation();
+  const auto& ids = j.allocation();
+  std::size_t at = 0;
+  for (const auto& p : a) {
+    for (std::size_t g = 0; g < p.gpus.size(); ++g, ++at) {
+      if (at >= ids.size() || ids[at] != p.node) return false;
+    }
+  }
+  return at == ids.size();
 }
 
 Seconds next_tick_at_or_after(Seconds t, Seconds interval) {
@@ -105,12 +111,16 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
       if (options.on_progress) options.on_progress(done, jobs.size());
       continue;
     }
+    // An empty answer for active jobs is the policy's "no change" (a round it skipped).
     Allocations next_alloc = policy.allocate(now, active, placer);
+    const bool unchanged = next_alloc.empty();
     running.clear();
     TimelineSample sample{now, 0, 0, 0, 0, no_gpus_by_queue};
     for (std::size_t i = 0; i < active.size(); ++i) {
       Job* j = active[i];
-      if (!same_allocation(next_alloc[i], *j)) j->reallocate(now, std::move(next_alloc[i]));
+      if (!unchanged && !same_allocation(next_alloc[i], *j)) {
+        j->reallocate(now, std::move(next_alloc[i]));
+      }
       if (j->gpus() > 0) {
         running.push_back(j);
         sample.allocated_gpus += j->gpus();

@@ -93,12 +93,13 @@ class Queued final : public TimelinePolicy {
     // A round is a function of the active jobs, their ranks and the cluster, and the cluster
     // changes only when jobs come or go: with the same jobs (and, for tiresias, no demotion)
     // the last round's decision stands. Most ticks of a long trace are such ticks.
-    std::vector<std::size_t> ids;
-    ids.reserve(active.size());
-    for (const Job* j : active) ids.push_back(j->spec().id);
+    const bool same_jobs =
+        std::equal(active.begin(), active.end(), last_ids_.begin(), last_ids_.end(),
+                   [](const Job* j, std::size_t id) { return j->spec().id == id; });
     const bool demoted = options_.order == "tiresias" && las_.would_demote(now, active);
-    if (ids == last_ids_ && !demoted) return current_allocations(active);
-    last_ids_ = std::move(ids);
+    if (same_jobs && !demoted) return {};
+    last_ids_.clear();
+    for (const Job* j : active) last_ids_.push_back(j->spec().id);
     // The jobs' states live here between rounds (moved in and out, not copied): their
     // placements are exactly what the engine bound from the last round's answer.
     std::vector<JobState> states(active.size());
