@@ -38,6 +38,7 @@ struct TimelineFlags {
   std::string workload;
   std::string apps;
   std::string policy = "default";
+  std::string speedup_model = "fitted";
   std::string nodes = "16";
   std::string gpus_per_node = "4";
   std::string seed = "1";
@@ -197,6 +198,11 @@ int run(const TimelineFlags& f) {
     report::find_gnuplot();
   }
   const auto policies = policy_list(f.policy);
+  const auto speedup = sim::parse_speedup_source(f.speedup_model);
+  if (!speedup) {
+    base::fail_input(fmt::format("--speedup-model: '{}' is not oracle or fitted",
+                                 base::printable(f.speedup_model)));
+  }
   std::vector<std::vector<cluster::NodeSpec>> clusters;
   if (!f.gpus.empty()) {
     // What-if: the same workload on clusters of A, A + step, ..., B GPUs.
@@ -251,6 +257,7 @@ int run(const TimelineFlags& f) {
     po.seed = static_cast<std::uint64_t>(whole_number("--seed", f.seed, 0));
     po.gpus_per_node = run.per_node;
     po.total_gpus = total;
+    po.speedup = *speedup;
     for (const auto& name : policies) {
       auto p = queues.empty() ? sim::make_timeline_policy(name, po) : queued(name, queues, po);
       if (!p) {
@@ -369,6 +376,12 @@ void add_sim_timeline(CLI::App& sim, Action& action) {
   c->add_option("--apps", f->apps,
                 "Application profiles folder (default: apps/ next to the workload, or above it)");
   c->add_option("--policy", f->policy, "Policies, comma-separated, or all")->capture_default_str();
+  c->add_option("--speedup-model", f->speedup_model,
+                "What pollux and lasgo know of each job's speedup: fitted (a model fitted to the "
+                "configurations the job has run, as the Pollux artifact does) or oracle (the "
+                "measured profiles); optimus always reads the profiles (Optimus+Oracle). "
+                "Example: --policy pollux,lasgo --speedup-model oracle")
+      ->capture_default_str();
   c->add_option("--nodes", f->nodes, "Node count, or a node list (openb CSV, YAML inventory)")
       ->capture_default_str();
   c->add_option("--gpus-per-node", f->gpus_per_node, "GPUs per node with --nodes N")

@@ -1,23 +1,90 @@
 #include "gpuorch/sim/timeline_goodput.hpp"
 
+#include <algorithm>
+
 #include "gpuorch/sim/timeline_policy.hpp"
+#include "gpuorch/sim/timeline_speedup_fitted.hpp"
 
 namespace gpuorch::sim {
+namespace {
 
-double GoodputTable::rate(const Job& job, int gpus, bool adaptive) {
+// `gpus` on exactly `nodes` nodes, each full but for what the later nodes need (at least one
+// GPU each); the packed placement when that many nodes cannot hold them or hold too many.
+std::vector<int> placement_on(int gpus, int nodes, int per_node) {
+  if (nodes < 1 || nodes > gpus || gpus > nodes * per_node) return packed_placement(gpus, per_node);
+  std::vector<int> p;
+  for (int i = 0, left = gpus; i < nodes; ++i) {
+    const int here = std::min(per_node, left - (nodes - i - 1));
+    p.push_back(here);
+    left -= here;
+  }
+  return p;
+}
+
+// The measured profiles seen through the model interface: always known, nothing to learn.
+class OracleSpeedup final : public SpeedupModel {
+ public:
+  OracleSpeedup(const Job& job, GoodputTable& table, bool adaptive)
+      : job_(&job), table_(&table), adaptive_(adaptive) {}
+  [[nodiscard]] bool known() const override { return true; }
+  double goodput(int gpus, int nodes) override {
+    return table_->rate(*job_, gpus, nodes, adaptive_);
+  }
+
+ private:
+  const Job* job_;
+  GoodputTable* table_;
+  bool adaptive_;
+};
+
+BatchRange batch_range(const Job& job, bool adaptive) {
+  const AppProfile& app = *job.app();
+  BatchRange r{app.init_batch(), app.max_batch(), app.min_local(), app.max_local(), 0};
+  // ncf runs its tuned batch under every policy (timeline-protocol.md §2).
+  if (!adaptive || app.name() == "ncf") r.fixed_batch = job.spec().batch;
+  return r;
+}
+
+}  // namespace
+
+double GoodputTable::rate(const Job& job, int gpus, int nodes, bool adaptive) {
   if (gpus <= 0) return 0;
   const AppProfile* app = job.app();
   if (app == nullptr) return 1;
   const bool fixed = !adaptive || app->name() == "ncf";
-  const auto key = std::make_tuple(app, job.epoch(), gpus, fixed ? job.spec().batch : 0);
+  const auto key = std::make_tuple(app, job.epoch(), gpus, nodes, fixed ? job.spec().batch : 0);
   const auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
-  const auto placement = packed_placement(gpus, per_node_);
+  const auto placement = placement_on(gpus, nodes, per_node_);
   const BatchConfig b = fixed ? fixed_batch_config(*app, gpus, job.spec().batch, false)
                               : best_batch_config(*app, placement, job.epoch());
   const double r = progress_rate(*app, placement, b, job.epoch()).progress_per_s;
   cache_.emplace(key, r);
   return r;
+}
+
+SpeedupModel& JobSpeedups::of(const Job& job, bool adaptive) {
+  auto& model = models_[&job];
+  if (source_ == SpeedupSource::kOracle || job.app() == nullptr) {
+    if (!model) model = std::make_unique<OracleSpeedup>(job, table_, adaptive);
+    return *model;
+  }
+  // A job that has never run knows nothing (also when a policy object is reused for another
+  // run and a new job lives where an old one did).
+  if (!model || (job.restarts() < 0 && model->known())) {
+    model = std::make_unique<FittedSpeedup>(batch_range(job, adaptive), measured_);
+  }
+  if (job.gpus() > 0) {
+    const AppProfile& app = *job.app();
+    const std::vector<int> where = job.gpus_per_node();
+    const BatchConfig& b = job.batch();
+    const StepTime t = app.throughput(where, b.local);
+    const auto nodes = std::count_if(where.begin(), where.end(), [](int g) { return g > 0; });
+    model->observe(ThroughputSample{static_cast<int>(nodes), job.gpus(), b.local, t.step, t.sync});
+    const GradStats g = app.grad_stats(double(job.gpus()) * b.local * (b.accum + 1), job.epoch());
+    model->observe(GradientStats{g.sqr, g.var});
+  }
+  return *model;
 }
 
 std::vector<int> greedy_counts(const std::vector<std::vector<double>>& value, int total) {
@@ -31,8 +98,8 @@ std::vector<int> greedy_counts(const std::vector<std::vector<double>>& value, in
     best[j] = {0.0, -1};
     const auto& v = value[j];
     for (int r = count[j] + 1; r < static_cast<int>(v.size()) && r - count[j] <= left; ++r) {
-      const double g = (v[static_cast<std::size_t>(r)] - v[static_cast<std::size_t>(count[j])]) /
-                       (r - count[j]);
+      const double g =
+          (v[static_cast<std::size_t>(r)] - v[static_cast<std::size_t>(count[j])]) / (r - count[j]);
       if (g > best[j].first) best[j] = {g, r};
     }
   };

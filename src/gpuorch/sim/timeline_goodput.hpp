@@ -1,24 +1,49 @@
 #pragma once
-// Goodput of a job at a GPU count, from the measured profiles (the oracle form of Pollux's
-// model, timeline-protocol.md §8): the best progress rate over the batch sizes the job may use
-// (its fixed batch for rigid-batch jobs and ncf), on the packed placement of that many GPUs.
-// Memoised per (application, epoch, GPUs, batch), since gradient statistics change per epoch.
+// Where the elastic policies (Pollux, lasgo) get each job's speedups: the oracle, read from the
+// measured profiles, or the model fitted online to what the job has run (`--speedup-model`,
+// docs/sim-timeline.md). Both are SpeedupModels (timeline_speedup_model.hpp).
 #include <map>
+#include <memory>
 #include <tuple>
 
 #include "gpuorch/sim/timeline_job.hpp"
+#include "gpuorch/sim/timeline_speedup_model.hpp"
 
 namespace gpuorch::sim {
 
+// Goodput of a job at a GPU count, from the measured profiles (the oracle form of Pollux's
+// model, timeline-protocol.md §8): the best progress rate over the batch sizes the job may use
+// (its fixed batch for rigid-batch jobs and ncf), on the placement of that many GPUs on `nodes`
+// nodes, as packed as the node count allows. Memoised per (application, epoch, GPUs, nodes,
+// batch), since gradient statistics change per epoch.
 class GoodputTable {
  public:
   explicit GoodputTable(int gpus_per_node) : per_node_(gpus_per_node) {}
   // Progress per second of `job` with `gpus` GPUs (0 for none); `adaptive`: best batch.
-  double rate(const Job& job, int gpus, bool adaptive);
+  double rate(const Job& job, int gpus, int nodes, bool adaptive);
 
  private:
   int per_node_;
-  std::map<std::tuple<const AppProfile*, int, int, int>, double> cache_;
+  std::map<std::tuple<const AppProfile*, int, int, int, int>, double> cache_;
+};
+
+// One speedup model per job, as a policy sees them.
+class JobSpeedups {
+ public:
+  // `measured`: fitted models keep the job's measured speed where it has run (FittedSpeedup).
+  JobSpeedups(SpeedupSource source, int gpus_per_node, bool measured = false)
+      : source_(source), measured_(measured), table_(gpus_per_node) {}
+  // `job`'s model (`adaptive`: the job tunes its batch). A fitted model is first told what the
+  // job reports about the interval it has just run on its current placement: that
+  // configuration's step and sync time, and its gradient statistics at the batch it ran.
+  SpeedupModel& of(const Job& job, bool adaptive);
+  [[nodiscard]] SpeedupSource source() const { return source_; }
+
+ private:
+  SpeedupSource source_;
+  bool measured_;
+  GoodputTable table_;
+  std::map<const Job*, std::unique_ptr<SpeedupModel>> models_;
 };
 
 // The speedup search shared by Pollux and lasgo: given per job the value of each GPU count

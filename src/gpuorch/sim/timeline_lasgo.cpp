@@ -2,13 +2,16 @@
 // the rest. Each job is worth w = 1 / (1 + attained GPU-hours / 16), so jobs that
 // have had little service (most of them short: training times are heavy-tailed) come first, as
 // in Tiresias, but elastically: GPUs go where the weighted speedup per added GPU is largest
-// (greedy over GPU counts, the measured goodput at each count with its best batch), a changed
+// (greedy over GPU counts, the job's goodput at each count with its best batch: from its fitted
+// model, or the measured profiles with `--speedup-model oracle`), a changed
 // allocation pays for its restart, and replicas are packed on the fewest nodes with
 // single-node jobs best-fit into the holes (fragmentation). Cost per tick: O(jobs x max GPUs),
 // a few microseconds per job, so it decides at 10,000 GPUs as it does at 64.
 //
 // Ablations (`lasgo:<part>=off`, docs/sim-timeline.md): las (w = 1), packing (most-free-first
-// spread), batch (the workload's fixed batch), restart (no restart cost in the search);
+// spread), batch (the workload's fixed batch), restart (no restart cost in the search),
+// measured (fitted model only, no correction by measured step times), explore (fitted model
+// only, no exploration cap; `explore=double`: the cap without the user's request);
 // `lasgo:scale=H` sets the GPU-hours at which a job's weight halves (16 was the best of
 // 0.25..64 on the artifact's load-1.0 workloads; the same as Tiresias's demotion threshold).
 #include <algorithm>
@@ -27,12 +30,18 @@ struct Parts {
   bool packing = true;
   bool batch = true;
   bool restart = true;
+  // With a fitted model, how far a job may go beyond what it has run (below).
+  enum class Explore : std::uint8_t { kNone, kDouble, kRequest } explore = Explore::kRequest;
+  bool measured = true;  // fitted models keep the measured speed where the job has run
 };
 
 class Lasgo final : public TimelinePolicy {
  public:
   Lasgo(const PolicyOptions& o, Parts parts)
-      : total_(o.total_gpus), parts_(parts), goodput_(o.gpus_per_node) {}
+      : total_(o.total_gpus),
+        per_node_(o.gpus_per_node),
+        parts_(parts),
+        speedups_(o.speedup, o.gpus_per_node, parts.measured) {}
   [[nodiscard]] BatchRule batch_rule() const override {
     return parts_.batch ? BatchRule::kGoodput : BatchRule::kFixed;
   }
@@ -46,45 +55,63 @@ class Lasgo final : public TimelinePolicy {
     for (std::size_t i = 0; i < n; ++i) {
       const Job& j = *active[i];
       const AppProfile& app = *j.app();
-      const int cap = app.name() == "ncf"
-                          ? 1
-                          : std::min(total_, app.max_batch() / app.min_local());
-      const double one = goodput_.rate(j, 1, parts_.batch);
+      SpeedupModel& model = speedups_.of(j, parts_.batch);
+      int cap = app.name() == "ncf" ? 1 : std::min(total_, app.max_batch() / app.min_local());
+      if (speedups_.source() == SpeedupSource::kFitted && parts_.explore != Parts::Explore::kNone) {
+        // A model fitted to a few GPUs extrapolates optimistically (exchange costs it has not
+        // seen are taken as nil), so a job grows at most to twice what it has run, or to what
+        // its user asked for: a request is a configuration somebody tuned.
+        const int start = parts_.explore == Parts::Explore::kRequest ? j.spec().replicas : 1;
+        cap = std::min(cap, std::max(2 * j.max_profiled_replicas(), start));
+      }
       const double w =
-          parts_.las ? 1.0 / (1.0 + j.attained_service() / 3600.0 / parts_.service_scale_gpu_hours) : 1.0;
+          parts_.las ? 1.0 / (1.0 + j.attained_service() / 3600.0 / parts_.service_scale_gpu_hours)
+                     : 1.0;
       // A restart idles the job's GPUs for 30 s of the next interval(s).
       const double age = double(now - j.spec().submit);
-      const double keep = parts_.restart ? std::max(age - 30.0 * std::max(j.restarts(), 0), 0.0) /
-                                               (age + 30.0)
-                                         : 1.0;
+      const double keep = parts_.restart
+                              ? std::max(age - 30.0 * std::max(j.restarts(), 0), 0.0) / (age + 30.0)
+                              : 1.0;
       auto& v = value[i];
       v.resize(static_cast<std::size_t>(cap) + 1);
       for (int r = 0; r <= cap; ++r) {
-        double s = r == 0 ? 0.0 : goodput_.rate(j, r, parts_.batch) / one;
+        double s = speedup(model, r, packed_nodes(r, per_node_), 1, 1);
         if (r != j.gpus()) s *= keep;
         v[static_cast<std::size_t>(r)] = w * s;
       }
     }
-    return realize_counts(active, greedy_counts(value, total_), cluster,
-                          parts_.packing ? sched::ReplicaSpread::kFewestNodes
-                                         : sched::ReplicaSpread::kMostFreeFirst);
+    return realize_counts(
+        active, greedy_counts(value, total_), cluster,
+        parts_.packing ? sched::ReplicaSpread::kFewestNodes : sched::ReplicaSpread::kMostFreeFirst);
   }
 
  private:
   int total_;
+  int per_node_;
   Parts parts_;
-  GoodputTable goodput_;
+  JobSpeedups speedups_;
 };
 
 }  // namespace
 
-std::unique_ptr<TimelinePolicy> make_lasgo(const PolicyOptions& options, const std::string& variant) {
+std::unique_ptr<TimelinePolicy> make_lasgo(const PolicyOptions& options,
+                                           const std::string& variant) {
   Parts p;
-  if (variant == "las=off") p.las = false;
-  else if (variant == "packing=off") p.packing = false;
-  else if (variant == "batch=off") p.batch = false;
-  else if (variant == "restart=off") p.restart = false;
-  else if (variant.rfind("scale=", 0) == 0) {
+  if (variant == "las=off") {
+    p.las = false;
+  } else if (variant == "packing=off") {
+    p.packing = false;
+  } else if (variant == "batch=off") {
+    p.batch = false;
+  } else if (variant == "restart=off") {
+    p.restart = false;
+  } else if (variant == "explore=off") {
+    p.explore = Parts::Explore::kNone;
+  } else if (variant == "measured=off") {
+    p.measured = false;
+  } else if (variant == "explore=double") {
+    p.explore = Parts::Explore::kDouble;
+  } else if (variant.rfind("scale=", 0) == 0) {
     // The attained service (GPU-hours) at which a job's weight halves.
     char* end = nullptr;
     p.service_scale_gpu_hours = std::strtod(variant.c_str() + 6, &end);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cassert>
 
+#include "gpuorch/sim/timeline_queued.hpp"
+
 namespace gpuorch::sim {
 
 ReplicaPlacer::ReplicaPlacer(cluster::Cluster& cluster)
@@ -90,9 +92,13 @@ std::vector<std::string> timeline_policy_names() {
 
 std::unique_ptr<TimelinePolicy> make_timeline_policy(const std::string& name,
                                                      const PolicyOptions& options) {
-  if (name == "fifo") return make_fifo();
-  if (name == "sjf") return make_sjf(options);
-  if (name == "tiresias") return make_tiresias(options);
+  // The rigid orders are the job layer's (sched/jobs/), with every job in one default queue.
+  if (name == "fifo" || name == "sjf" || name == "tiresias") {
+    QueuedOptions q;
+    q.order = name;
+    q.policy = options;
+    return make_queued(q);
+  }
   if (name == "optimus") return make_optimus(options);
   if (name == "pollux") return make_pollux(options);
   if (name == "default" || name == "lasgo") return make_lasgo(options, "");

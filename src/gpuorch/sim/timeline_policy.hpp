@@ -55,7 +55,8 @@ class TimelinePolicy {
   // Needs application profiles (cannot schedule rigid Philly rows).
   [[nodiscard]] virtual bool needs_profiles() const { return false; }
   // One scheduling round. `active`: submitted, unfinished jobs in submission order. On return
-  // the placer's cluster holds exactly the returned placements.
+  // the placer's cluster holds exactly the returned placements; an empty answer means every
+  // job keeps its placements (a policy that knows nothing changed).
   Allocations allocate(Seconds now, std::span<Job* const> active, ReplicaPlacer& placer);
 
  protected:
@@ -96,9 +97,6 @@ Allocations current_allocations(std::span<Job* const> active);
 // The packed placement of `gpus` GPUs on nodes of `per_node` (4, 4, ..., remainder).
 std::vector<int> packed_placement(int gpus, int per_node);
 
-std::unique_ptr<TimelinePolicy> make_fifo();
-std::unique_ptr<TimelinePolicy> make_sjf(const PolicyOptions& options);
-std::unique_ptr<TimelinePolicy> make_tiresias(const PolicyOptions& options);
 std::unique_ptr<TimelinePolicy> make_optimus(const PolicyOptions& options);
 std::unique_ptr<TimelinePolicy> make_pollux(const PolicyOptions& options);
 std::unique_ptr<TimelinePolicy> make_lasgo(const PolicyOptions& options, const std::string& variant);

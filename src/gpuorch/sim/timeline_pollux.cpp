@@ -3,9 +3,11 @@
 // harmonic mean of each job's speedup over an equal share (s + 0.001, restart penalty
 // (age - 30 restarts) / (age + 30) on a changed allocation), under the same exploration cap
 // (at most twice the largest GPU count a job has run on) and with the same per-job
-// goodput-optimal batch. Speedups come from the measured profiles instead of a model fitted
-// online, and placements from the fewest-nodes rule (Pollux's speedup depends on nodes and GPUs,
-// and packing is what its search converges to).
+// goodput-optimal batch. Speedups come from each job's model fitted online to what it has run
+// (`--speedup-model fitted`, the artifact's) or from the measured profiles (`oracle`); a job
+// never run has the artifact's prior, R GPUs worth R / fair share. Placements follow the
+// fewest-nodes rule (Pollux's speedup depends on nodes and GPUs, and packing is what its search
+// converges to).
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -19,7 +21,7 @@ namespace {
 class Pollux final : public TimelinePolicy {
  public:
   explicit Pollux(const PolicyOptions& o)
-      : total_(o.total_gpus), per_node_(o.gpus_per_node), goodput_(o.gpus_per_node) {}
+      : total_(o.total_gpus), per_node_(o.gpus_per_node), speedups_(o.speedup, o.gpus_per_node) {}
   [[nodiscard]] BatchRule batch_rule() const override { return BatchRule::kGoodput; }
   [[nodiscard]] bool rigid() const override { return false; }
   [[nodiscard]] bool needs_profiles() const override { return true; }
@@ -35,16 +37,20 @@ class Pollux final : public TimelinePolicy {
       int cap = app.name() == "ncf" ? 1
                                     : std::min({std::max(2 * j.max_profiled_replicas(), 1), total_,
                                                 app.max_batch() / app.min_local()});
-      const double base = goodput_.rate(j, std::min(fair, total_), true);
+      SpeedupModel& model = speedups_.of(j, true);
+      // Speedups relative to an equal share on one node, as the artifact rebases them (the
+      // oracle, which can only read real placements, packs a share larger than a node).
+      const int base = std::min(fair, total_);
+      // The artifact's rule: a job never placed has no model yet.
+      const bool prior = j.max_profiled_replicas() == 0;
       const double age = double(now - j.spec().submit);
-      const double penalty =
-          std::max(age - 30.0 * std::max(j.restarts(), 0), 0.0) / (age + 30.0);
+      const double penalty = std::max(age - 30.0 * std::max(j.restarts(), 0), 0.0) / (age + 30.0);
       auto& v = value[i];
       v.resize(static_cast<std::size_t>(cap) + 1);
       for (int r = 0; r <= cap; ++r) {
         double s = 0;
         if (r > 0) {
-          s = j.max_profiled_replicas() == 0 ? double(r) / fair : goodput_.rate(j, r, true) / base;
+          s = prior ? double(r) / fair : speedup(model, r, packed_nodes(r, per_node_), base, 1);
         }
         s /= 4.0;
         if (r != j.gpus()) s *= penalty;
@@ -58,7 +64,7 @@ class Pollux final : public TimelinePolicy {
  private:
   int total_;
   int per_node_;
-  GoodputTable goodput_;
+  JobSpeedups speedups_;
 };
 
 }  // namespace

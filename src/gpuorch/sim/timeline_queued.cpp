@@ -74,6 +74,13 @@ class LasOrder {
   std::uint64_t next_entry_ = 0;
 };
 
+std::string placement_name(const QueuedOptions& o) {
+  if (!o.placement.empty()) return o.placement;
+  return std::string(
+      sched::spread_policy(o.order == "tiresias" ? sched::ReplicaSpread::kMostFreeFirst
+                                                 : sched::ReplicaSpread::kFewestNodes));
+}
+
 // The oracle run time of a waiting job on the GPUs it asked for (SJF's order).
 double oracle_run_time(const Job& j, int per_node) {
   if (j.app() == nullptr) return j.remaining_iterations();
@@ -139,7 +146,7 @@ class Queued final : public TimelinePolicy {
     cluster_ = &cluster;
     sched::PolicyContext context;
     context.cluster = &cluster;
-    placement_ = sched::make_policy(options_.placement, context);
+    placement_ = sched::make_policy(placement_name(options_), context);
     scheduler_ = std::make_unique<sched::Scheduler>(cluster, *placement_);
     resolver_ = std::make_unique<sched::RequestResolver>(cluster);
     layer_ = std::make_unique<sched::jobs::JobLayer>(
@@ -176,7 +183,7 @@ std::unique_ptr<TimelinePolicy> make_queued(const QueuedOptions& options) {
   if (options.order != "fifo" && options.order != "sjf" && options.order != "tiresias") {
     return nullptr;
   }
-  sched::check_policy_spec(options.placement);
+  sched::check_policy_spec(placement_name(options));
   return std::make_unique<Queued>(options);
 }
 

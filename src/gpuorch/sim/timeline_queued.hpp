@@ -15,7 +15,9 @@ namespace gpuorch::sim {
 
 struct QueuedOptions {
   std::string order;                      // fifo, sjf or tiresias
-  std::string placement = "efd-online";  // the scheduler core's placement policy (learns the workload)
+  // The scheduler core's placement policy; empty: the rule the Pollux artifact's simulator
+  // uses for the order (most-free for tiresias, tightest-fit for fifo and sjf).
+  std::string placement;
   std::vector<workload::QueueSpec> queues;  // empty: one default queue holds every job
   PolicyOptions policy;
 };

@@ -1,0 +1,112 @@
+// The fitted speedup model (timeline-protocol.md §8): the fit recovers the parameters that
+// generated its samples, follows the artifact's pinning rules, is deterministic, and a model
+// with nothing observed gives the linear prior.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "gpuorch/sim/timeline_speedup_fit.hpp"
+#include "gpuorch/sim/timeline_speedup_fitted.hpp"
+
+namespace gpuorch::sim {
+namespace {
+
+// Step and sync time exactly as the throughput model predicts them.
+ThroughputSample modelled(const ThroughputParams& p, int nodes, int replicas, int local) {
+  const double step = sync_step_time(p, nodes, replicas, local);
+  return {nodes, replicas, local, step, step - compute_time(p, local)};
+}
+
+std::vector<ThroughputSample> grid(const ThroughputParams& p) {
+  std::vector<ThroughputSample> out;
+  for (const auto& [nodes, replicas] :
+       std::vector<std::pair<int, int>>{{1, 1}, {1, 2}, {1, 4}, {2, 4}, {2, 8}, {4, 16}, {8, 32}}) {
+    for (const int local : {16, 32, 64, 128}) out.push_back(modelled(p, nodes, replicas, local));
+  }
+  return out;
+}
+
+const ThroughputParams kTruth{0.02, 0.003, 0.15, 0.004, 0.03, 0.002, 2.5};
+
+TEST(TimelineSpeedupFit, RecoversTheParametersThatMadeItsSamples) {
+  const auto samples = grid(kTruth);
+  const ThroughputParams fit = fit_throughput(samples);
+  EXPECT_LT(fit_loss(fit, samples), fit_loss(ThroughputParams{}, samples));
+  EXPECT_NEAR(fit.alpha_c, kTruth.alpha_c, 0.02 * kTruth.alpha_c);
+  EXPECT_NEAR(fit.beta_c, kTruth.beta_c, 0.02 * kTruth.beta_c);
+  EXPECT_NEAR(fit.gamma, kTruth.gamma, 0.1);
+  // The network parameters are fitted through the overlap, so check what they predict.
+  for (const auto& s : samples) {
+    EXPECT_NEAR(sync_step_time(fit, s.nodes, s.replicas, s.local_batch), s.step_time,
+                0.02 * s.step_time)
+        << s.nodes << " nodes, " << s.replicas << " GPUs, batch " << s.local_batch;
+  }
+  // And where it has not been: more nodes than any sample.
+  const double truth = sync_step_time(kTruth, 16, 64, 64);
+  EXPECT_NEAR(sync_step_time(fit, 16, 64, 64), truth, 0.05 * truth);
+}
+
+TEST(TimelineSpeedupFit, SameSamplesSameParameters) {
+  const auto samples = grid(kTruth);
+  const ThroughputParams a = fit_throughput(samples), b = fit_throughput(samples);
+  EXPECT_EQ(a.alpha_c, b.alpha_c);
+  EXPECT_EQ(a.beta_c, b.beta_c);
+  EXPECT_EQ(a.alpha_n, b.alpha_n);
+  EXPECT_EQ(a.beta_n, b.beta_n);
+  EXPECT_EQ(a.alpha_r, b.alpha_r);
+  EXPECT_EQ(a.beta_r, b.beta_r);
+  EXPECT_EQ(a.gamma, b.gamma);
+}
+
+TEST(TimelineSpeedupFit, PinsWhatTheSamplesCannotTell) {
+  // One GPU at one batch: the fixed compute cost is half the observed compute time, and with
+  // no exchange observed the network costs stay at their floor (cross-node 1.1 x in-node).
+  const std::vector<ThroughputSample> one = {{1, 1, 32, 0.2, 0.0}};
+  const ThroughputParams p = fit_throughput(one);
+  EXPECT_DOUBLE_EQ(p.alpha_c, 0.1);
+  EXPECT_DOUBLE_EQ(p.alpha_r, 1e-8);
+  EXPECT_DOUBLE_EQ(p.beta_r, 1e-8);
+  EXPECT_DOUBLE_EQ(p.alpha_n, 1.1e-8);
+  // Two GPUs in one node: no sample above 2 GPUs, so the per-GPU exchange terms stay pinned.
+  std::vector<ThroughputSample> two = {modelled(kTruth, 1, 1, 32), modelled(kTruth, 1, 2, 32),
+                                       modelled(kTruth, 1, 2, 64)};
+  const ThroughputParams q = fit_throughput(two);
+  EXPECT_DOUBLE_EQ(q.beta_r, 1e-8);
+  EXPECT_GE(q.alpha_n, 1.1 * q.alpha_r);
+  EXPECT_NEAR(sync_step_time(q, 1, 2, 64), two[2].step_time, 0.02 * two[2].step_time);
+}
+
+TEST(TimelineSpeedupFitted, LinearPriorBeforeAnySample) {
+  FittedSpeedup m(BatchRange{128, 4096, 32, 1024, 0});
+  EXPECT_FALSE(m.known());
+  EXPECT_EQ(m.goodput(4, 1), 0.0);
+  EXPECT_DOUBLE_EQ(speedup(m, 8, 2, 1, 1), 8.0);
+  EXPECT_DOUBLE_EQ(speedup(m, 8, 2, 4, 1), 2.0);
+  EXPECT_EQ(speedup(m, 0, 0, 1, 1), 0.0);
+  // A throughput sample without gradient statistics is not enough for goodput.
+  m.observe(modelled(kTruth, 1, 1, 128));
+  EXPECT_FALSE(m.known());
+  m.observe(GradientStats{1.0, 4.0});
+  EXPECT_TRUE(m.known());
+  EXPECT_GT(m.goodput(1, 1), 0.0);
+}
+
+TEST(TimelineSpeedupFitted, GoodputFollowsTheFitAndTheReportedNoise) {
+  FittedSpeedup m(BatchRange{128, 4096, 32, 1024, 0});
+  for (const auto& s : grid(kTruth)) m.observe(s);
+  // Without gradient noise a step is worth one step at the initial batch whatever its size, so
+  // GPUs help only by splitting the batch; noisy gradients make larger batches worth more.
+  m.observe(GradientStats{1.0, 0.0});
+  const double quiet = speedup(m, 8, 2, 1, 1);
+  m.observe(GradientStats{1.0, 1000.0});
+  EXPECT_GT(speedup(m, 8, 2, 1, 1), quiet);
+  EXPECT_GT(speedup(m, 8, 2, 1, 1), 4.0);
+  EXPECT_GT(speedup(m, 4, 1, 1, 1), speedup(m, 4, 4, 1, 1));  // crossing nodes costs
+  // Repeating a configuration neither refits nor adds a sample.
+  const std::size_t n = m.samples();
+  m.observe(modelled(kTruth, 1, 1, 16));
+  EXPECT_EQ(m.samples(), n);
+}
+
+}  // namespace
+}  // namespace gpuorch::sim
