@@ -17,6 +17,7 @@
 #include "gpuorch/sched/replica_gang.hpp"
 #include "gpuorch/sched/scheduler.hpp"
 #include "gpuorch/sim/timeline_job.hpp"
+#include "gpuorch/sim/timeline_speedup_model.hpp"
 
 namespace gpuorch::sim {
 
@@ -86,6 +87,8 @@ struct PolicyOptions {
   int gpus_per_node = 4;  // the largest node, for packed-placement predictions
   int total_gpus = 64;
 };
+  // Where pollux and lasgo get speedups (optimus always reads the profiles: Optimus+Oracle).
+  SpeedupSource speedup = SpeedupSource::kFitted;
 
 // fifo, sjf, tiresias, optimus, pollux, lasgo (= default); nullptr for an unknown name.
 std::unique_ptr<TimelinePolicy> make_timeline_policy(const std::string& name,
