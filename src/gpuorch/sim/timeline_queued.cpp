@@ -76,9 +76,9 @@ class LasOrder {
 
 std::string placement_name(const QueuedOptions& o) {
   if (!o.placement.empty()) return o.placement;
-  return std::string(
-      sched::spread_policy(o.order == "tiresias" ? sched::ReplicaSpread::kMostFreeFirst
-                                                 : sched::ReplicaSpread::kFewestNodes));
+  return std::string(sched::spread_policy(o.order == "tiresias"
+                                              ? sched::ReplicaSpread::kMostFreeFirst
+                                              : sched::ReplicaSpread::kFewestNodes));
 }
 
 // The oracle run time of a waiting job on the GPUs it asked for (SJF's order).
@@ -133,9 +133,11 @@ class Queued final : public TimelinePolicy {
     if (options_.order == "tiresias") las_.rank(now, active, states);
     layer_->round(states, round);
     if (options_.order == "tiresias") las_.selected(active, states);
-    Allocations out(active.size());
+    const bool any_change =
+        std::any_of(states.begin(), states.end(), [](const JobState& st) { return st.changed; });
+    Allocations out(any_change ? active.size() : 0);
     for (std::size_t i = 0; i < active.size(); ++i) {
-      out[i] = states[i].placements;
+      if (any_change) out[i] = states[i].placements;
       kept_[active[i]->spec().id] = std::move(states[i]);
     }
     return out;

@@ -195,6 +195,20 @@ TEST_F(JobLayerTest, RankOrderPreemptsRunningJobsRankedAfterWaitingOnes) {
   EXPECT_EQ(states[3].preempted, PreemptReason::kQueueOrder);
 }
 
+TEST_F(JobLayerTest, RankOrderLeavesNoGpuIdleThatAnotherQueueCannotUse) {
+  for (int i = 0; i < 8; ++i) job(fmt::format("a{}", i), "a", 1);
+  // b wants 2 GPUs of a model the cluster lacks: its share is kept for it, but it cannot use it.
+  job("b-elsewhere", "b", 2);
+  specs.back().replica.allowed_models = {"H100"};
+  RoundOptions las;
+  las.preempt_by_rank = true;
+  round(0, las);
+  EXPECT_EQ(running("a"), 8);  // 6 within a's share, 2 over it on what b cannot use
+  EXPECT_EQ(states.back().waiting, WaitReason::kInfeasible) << states.back().why;
+  round(60, las);  // and they stay: no preemption loop
+  EXPECT_EQ(running("a"), 8);
+}
+
 TEST_F(JobLayerTest, EveryWaitingJobHasAReason) {
   // Pods outside the job layer hold 2 GPUs of each node.
   c.apply(test::placement(0, 0, 1000, {0, 1}));

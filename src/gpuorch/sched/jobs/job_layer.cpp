@@ -177,6 +177,8 @@ struct JobLayer::Round {
       return false;
     }
     if (s.placements.empty()) s.running_since = options.now;
+    s.waiting = WaitReason::kNone;
+    s.why.clear();
     for (auto& p : *placed) {
       s.placements.push_back(std::move(p));
       hold(s.queue, replica[j], +1);
@@ -275,13 +277,17 @@ struct JobLayer::Round {
       by_queue[s.queue].push_back(j);
     }
     layer.fair_ = tree().fair_shares(demand, layer.capacity_);
+    const auto first = [&](std::size_t a, std::size_t b) {
+      const JobState& x = jobs[a];
+      const JobState& y = jobs[b];
+      if (x.spec->priority != y.spec->priority) return x.spec->priority > y.spec->priority;
+      return x.rank < y.rank;
+    };
     for (auto& list : by_queue) {
-      std::stable_sort(list.begin(), list.end(), [&](std::size_t a, std::size_t b) {
-        const JobState& x = jobs[a];
-        const JobState& y = jobs[b];
-        if (x.spec->priority != y.spec->priority) return x.spec->priority > y.spec->priority;
-        return x.rank < y.rank;
-      });
+      // Callers often keep their jobs in order already (by submission): no sort then.
+      if (!std::is_sorted(list.begin(), list.end(), first)) {
+        std::stable_sort(list.begin(), list.end(), first);
+      }
     }
   }
 
@@ -588,6 +594,14 @@ struct JobLayer::Round {
   }
 };
 
+namespace {
+
+bool layer_fair_below_capacity(const JobLayer& layer, std::size_t q) {
+  return layer.fair_shares()[q][0] + kEps < layer.capacity()[0];
+}
+
+}  // namespace
+
 RoundStats JobLayer::round(std::span<JobState> jobs, const RoundOptions& options) {
   Round r(*this, jobs, options);
   r.setup();
@@ -595,6 +609,20 @@ RoundStats JobLayer::round(std::span<JobState> jobs, const RoundOptions& options
   const auto selected = r.by_rank();
   const auto candidates = r.allocate(selected);
   r.reclaim_and_preempt(candidates);
+  // What the order left out of a queue's share may still run on what nobody wants, over the
+  // share (and the first to give it back); not in a queue whose share is the whole cluster,
+  // where the order alone decides (Tiresias's count budget).
+  if (options.preempt_by_rank) {
+    std::vector<bool> over_share(jobs.size(), false);
+    for (std::size_t j = 0; j < jobs.size(); ++j) {
+      const std::size_t q = jobs[j].queue;
+      over_share[j] =
+          !selected[j] && jobs[j].replicas() == 0 && layer_fair_below_capacity(*this, q);
+    }
+    if (std::find(over_share.begin(), over_share.end(), true) != over_share.end()) {
+      r.allocate(over_share);
+    }
+  }
   r.grow();
   for (const JobState& s : jobs) {
     if (s.replicas() == 0) ++r.stats.waiting;
