@@ -38,6 +38,7 @@ std::vector<int> decide(TimelinePolicy& p, Seconds now, std::vector<Job>& jobs,
   for (auto& j : jobs) active.push_back(&j);
   ReplicaPlacer placer(c);
   Allocations a = p.allocate(now, active, placer);
+  if (a.empty()) a = current_allocations(active);  // the policy's "no change"
   std::vector<int> gpus;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     int n = 0;
