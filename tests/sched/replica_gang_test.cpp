@@ -21,9 +21,24 @@ struct NodeGpus {
   std::size_t gpus;
 };
 
+// A node's replicas, one placement each, counted together.
 std::vector<NodeGpus> spread_of(const ReplicaGangDecision& d) {
   std::vector<NodeGpus> out;
-  for (const auto& p : d.placements) out.push_back({p.node, p.gpus.size()});
+  for (const auto& p : d.placements) {
+    if (out.empty() || out.back().node != p.node) out.push_back({p.node, 0});
+    out.back().gpus += p.gpus.size();
+  }
+  return out;
+}
+
+// The GPUs of the gang's replicas on its `k`-th node.
+std::vector<int> gpus_on(const ReplicaGangDecision& d, std::size_t k) {
+  std::vector<int> out;
+  std::size_t group = 0;
+  for (std::size_t i = 0; i < d.placements.size(); ++i) {
+    if (i > 0 && d.placements[i].node != d.placements[i - 1].node) ++group;
+    if (group == k) out.insert(out.end(), d.placements[i].gpus.begin(), d.placements[i].gpus.end());
+  }
   return out;
 }
 
@@ -124,7 +139,7 @@ TEST_F(ReplicaGangTest, TheCorePoliciesGiveTheSimulatorsFormerPlacementsExactly)
         EXPECT_EQ(got[i].node, expected[i].node) << round << " step " << i;
         EXPECT_EQ(got[i].gpus, expected[i].gpus) << round << " step " << i;
         // The lowest free GPUs of the node, as the former path's picker gave them.
-        const auto& g = d.placements[i].gpus;
+        const auto g = gpus_on(d, i);
         EXPECT_TRUE(std::is_sorted(g.begin(), g.end()));
         EXPECT_EQ(g.front(), used[got[i].node]) << round;
       }
@@ -150,7 +165,16 @@ TEST_F(ReplicaGangTest, PackingPutsAGangOneNodeHoldsOnTheTightestSuchNode) {
   // The lowest free GPUs of the node (no link matrix), as one placement.
   build({2, 0, 1, 0});
   const auto d = place("tightest-fit", gpus(3));
-  EXPECT_EQ(d.placements[0].gpus, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(gpus_on(d, 0), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(d.placements.size(), 3U) << "one placement per replica";
+  // A driver that counts GPUs per node (the time-based simulator) may take one per node.
+  build({2, 0, 1, 0});
+  ReplicaGang per_node = gpus(3);
+  per_node.placement_per_replica = false;
+  const auto one = place("tightest-fit", per_node);
+  ASSERT_EQ(one.placements.size(), 1U);
+  EXPECT_EQ(one.placements[0].gpus, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(c->pod_count(2), 2);
 }
 
 TEST_F(ReplicaGangTest, PackingTakesWholeFreeNodesThenTheRemainderBestFit) {
@@ -179,7 +203,7 @@ TEST_F(ReplicaGangTest, GrowthGoesNextToTheRunningReplicasWithoutMovingThem) {
   ASSERT_TRUE(d.placed);
   // Its own node first, then its rack, although n2 and n3 have more free GPUs.
   EXPECT_THAT(spread_of(d), ::testing::ElementsAre(On(0U, 2), On(1U, 2)));
-  EXPECT_EQ(d.placements[0].gpus, (std::vector<int>{2, 3}));
+  EXPECT_EQ(gpus_on(d, 0), (std::vector<int>{2, 3}));
   EXPECT_EQ(c->fully_free_gpus(0), 0);
   EXPECT_EQ(c->fully_free_gpus(2), 4);
   // A new gang of the same size, for contrast, goes to the most free nodes.
@@ -225,6 +249,17 @@ TEST_F(ReplicaGangTest, AllOrNothingAndWhyItWaits) {
   EXPECT_EQ(short_of_gpus.failure.main_reason(), Reason::kGpuCount);
   EXPECT_EQ(short_of_gpus.failure.outcome, Outcome::kInfeasible);
   EXPECT_EQ(c->gpu_milli_used(), used);
+}
+
+TEST_F(ReplicaGangTest, EveryReplicaIsAPodForThePodsPerNodeLimit) {
+  auto small = test::gpu_node("n0", 64000, 4, "V100");
+  small.max_pods = 2;
+  build({0, 0}, {small, test::gpu_node("n1", 64000, 4, "V100")});
+  const auto d = place("most-free", gpus(4));
+  ASSERT_TRUE(d.placed);
+  EXPECT_THAT(spread_of(d), ::testing::ElementsAre(On(0U, 2), On(1U, 2)));
+  EXPECT_EQ(c->pod_count(0), 2);
+  EXPECT_EQ(c->pod_count(1), 2);
 }
 
 TEST_F(ReplicaGangTest, GpuModelConstraintOnAHeterogeneousCluster) {

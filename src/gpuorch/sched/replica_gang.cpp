@@ -23,8 +23,12 @@ namespace {
 class GangFill {
  public:
   GangFill(cluster::Cluster& cluster, Scheduler& scheduler, RequestResolver& resolver,
-           const workload::PodSpec& replica)
-      : cluster_(cluster), scheduler_(scheduler), resolver_(resolver), replica_(replica) {
+           const workload::PodSpec& replica, bool per_replica)
+      : cluster_(cluster),
+        scheduler_(scheduler),
+        resolver_(resolver),
+        replica_(replica),
+        per_replica_(per_replica) {
     // Whole-GPU replicas on one node share one request, so the GPU picker sees them together.
     whole_gpus_ = replica.gpu_count > 0 && replica.gpu_milli >= base::kMilliPerGpu;
     largest_bundle_ =
@@ -56,9 +60,8 @@ class GangFill {
       for (int k = std::min(need, largest_bundle_); k >= 1 && !placed; --k) {
         const PodRequest& r = bundle(k);
         Decision d = nodes != nullptr ? scheduler_.decide_among(*nodes, r) : scheduler_.decide(r);
-        if (d.outcome == Outcome::kPlaced) {
-          cluster_.apply(d.placement);
-          made.push_back(std::move(d.placement));
+        if (d.outcome == Outcome::kPlaced && room_for_pods(d.placement.node, k)) {
+          bind_replicas(std::move(d.placement), k);
           need -= k;
           placed = true;
         } else if (k == 1 && stuck != nullptr) {
@@ -68,6 +71,34 @@ class GangFill {
       if (!placed) break;
     }
     return need;
+  }
+
+  // The pods-per-node filter sees a bundle as one pod; its replicas are k.
+  [[nodiscard]] bool room_for_pods(cluster::NodeIndex n, int k) const {
+    const int max_pods = cluster_.spec(n).max_pods;
+    return max_pods <= 0 || cluster_.pod_count(n) + k <= max_pods;
+  }
+
+  // One placement per replica, each with its share of the bundle's GPUs (in the picker's order),
+  // so the cluster counts every replica as the pod it is.
+  void bind_replicas(cluster::Placement bundle, int k) {
+    if (!per_replica_) {
+      cluster_.apply(bundle);
+      made.push_back(std::move(bundle));
+      return;
+    }
+    const std::size_t per_replica = bundle.gpus.size() / static_cast<std::size_t>(k);
+    for (int i = 0; i < k; ++i) {
+      cluster::Placement p;
+      p.node = bundle.node;
+      p.cpu_milli = replica_.cpu_milli;
+      p.memory_mib = replica_.memory_mib;
+      p.gpu_milli = bundle.gpu_milli;
+      const auto first = bundle.gpus.begin() + static_cast<std::ptrdiff_t>(per_replica) * i;
+      p.gpus.assign(first, first + static_cast<std::ptrdiff_t>(per_replica));
+      cluster_.apply(p);
+      made.push_back(std::move(p));
+    }
   }
 
   // Applies again placements measured in this same cluster state (a domain's trial).
@@ -88,6 +119,7 @@ class GangFill {
   Scheduler& scheduler_;
   RequestResolver& resolver_;
   const workload::PodSpec& replica_;
+  bool per_replica_ = true;
   bool whole_gpus_ = false;
   int largest_bundle_ = 1;
   std::vector<std::optional<PodRequest>> bundles_;
@@ -164,7 +196,7 @@ ReplicaGangDecision place_replica_gang(cluster::Cluster& cluster, Scheduler& sch
     out.placed = true;
     return out;
   }
-  GangFill fill(cluster, scheduler, resolver, gang.replica);
+  GangFill fill(cluster, scheduler, resolver, gang.replica, gang.placement_per_replica);
   const workload::PodSpec& r = gang.replica;
   // Too few free GPUs in all: the gang cannot start, and trying it replica by replica would only
   // be undone. Its explanation is the whole gang as one request.

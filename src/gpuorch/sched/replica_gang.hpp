@@ -11,8 +11,9 @@
 //   efd or any other policy, for replicas that are shares of a GPU or CPU-only.
 // Both follow from one loop: each step asks the scheduler for the largest bundle of the replicas
 // still to place that some node holds now, so one node takes as many replicas as the policy gives
-// it. Whole-GPU replicas on one node form one placement (their GPUs chosen together, so the
-// picker keeps them on the node's best links); other replicas are one placement each.
+// it. A bundle's GPUs are chosen together (so the picker keeps a node's replicas on its best
+// links) and then bound as one placement per replica, each the pod it is (or, for a driver that
+// counts GPUs per node and no pods, as one placement per node: ReplicaGang::placement_per_replica).
 //
 // A gang that already runs (an elastic job growing) grows next to its replicas without moving
 // them: on its own nodes first, then, per topology level from the innermost, on nodes sharing a
@@ -43,14 +44,19 @@ struct ReplicaGang {
   int count = 0;              // replicas to add now, all or nothing
   // Node label keys, outermost first (block, rack, hostname), as JobSpec::topology_levels.
   std::vector<std::string> topology_levels;
-  // The gang's placements that already run (growth goes next to them; they are not touched).
+  // The gang's placements that already run, applied in the cluster (growth goes next to them;
+  // they are not touched).
   std::span<const cluster::Placement> running;
+  // false: a node's whole-GPU replicas as one placement (one pod for the cluster's pod count and
+  // pods-per-node limit). The time-based simulator's jobs count GPUs per node and its rounds copy
+  // every job's placements: per replica, about 1.5 times the time on Philly.
+  bool placement_per_replica = true;
 };
 
 struct ReplicaGangDecision {
   bool placed = false;
-  // The new placements, applied, in the order they were made: one per node for whole-GPU
-  // replicas (that node's replicas together), else one per replica.
+  // The new placements, applied: one per replica (or per node, see above), a node's replicas
+  // next to each other, nodes in the order they were chosen.
   std::vector<cluster::Placement> placements;
   std::string domain;  // "rack=r1" when a topology level held the new gang; else empty
   // When not placed (the cluster unchanged): why, in the core's terms. When too few GPUs are free

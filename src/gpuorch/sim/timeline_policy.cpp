@@ -25,6 +25,7 @@ sched::ReplicaGangDecision ReplicaPlacer::place(const Job& job, int count,
   gang.count = count;
   gang.topology_levels = job.spec().topology_levels;
   gang.running = running;
+  gang.placement_per_replica = false;
   sched::Scheduler& s = spread == sched::ReplicaSpread::kMostFreeFirst ? spread_ : pack_;
   return sched::place_replica_gang(*cluster_, s, resolver_, gang);
 }

@@ -51,7 +51,8 @@ class TimelinePolicy {
  public:
   virtual ~TimelinePolicy() = default;
   [[nodiscard]] virtual BatchRule batch_rule() const { return BatchRule::kFixed; }
-  // Runs each job on exactly the GPUs it asked for (so a job larger than the cluster can never run).
+  // Runs each job on exactly the GPUs it asked for (so a job larger than the cluster can never
+  // run).
   [[nodiscard]] virtual bool rigid() const { return true; }
   // Needs application profiles (cannot schedule rigid Philly rows).
   [[nodiscard]] virtual bool needs_profiles() const { return false; }
@@ -86,9 +87,9 @@ struct PolicyOptions {
   std::uint64_t seed = 1;
   int gpus_per_node = 4;  // the largest node, for packed-placement predictions
   int total_gpus = 64;
-};
   // Where pollux and lasgo get speedups (optimus always reads the profiles: Optimus+Oracle).
   SpeedupSource speedup = SpeedupSource::kFitted;
+};
 
 // fifo, sjf, tiresias, optimus, pollux, lasgo (= default); nullptr for an unknown name.
 std::unique_ptr<TimelinePolicy> make_timeline_policy(const std::string& name,
@@ -102,6 +103,7 @@ std::vector<int> packed_placement(int gpus, int per_node);
 
 std::unique_ptr<TimelinePolicy> make_optimus(const PolicyOptions& options);
 std::unique_ptr<TimelinePolicy> make_pollux(const PolicyOptions& options);
-std::unique_ptr<TimelinePolicy> make_lasgo(const PolicyOptions& options, const std::string& variant);
+std::unique_ptr<TimelinePolicy> make_lasgo(const PolicyOptions& options,
+                                           const std::string& variant);
 
 }  // namespace gpuorch::sim
