@@ -323,7 +323,15 @@ int run(const TimelineFlags& f) {
     }
   }
   if (!f.report.empty()) {
-    const report::TimelineMeta meta{f.workload, jobs.size(), interval, {}};
+    // Each leaf queue's GPU quota, drawn under its GPUs held over time.
+    report::QueueQuotas quotas;
+    for (const auto& q : queues) {
+      const bool leaf =
+          std::none_of(queues.begin(), queues.end(),
+                       [&](const workload::QueueSpec& c) { return c.parent == q.name; });
+      if (leaf && q.gpu.quota > 0) quotas[q.name] = double(q.gpu.quota) / 1000.0;
+    }
+    const report::TimelineMeta meta{f.workload, jobs.size(), interval, std::move(quotas)};
     report::write_timeline_html(
         f.report, meta, report_header(f.seed + " (no timeline policy draws random numbers today)"),
         results);
