@@ -29,7 +29,12 @@ const std::map<std::string, std::vector<std::string>>& examples() {
         "      --policy pollux,default --gpus 32:128:32     # makespan, JCT, GPU-hours per size",
         "gpuorch sim timeline --workload ../shared/traces/pollux_philly/workload-6.csv \\\n"
         "      --policy tiresias,pollux,default --report out/w6   # HTML: JCT CDF, utilisation, "
-        "queue"}},
+        "queue",
+        "gpuorch sim timeline --workload ../shared/traces/pollux_philly/workload-6.csv \\\n"
+        "      --policy pollux,lasgo --speedup-model oracle   # speedups read, not learnt",
+        "gpuorch sim timeline --workload tests/fixtures/timeline/philly_tenants.csv \\\n"
+        "      --queues tests/fixtures/timeline/tenant_queues.yaml --policy fifo,tiresias \\\n"
+        "      --nodes 2 --gpus-per-node 4                    # tenants on KAI queues"}},
       {"topo",
        {"gpuorch topo                         # the nvidia-smi topo -m matrix",
         "gpuorch topo --json > host.json"}},

@@ -387,8 +387,7 @@ void add_sim_timeline(CLI::App& sim, Action& action) {
   c->add_option("--speedup-model", f->speedup_model,
                 "What pollux and lasgo know of each job's speedup: fitted (a model fitted to the "
                 "configurations the job has run, as the Pollux artifact does) or oracle (the "
-                "measured profiles); optimus always reads the profiles (Optimus+Oracle). "
-                "Example: --policy pollux,lasgo --speedup-model oracle")
+                "measured profiles); optimus always reads the profiles (Optimus+Oracle)")
       ->capture_default_str();
   c->add_option("--nodes", f->nodes, "Node count, or a node list (openb CSV, YAML inventory)")
       ->capture_default_str();

@@ -153,6 +153,24 @@ TEST_F(JobLayerTest, ElasticReplicasAboveMinGoBeforeWholeJobs) {
   ASSERT_TRUE(elastic.preempted.has_value());
 }
 
+TEST_F(JobLayerTest, AnElasticJobGrowsNextToItsReplicasWithoutMovingThem) {
+  // Pods outside the job layer hold 3 GPUs of node 0 and all of node 1.
+  const auto p0 = test::placement(0, 0, 1000, {0, 1, 2});
+  const auto p1 = test::placement(1, 0, 1000, {0, 1, 2, 3});
+  c.apply(p0);
+  c.apply(p1);
+  job("elastic", "a", 1, 4);  // wants 4, only 1 free: starts with its min
+  round(0);
+  ASSERT_EQ(states[0].replicas(), 1);
+  const cluster::Placement first = states[0].placements[0];
+  EXPECT_EQ(first.node, 0U);
+  c.release(p0);  // node 0 frees up: the job grows there, beside its replica
+  round(60);
+  ASSERT_EQ(states[0].replicas(), 4);
+  EXPECT_EQ(states[0].placements[0].gpus, first.gpus);  // not moved
+  for (const auto& p : states[0].placements) EXPECT_EQ(p.node, 0U);
+}
+
 TEST_F(JobLayerTest, HigherPriorityPreemptsLowerInItsQueue) {
   for (int i = 0; i < 8; ++i) job(fmt::format("a{}", i), "a", 1);
   round(0);
