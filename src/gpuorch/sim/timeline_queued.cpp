@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <deque>
 #include <limits>
 
 #include "gpuorch/base/error.hpp"
@@ -20,7 +21,7 @@ using sched::jobs::JobState;
 // to run reaches 16 GPU-hours; no promotion back. The rank is the position in q0 then q1.
 class LasOrder {
  public:
-  void rank(Seconds now, std::span<Job* const> active, std::vector<JobState>& states) {
+  void rank(Seconds now, std::span<Job* const> active, std::span<JobState* const> states) {
     for (const Job* j : active) {
       const std::size_t id = j->spec().id;
       if (id >= state_.size()) state_.resize(id + 1);
@@ -38,7 +39,7 @@ class LasOrder {
     }
     for (std::size_t i = 0; i < active.size(); ++i) {
       const State& s = state_[active[i]->spec().id];
-      states[i].rank = double(s.queue) * 1e15 + double(s.entry);
+      states[i]->rank = double(s.queue) * 1e15 + double(s.entry);
     }
   }
   // Whether a round at `now` would move a job to the second queue (changing the order): known
@@ -47,12 +48,12 @@ class LasOrder {
 
   // Selected to run by the order (placed or not) this round; and when the first of them reaches
   // the threshold if nothing changes.
-  void selected(std::span<Job* const> active, const std::vector<JobState>& states) {
+  void selected(std::span<Job* const> active, std::span<JobState* const> states) {
     next_demotion_ = std::numeric_limits<Seconds>::max();
     for (std::size_t i = 0; i < active.size(); ++i) {
       State& s = state_[active[i]->spec().id];
-      s.running = states[i].replicas() > 0 ||
-                  !(states[i].waiting == sched::jobs::WaitReason::kLowerPriority);
+      s.running = states[i]->replicas() > 0 ||
+                  !(states[i]->waiting == sched::jobs::WaitReason::kLowerPriority);
       if (s.running && s.queue == 0) {
         const Seconds r = std::max(1, active[i]->spec().replicas);
         const Seconds left = std::max<Seconds>(0, (kThresholdGpuSeconds + r - 1) / r - s.executed);
@@ -108,38 +109,37 @@ class Queued final : public TimelinePolicy {
     const bool demoted = options_.order == "tiresias" && las_.would_demote(now);
     if (same_jobs && !demoted) return {};
     last_active_.assign(active.begin(), active.end());
-    // The jobs' states live here between rounds (moved in and out, not copied): their
+    // The jobs' states live here between rounds and the layer works on them in place: their
     // placements are exactly what the engine bound from the last round's answer.
-    std::vector<JobState> states(active.size());
-    for (std::size_t i = 0; i < active.size(); ++i) {
-      const Job& j = *active[i];
-      const std::size_t id = j.spec().id;
-      if (id >= kept_.size()) kept_.resize(id + 1);
-      JobState& s = states[i];
-      if (kept_[id].spec == nullptr) {
-        kept_[id].spec = &rigid(j.spec());
-        kept_[id].queue = options_.queues.empty() ? 0 : *tree_.find(j.spec().queue);
-        kept_[id].rank = double(id);
+    refs_.clear();
+    for (const Job* j : active) {
+      const std::size_t id = j->spec().id;
+      if (id >= kept_.size()) kept_.resize(id + 1);  // a deque: the states stay where they are
+      JobState& s = kept_[id];
+      if (s.spec == nullptr) {
+        s.spec = &rigid(j->spec());
+        s.queue = options_.queues.empty() ? 0 : *tree_.find(j->spec().queue);
+        s.rank = double(id);
       }
-      s = std::move(kept_[id]);
       if (options_.order == "sjf") {
-        s.rank = j.gpus() > 0 ? -1 : oracle_run_time(j, options_.policy.gpus_per_node);
+        s.rank = j->gpus() > 0 ? -1 : oracle_run_time(*j, options_.policy.gpus_per_node);
       }
+      refs_.push_back(&s);
     }
     sched::jobs::RoundOptions round;
     round.now = now;
     round.backfill = options_.order != "fifo";
     round.preempt_by_rank = options_.order == "tiresias";
     round.explain = false;  // the simulator reports outcomes, not per-round explanations
-    if (options_.order == "tiresias") las_.rank(now, active, states);
-    layer_->round(states, round);
-    if (options_.order == "tiresias") las_.selected(active, states);
+    if (options_.order == "tiresias") las_.rank(now, active, refs_);
+    layer_->round(refs_, round);
+    if (options_.order == "tiresias") las_.selected(active, refs_);
     const bool any_change =
-        std::any_of(states.begin(), states.end(), [](const JobState& st) { return st.changed; });
-    Allocations out(any_change ? active.size() : 0);
-    for (std::size_t i = 0; i < active.size(); ++i) {
-      if (any_change) out[i] = states[i].placements;
-      kept_[active[i]->spec().id] = std::move(states[i]);
+        std::any_of(refs_.begin(), refs_.end(), [](const JobState* st) { return st->changed; });
+    Allocations out;
+    if (any_change) {
+      out.reserve(refs_.size());
+      for (const JobState* st : refs_) out.push_back(st->placements);
     }
     return out;
   }
@@ -175,7 +175,8 @@ class Queued final : public TimelinePolicy {
   std::unique_ptr<sched::Scheduler> scheduler_;
   std::unique_ptr<sched::RequestResolver> resolver_;
   std::unique_ptr<sched::jobs::JobLayer> layer_;
-  std::vector<JobState> kept_;  // by job id, between rounds
+  std::deque<JobState> kept_;    // by job id, between rounds
+  std::vector<JobState*> refs_;  // this round's jobs, in the engine's order
   LasOrder las_;
   std::vector<Job*> last_active_;  // the active jobs of the last round
 };

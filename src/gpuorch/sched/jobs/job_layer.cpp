@@ -74,10 +74,25 @@ JobLayer::JobLayer(cluster::Cluster& cluster, const QueueTree& queues, GangPlace
   }
 }
 
+namespace {
+
+// The round's jobs, the caller's states by pointer (a simulator keeps them where they live).
+class JobRefs {
+ public:
+  explicit JobRefs(std::span<JobState* const> p) : p_(p) {}
+  JobState& operator[](std::size_t i) const { return *p_[i]; }
+  [[nodiscard]] std::size_t size() const { return p_.size(); }
+
+ private:
+  std::span<JobState* const> p_;
+};
+
+}  // namespace
+
 // One round's working state: what each queue holds, what is free, and the jobs in their order.
 struct JobLayer::Round {
   JobLayer& layer;
-  std::span<JobState> jobs;
+  JobRefs jobs;
   const RoundOptions& options;
   RoundStats stats;
   std::vector<Resources> replica;  // per job: one replica's request
@@ -89,7 +104,7 @@ struct JobLayer::Round {
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::size_t>, int> failed;
   std::map<std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::string>, bool> feasible_;
 
-  Round(JobLayer& l, std::span<JobState> j, const RoundOptions& o)
+  Round(JobLayer& l, std::span<JobState* const> j, const RoundOptions& o)
       : layer(l), jobs(j), options(o) {}
 
   [[nodiscard]] const QueueTree& tree() const { return *layer.queues_; }
@@ -602,7 +617,7 @@ bool layer_fair_below_capacity(const JobLayer& layer, std::size_t q) {
 
 }  // namespace
 
-RoundStats JobLayer::round(std::span<JobState> jobs, const RoundOptions& options) {
+RoundStats JobLayer::round(std::span<JobState* const> jobs, const RoundOptions& options) {
   Round r(*this, jobs, options);
   r.setup();
   r.resize();
@@ -615,19 +630,26 @@ RoundStats JobLayer::round(std::span<JobState> jobs, const RoundOptions& options
   if (options.preempt_by_rank) {
     std::vector<bool> over_share(jobs.size(), false);
     for (std::size_t j = 0; j < jobs.size(); ++j) {
-      const std::size_t q = jobs[j].queue;
+      const std::size_t q = jobs[j]->queue;
       over_share[j] =
-          !selected[j] && jobs[j].replicas() == 0 && layer_fair_below_capacity(*this, q);
+          !selected[j] && jobs[j]->replicas() == 0 && layer_fair_below_capacity(*this, q);
     }
     if (std::find(over_share.begin(), over_share.end(), true) != over_share.end()) {
       r.allocate(over_share);
     }
   }
   r.grow();
-  for (const JobState& s : jobs) {
-    if (s.replicas() == 0) ++r.stats.waiting;
+  for (const JobState* s : jobs) {
+    if (s->replicas() == 0) ++r.stats.waiting;
   }
   return r.stats;
+}
+
+RoundStats JobLayer::round(std::span<JobState> jobs, const RoundOptions& options) {
+  std::vector<JobState*> refs;
+  refs.reserve(jobs.size());
+  for (JobState& s : jobs) refs.push_back(&s);
+  return round(refs, options);
 }
 
 }  // namespace gpuorch::sched::jobs

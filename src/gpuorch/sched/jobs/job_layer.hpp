@@ -108,6 +108,7 @@ class JobLayer {
 
   // Decides one round for `jobs` (every active job, each with a leaf queue); applies every change
   // to the cluster and to the jobs' placements.
+  RoundStats round(std::span<JobState* const> jobs, const RoundOptions& options);
   RoundStats round(std::span<JobState> jobs, const RoundOptions& options);
 
   // Of the last round: each queue's fair share and what its jobs hold after it.
