@@ -383,13 +383,19 @@ struct JobLayer::Round {
       const std::size_t q = std::get<2>(order.top());
       order.pop();
       const std::size_t j = by_queue[q][cursor[q]++];
-      if (blocked_by[q] != SIZE_MAX) {
-        wait(j, WaitReason::kLowerPriority, "behind {} in queue {} (first in, first out)",
-             jobs[blocked_by[q]].spec->name, tree().spec(q).name);
-      } else if (!try_start(j, needs_preemption) && !options.backfill) {
+      if (!try_start(j, needs_preemption) && !options.backfill) {
         blocked_by[q] = j;
+        continue;  // the rest of the queue waits behind it (below), out of the order
       }
       if (next_waiting(q)) order.emplace(-tree().spec(q).priority, ratio(q), q);
+    }
+    for (const std::size_t q : tree().leaves()) {
+      if (blocked_by[q] == SIZE_MAX) continue;
+      while (next_waiting(q)) {
+        wait(by_queue[q][cursor[q]++], WaitReason::kLowerPriority,
+             "behind {} in queue {} (first in, first out)", jobs[blocked_by[q]].spec->name,
+             tree().spec(q).name);
+      }
     }
     return needs_preemption;
   }
