@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <limits>
 #include <map>
-#include <numeric>
 #include <queue>
 #include <tuple>
 
@@ -110,14 +109,23 @@ struct JobLayer::Round {
   [[nodiscard]] const QueueTree& tree() const { return *layer.queues_; }
   cluster::Cluster& cluster() { return *layer.cluster_; }
 
-  void hold(std::size_t q, const Resources& r, double sign) {
+  // What queue q and its parents hold changes by `r` (sign +1 or -1).
+  void charge(std::size_t q, const Resources& r, double sign) {
     for (int at = int(q); at >= 0; at = tree().parent(std::size_t(at))) {
       for (std::size_t k = 0; k < kResourceKinds; ++k) {
         layer.allocated_[std::size_t(at)][k] += sign * double(r.v[k]);
       }
     }
+  }
+
+  // A replica bound (+1) or released (-1) in this round: its queue's and the free totals move.
+  void hold(std::size_t q, const Resources& r, double sign) {
+    charge(q, r, sign);
     for (std::size_t k = 0; k < kResourceKinds; ++k) free[k] -= sign * double(r.v[k]);
   }
+
+  // The fewest replicas the job runs with (a gang of at least one).
+  [[nodiscard]] int least(std::size_t j) const { return std::max(1, jobs[j].spec->min_replicas); }
 
   // The queue's dominant share after taking `extra`: the largest held / fair share over the
   // resources it holds or asks for (DRF); a resource held without any share counts as far over.
@@ -259,7 +267,6 @@ struct JobLayer::Round {
   void setup() {
     const std::size_t nq = tree().size();
     layer.allocated_.assign(nq, Amounts{});
-    for (std::size_t k = 0; k < kResourceKinds; ++k) free[k] = layer.capacity_[k];
     free[0] = double(cluster().gpu_milli_capacity() - cluster().gpu_milli_used());
     free[1] = free[2] = 0;
     for (cluster::NodeIndex n = 0; n < cluster().node_count(); ++n) {
@@ -277,16 +284,10 @@ struct JobLayer::Round {
       s.preempted.reset();
       s.why.clear();
       replica[j] = request_of(s.spec->replica);
-      const int lo = std::max(1, s.spec->min_replicas);
+      const int lo = least(j);
       const int hi = std::max(lo, s.spec->max_replicas);
       target[j] = s.spec->elastic() ? std::clamp(s.wanted > 0 ? s.wanted : hi, lo, hi) : lo;
-      for (int i = 0; i < s.replicas(); ++i) {
-        for (int at = int(s.queue); at >= 0; at = tree().parent(std::size_t(at))) {
-          for (std::size_t k = 0; k < kResourceKinds; ++k) {
-            layer.allocated_[std::size_t(at)][k] += double(replica[j].v[k]);
-          }
-        }
-      }
+      charge(s.queue, replica[j] * s.replicas(), +1);
       const Amounts want = to_amounts(replica[j] * std::max(target[j], s.replicas()));
       for (std::size_t k = 0; k < kResourceKinds; ++k) demand[s.queue][k] += want[k];
       by_queue[s.queue].push_back(j);
@@ -402,7 +403,7 @@ struct JobLayer::Round {
 
   bool try_start(std::size_t j, std::vector<std::size_t>& needs_preemption) {
     const std::size_t q = jobs[j].queue;
-    const int lo = std::max(1, jobs[j].spec->min_replicas);
+    const int lo = least(j);
     for (int n = target[j];; n = lo) {
       const Resources need = replica[j] * n;
       if (!within_limit(q, need)) {
@@ -443,10 +444,10 @@ struct JobLayer::Round {
   };
 
   // Whether a victim entry can no longer free anything this round: its job stopped, or its
-  // surplus is gone, or (`exhausted`) its queue may give nothing more.
+  // surplus is gone.
   [[nodiscard]] bool spent(const Victim& v) const {
     const JobState& s = jobs[v.job];
-    return s.replicas() == 0 || (v.surplus && s.replicas() <= std::max(1, s.spec->min_replicas));
+    return s.replicas() == 0 || (v.surplus && s.replicas() <= least(v.job));
   }
 
   // 4 and 5. Frees exactly what `j` needs from `pool` (sorted victims) and starts it; or changes
@@ -455,7 +456,7 @@ struct JobLayer::Round {
   template <typename Allowed>
   bool preempt_for(std::size_t j, std::vector<Victim>& pool, PreemptReason reason,
                    Allowed allowed) {
-    const int n = std::max(1, jobs[j].spec->min_replicas);
+    const int n = least(j);
     const Resources need = replica[j] * n;
     struct Taken {
       Victim v;
@@ -531,7 +532,7 @@ struct JobLayer::Round {
       const double hours = double(replica[v].gpu_milli()) / 1000.0 *
                            double(std::max<std::int64_t>(0, options.now - s.running_since)) /
                            3600.0;
-      const int lo = std::max(1, s.spec->min_replicas);
+      const int lo = least(v);
       // Replicas above min one at a time, before any whole job.
       for (int r = s.replicas(); r > lo && s.spec->elastic(); --r) {
         pool.push_back({v, 1, true, hours});
@@ -569,7 +570,7 @@ struct JobLayer::Round {
     for (const std::size_t j : candidates) {
       if (jobs[j].replicas() > 0) continue;
       const std::size_t q = jobs[j].queue;
-      const Resources need = replica[j] * std::max(1, jobs[j].spec->min_replicas);
+      const Resources need = replica[j] * least(j);
       const double mine = ratio(q, need);
       // Reclaim: only within its fair share, only from queues above theirs, and never so far
       // that the victim's queue ends below the share this queue reaches (no reclaim loops).
