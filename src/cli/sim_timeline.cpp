@@ -170,22 +170,6 @@ void print_queue_table(const std::vector<sim::TimelineResult>& results) {
   }
 }
 
-// A policy on the job layer's queues (sim/timeline_queued.hpp).
-std::unique_ptr<sim::TimelinePolicy> queued(const std::string& name,
-                                            const std::vector<workload::QueueSpec>& queues,
-                                            const sim::PolicyOptions& po) {
-  sim::QueuedOptions o;
-  o.order = name;
-  o.queues = queues;
-  o.policy = po;
-  auto p = sim::make_queued(o);
-  if (!p) {
-    base::fail_input(fmt::format(
-        "--queues: policy '{}' does not run on queues yet (fifo, sjf and tiresias do)", name));
-  }
-  return p;
-}
-
 int run(const TimelineFlags& f) {
   if (f.workload.empty()) base::fail_input("give --workload FILE");
   whole_number("--seed", f.seed, 0);
@@ -258,8 +242,9 @@ int run(const TimelineFlags& f) {
     po.gpus_per_node = run.per_node;
     po.total_gpus = total;
     po.speedup = *speedup;
+    po.queues = queues;
     for (const auto& name : policies) {
-      auto p = queues.empty() ? sim::make_timeline_policy(name, po) : queued(name, queues, po);
+      auto p = sim::make_timeline_policy(name, po);
       if (!p) {
         base::fail_input(
             fmt::format("--policy: unknown policy '{}' (fifo, sjf, tiresias, optimus, "
@@ -375,10 +360,12 @@ void add_sim_timeline(CLI::App& sim, Action& action) {
       "Time-based simulation of training jobs: arrivals, queueing, elastic gangs, completion");
   c->footer(
       "Policies: fifo, sjf (oracle), tiresias, optimus (Optimus+Oracle), pollux, lasgo\n"
-      "(gpuorch's own; `default`), lasgo:las=off|packing=off|batch=off|restart=off|scale=H\n"
+      "(gpuorch's own; `default`), "
+      "lasgo:las=off|packing=off|batch=off|restart=off|move=off|scale=H\n"
       "(ablations), all.\n"
-      "Workloads: the Pollux artifact's CSV (name,time,application,num_replicas,batch_size) with\n"
-      "apps/<app>/ profiles, or the Philly trace (rigid jobs: fifo, sjf, tiresias).");
+      "Workloads: the Pollux artifact's CSV (name,time,application,num_replicas,batch_size and\n"
+      "optional queue,priority) with apps/<app>/ profiles, or the Philly trace (rigid jobs:\n"
+      "fifo, sjf, tiresias).");
   c->add_option("--workload", f->workload, "Workload CSV (Pollux format or philly.csv)")
       ->required();
   c->add_option("--apps", f->apps,
@@ -403,7 +390,7 @@ void add_sim_timeline(CLI::App& sim, Action& action) {
   c->add_option("--queues", f->queues,
                 "KAI Queue YAML (quota, limit, overQuotaWeight, priority per queue): jobs go to "
                 "the queue their trace names (Philly's cluster column) and share the cluster "
-                "by quota, weight and reclaim (fifo, sjf, tiresias)");
+                "by quota, weight and reclaim (every policy)");
   c->add_flag("--json", f->json,
               "One JSON object per policy and line, with per_job and per-queue results (queues)");
   c->add_flag("--per-queue", f->per_queue,

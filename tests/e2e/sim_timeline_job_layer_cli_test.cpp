@@ -1,7 +1,8 @@
-// `sim timeline --queues`: rigid-job policies on the job layer's queues, end to end, with bad
-// queue files and jobs of unknown queues refused as one line and exit code 2.
+// `sim timeline --queues`: every policy on the job layer's queues, end to end, with bad queue
+// files and jobs of unknown queues refused as one line and exit code 2.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "support/outputs.hpp"
@@ -49,12 +50,34 @@ TEST(SimTimelineJobLayerCli, RefusesBadQueuesAsOneLine) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "gpuorch: " + kTenants +
                        ":3: job philly-2: queue 'vc-b' is not a queue of the queue file\n");
-  r = run_cli({"sim", "timeline", "--workload", kTenants, "--queues", kQueues, "--policy", "pollux",
-               "--nodes", "2", "--gpus-per-node", "4"},
+}
+
+TEST(SimTimelineJobLayerCli, RunsTheElasticPoliciesOnQueues) {
+  const auto apps = std::filesystem::path(shared_dir()) / "traces" / "pollux_philly" / "apps";
+  if (!std::filesystem::is_directory(apps)) {
+    GTEST_SKIP() << "../shared/traces/pollux_philly is absent: no application profiles";
+  }
+  TempDir tmp;
+  const auto r =
+      run_cli({"sim", "timeline", "--workload", fixture("timeline/pollux_tenants.csv"), "--apps",
+               apps.string(), "--queues", fixture("timeline/elastic_queues.yaml"), "--policy",
+               "optimus,pollux,lasgo", "--nodes", "2", "--gpus-per-node", "4", "--json"},
               tmp);
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("does not run on queues yet"), std::string::npos) << r.err;
-  EXPECT_TRUE(r.out.empty());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto objects = json_lines(r.out);
+  ASSERT_EQ(objects.size(), 3U);
+  for (const auto& o : objects) {
+    EXPECT_EQ(o["finished"], 13) << o["policy"];
+    EXPECT_EQ(o["queues"]["vc-a"]["jobs"], 8) << o["policy"];
+    EXPECT_EQ(o["queues"]["vc-b"]["jobs"], 5) << o["policy"];
+  }
+  // A Philly trace stays refused by the policies that need profiles, queues or not.
+  const auto philly = run_cli({"sim", "timeline", "--workload", kTenants, "--queues", kQueues,
+                               "--policy", "pollux", "--nodes", "2", "--gpus-per-node", "4"},
+                              tmp);
+  EXPECT_EQ(philly.exit_code, 2);
+  EXPECT_NE(philly.err.find("needs application profiles"), std::string::npos) << philly.err;
+  EXPECT_TRUE(philly.out.empty());
 }
 
 }  // namespace

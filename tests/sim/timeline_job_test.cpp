@@ -1,11 +1,12 @@
 // The job model: the artifact's micro-batching rules, the progress-rate (goodput) formula on a
 // hand-computed case, and how a job advances through its restart delay and epoch boundaries.
+#include "gpuorch/sim/timeline_job.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "gpuorch/sim/timeline_goodput.hpp"
-#include "gpuorch/sim/timeline_job.hpp"
 #include "sim/timeline_support.hpp"
 
 namespace gpuorch::sim {
@@ -66,14 +67,6 @@ TEST(TimelineJob, RigidJobPaysTheRestartDelayThenRunsItsDuration) {
   EXPECT_EQ(j.completion(), 190);
   EXPECT_DOUBLE_EQ(j.attained_service(), 2.0 * 130);  // GPU-seconds held until it finished
   EXPECT_EQ(j.first_start(), 60);
-}
-
-TEST(TimelineJob, GreedyCountsTakeTheBestGainPerGpu) {
-  // Job 0 gains 10 for its first GPU and little after; job 1 gains 4 per GPU for two GPUs.
-  const std::vector<std::vector<double>> value = {{0, 10, 11, 11.5}, {0, 4, 8, 8}};
-  EXPECT_EQ(greedy_counts(value, 3), (std::vector<int>{1, 2}));
-  EXPECT_EQ(greedy_counts(value, 1), (std::vector<int>{1, 0}));
-  EXPECT_EQ(greedy_counts(value, 10), (std::vector<int>{3, 2}));
 }
 
 }  // namespace

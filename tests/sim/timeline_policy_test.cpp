@@ -28,6 +28,7 @@ JobSpec profiled(std::size_t id, const std::string& app, int gpus, int batch) {
   s.application = app;
   s.replicas = gpus;
   s.batch = batch;
+  s.max_replicas = 64;  // elastic, as read_pollux_workload makes a profiled job
   return s;
 }
 
@@ -38,7 +39,9 @@ std::vector<int> decide(TimelinePolicy& p, Seconds now, std::vector<Job>& jobs,
   for (auto& j : jobs) active.push_back(&j);
   ReplicaPlacer placer(c);
   Allocations a = p.allocate(now, active, placer);
-  if (a.empty()) a = current_allocations(active);  // the policy's "no change"
+  if (a.empty()) {  // the policy's "no change"
+    for (const Job* j : active) a.push_back(j->placements());
+  }
   std::vector<int> gpus;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     int n = 0;

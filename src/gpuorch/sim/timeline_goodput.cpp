@@ -87,37 +87,4 @@ SpeedupModel& JobSpeedups::of(const Job& job, bool adaptive) {
   return *model;
 }
 
-std::vector<int> greedy_counts(const std::vector<std::vector<double>>& value, int total) {
-  const std::size_t n = value.size();
-  std::vector<int> count(n, 0);
-  // Per job: the best (gain per GPU, target count) from its current count; recomputed only for
-  // the job that moved.
-  std::vector<std::pair<double, int>> best(n);
-  int left = total;
-  auto refresh = [&](std::size_t j) {
-    best[j] = {0.0, -1};
-    const auto& v = value[j];
-    for (int r = count[j] + 1; r < static_cast<int>(v.size()) && r - count[j] <= left; ++r) {
-      const double g =
-          (v[static_cast<std::size_t>(r)] - v[static_cast<std::size_t>(count[j])]) / (r - count[j]);
-      if (g > best[j].first) best[j] = {g, r};
-    }
-  };
-  for (std::size_t j = 0; j < n; ++j) refresh(j);
-  while (left > 0) {
-    std::size_t pick = n;
-    for (std::size_t j = 0; j < n; ++j) {
-      if (best[j].second >= 0 && (pick == n || best[j].first > best[pick].first)) pick = j;
-    }
-    if (pick == n) break;
-    left -= best[pick].second - count[pick];
-    count[pick] = best[pick].second;
-    // Fewer GPUs left can invalidate other jobs' targets.
-    for (std::size_t j = 0; j < n; ++j) {
-      if (j == pick || best[j].second - count[j] > left) refresh(j);
-    }
-  }
-  return count;
-}
-
 }  // namespace gpuorch::sim

@@ -46,9 +46,4 @@ class JobSpeedups {
   std::map<const Job*, std::unique_ptr<SpeedupModel>> models_;
 };
 
-// The speedup search shared by Pollux and lasgo: given per job the value of each GPU count
-// (value[j][r], r = 0 .. its maximum), the counts that greedily maximise the summed value within
-// `total` GPUs: each step takes the job and larger count with the best value gain per added GPU.
-std::vector<int> greedy_counts(const std::vector<std::vector<double>>& value, int total);
-
 }  // namespace gpuorch::sim

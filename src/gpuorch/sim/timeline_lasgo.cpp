@@ -2,16 +2,17 @@
 // the rest. Each job is worth w = 1 / (1 + attained GPU-hours / 16), so jobs that
 // have had little service (most of them short: training times are heavy-tailed) come first, as
 // in Tiresias, but elastically: GPUs go where the weighted speedup per added GPU is largest
-// (greedy over GPU counts, the job's goodput at each count with its best batch: from its fitted
-// model, or the measured profiles with `--speedup-model oracle`), a changed
-// allocation pays for its restart, and replicas are packed on the fewest nodes with
-// single-node jobs best-fit into the holes (fragmentation). Cost per tick: O(jobs x max GPUs),
-// a few microseconds per job, so it decides at 10,000 GPUs as it does at 64.
+// (the job layer's greedy sizing over GPU counts within each queue's share, the job's goodput at
+// each count with its best batch: from its fitted model, or the measured profiles with
+// `--speedup-model oracle`), a changed allocation pays for its restart, and replicas are packed
+// on the fewest nodes with single-node jobs best-fit into the holes (fragmentation). Cost per tick:
+// O(jobs x max GPUs), a few microseconds per job, so it decides at 10,000 GPUs as it does at 64.
 //
 // Ablations (`lasgo:<part>=off`, docs/sim-timeline.md): las (w = 1), packing (most-free-first
 // spread), batch (the workload's fixed batch), restart (no restart cost in the search),
 // measured (fitted model only, no correction by measured step times), explore (fitted model
-// only, no exploration cap; `explore=double`: the cap without the user's request);
+// only, no exploration cap; `explore=double`: the cap without the user's request), move (a
+// resized job grows and shrinks next to its running replicas instead of being placed anew);
 // `lasgo:scale=H` sets the GPU-hours at which a job's weight halves (16 was the best of
 // 0.25..64 on the artifact's load-1.0 workloads; the same as Tiresias's demotion threshold).
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include <cstdlib>
 
 #include "gpuorch/sim/timeline_goodput.hpp"
+#include "gpuorch/sim/timeline_job_layer.hpp"
 #include "gpuorch/sim/timeline_policy.hpp"
 
 namespace gpuorch::sim {
@@ -33,6 +35,7 @@ struct Parts {
   // With a fitted model, how far a job may go beyond what it has run (below).
   enum class Explore : std::uint8_t { kNone, kDouble, kRequest } explore = Explore::kRequest;
   bool measured = true;  // fitted models keep the measured speed where the job has run
+  bool move = true;      // a resized job is placed anew, packed (off: it grows in place)
 };
 
 class Lasgo final : public TimelinePolicy {
@@ -41,7 +44,10 @@ class Lasgo final : public TimelinePolicy {
       : total_(o.total_gpus),
         per_node_(o.gpus_per_node),
         parts_(parts),
-        speedups_(o.speedup, o.gpus_per_node, parts.measured) {}
+        speedups_(o.speedup, o.gpus_per_node, parts.measured),
+        run_(o.queues, std::string(sched::spread_policy(
+                           parts.packing ? sched::ReplicaSpread::kFewestNodes
+                                         : sched::ReplicaSpread::kMostFreeFirst))) {}
   [[nodiscard]] BatchRule batch_rule() const override {
     return parts_.batch ? BatchRule::kGoodput : BatchRule::kFixed;
   }
@@ -51,7 +57,8 @@ class Lasgo final : public TimelinePolicy {
   Allocations schedule(Seconds now, std::span<Job* const> active,
                        cluster::Cluster& cluster) override {
     const std::size_t n = active.size();
-    std::vector<std::vector<double>> value(n);
+    run_.states(active);
+    std::vector<sched::jobs::ElasticDemand> demands(n);
     for (std::size_t i = 0; i < n; ++i) {
       const Job& j = *active[i];
       const AppProfile& app = *j.app();
@@ -72,7 +79,7 @@ class Lasgo final : public TimelinePolicy {
       const double keep = parts_.restart
                               ? std::max(age - 30.0 * std::max(j.restarts(), 0), 0.0) / (age + 30.0)
                               : 1.0;
-      auto& v = value[i];
+      auto& v = demands[i].value;
       v.resize(static_cast<std::size_t>(cap) + 1);
       for (int r = 0; r <= cap; ++r) {
         double s = speedup(model, r, packed_nodes(r, per_node_), 1, 1);
@@ -80,9 +87,9 @@ class Lasgo final : public TimelinePolicy {
         v[static_cast<std::size_t>(r)] = w * s;
       }
     }
-    return realize_counts(
-        active, greedy_counts(value, total_), cluster,
-        parts_.packing ? sched::ReplicaSpread::kFewestNodes : sched::ReplicaSpread::kMostFreeFirst);
+    JobLayerRun::Sizing how;
+    how.repack = parts_.move;
+    return run_.sized_round(cluster, now, std::move(demands), how);
   }
 
  private:
@@ -90,6 +97,7 @@ class Lasgo final : public TimelinePolicy {
   int per_node_;
   Parts parts_;
   JobSpeedups speedups_;
+  JobLayerRun run_;
 };
 
 }  // namespace
@@ -107,6 +115,8 @@ std::unique_ptr<TimelinePolicy> make_lasgo(const PolicyOptions& options,
     p.restart = false;
   } else if (variant == "explore=off") {
     p.explore = Parts::Explore::kNone;
+  } else if (variant == "move=off") {
+    p.move = false;
   } else if (variant == "measured=off") {
     p.measured = false;
   } else if (variant == "explore=double") {

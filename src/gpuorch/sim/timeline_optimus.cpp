@@ -1,9 +1,11 @@
 // Optimus+Oracle as the Pollux artifact runs it (timeline-protocol.md §9.2): one GPU per job
 // first, then greedy marginal gains of one more GPU, (T(R) - T(R+1)) x remaining iterations,
-// with the true step time T on a packed placement; the batch stays the workload's.
+// with the true step time T on a packed placement; the batch stays the workload's. The job layer
+// does the greedy within each queue's share (sched/jobs/elastic_sizing.hpp) and places the
+// replicas through the scheduler core, most free nodes first, smaller jobs first.
 #include <algorithm>
-#include <numeric>
 
+#include "gpuorch/sim/timeline_job_layer.hpp"
 #include "gpuorch/sim/timeline_policy.hpp"
 
 namespace gpuorch::sim {
@@ -11,55 +13,34 @@ namespace {
 
 class Optimus final : public TimelinePolicy {
  public:
-  explicit Optimus(const PolicyOptions& o) : per_node_(o.gpus_per_node), total_(o.total_gpus) {}
+  explicit Optimus(const PolicyOptions& o)
+      : per_node_(o.gpus_per_node),
+        run_(o.queues, std::string(sched::spread_policy(sched::ReplicaSpread::kMostFreeFirst))) {}
   [[nodiscard]] bool rigid() const override { return false; }
   [[nodiscard]] bool needs_profiles() const override { return true; }
 
-  Allocations schedule(Seconds, std::span<Job* const> active, cluster::Cluster&) override {
-    const std::size_t n = active.size();
-    std::vector<int> gpus(n, 0);
-    std::vector<double> gain(n, 0), remaining(n, 0);
-    std::vector<int> max_r(n, 1);
-    int left = total_;
-    for (std::size_t i = 0; i < n && left > 0; ++i) {
-      gpus[i] = 1;
-      --left;
-    }
-    for (std::size_t i = 0; i < n; ++i) {
-      const AppProfile& app = *active[i]->app();
-      max_r[i] = app.name() == "ncf" ? 1 : active[i]->spec().batch / app.min_local();
-      remaining[i] = active[i]->remaining_iterations();
-    }
-    auto update_gain = [&](std::size_t i) {
-      gain[i] = gpus[i] + 1 > max_r[i] || gpus[i] == 0
-                    ? 0.0
-                    : (step_time(*active[i], gpus[i]) - step_time(*active[i], gpus[i] + 1)) *
-                          remaining[i];
-    };
-    for (std::size_t i = 0; i < n; ++i) update_gain(i);
-    while (left > 0 && n > 0) {
-      const auto best =
-          static_cast<std::size_t>(std::max_element(gain.begin(), gain.end()) - gain.begin());
-      if (!(gain[best] > 0)) break;
-      ++gpus[best];
-      --left;
-      update_gain(best);
-    }
-    // Same count: keep the placement; the others are placed again, smallest first.
-    Allocations out = current_allocations(active);
-    std::vector<std::size_t> moved;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (active[i]->gpus() != gpus[i]) {
-        release(out[i]);
-        moved.push_back(i);
+  Allocations schedule(Seconds now, std::span<Job* const> active,
+                       cluster::Cluster& cluster) override {
+    run_.states(active);
+    std::vector<sched::jobs::ElasticDemand> demands(active.size());
+    for (std::size_t i = 0; i < active.size(); ++i) {
+      const Job& j = *active[i];
+      const AppProfile& app = *j.app();
+      const int max_r = app.name() == "ncf" ? 1 : j.spec().batch / app.min_local();
+      const double remaining = j.remaining_iterations();
+      // The time the rest of the job takes on r GPUs, negated: a GPU more is worth the time it
+      // saves, (T(r) - T(r + 1)) x remaining iterations.
+      auto& v = demands[i].value;
+      v.assign(static_cast<std::size_t>(std::max(max_r, 1)) + 1, 0.0);
+      for (int r = 1; r < static_cast<int>(v.size()); ++r) {
+        v[static_cast<std::size_t>(r)] = -step_time(j, r) * remaining;
       }
     }
-    std::stable_sort(moved.begin(), moved.end(),
-                     [&](std::size_t a, std::size_t b) { return gpus[a] < gpus[b]; });
-    for (const std::size_t i : moved) {
-      if (gpus[i] > 0) place(*active[i], gpus[i], sched::ReplicaSpread::kMostFreeFirst, out[i]);
-    }
-    return out;
+    JobLayerRun::Sizing how;
+    how.sizing.min_first = true;  // one GPU per job first, in submission order
+    how.sizing.single_steps = true;
+    how.larger_first = false;
+    return run_.sized_round(cluster, now, std::move(demands), how);
   }
 
  private:
@@ -71,7 +52,7 @@ class Optimus final : public TimelinePolicy {
   }
 
   int per_node_;
-  int total_;
+  JobLayerRun run_;
 };
 
 }  // namespace

@@ -1,9 +1,10 @@
 #pragma once
 // A scheduling policy of the time-based simulator: called at every scheduling tick with the
 // active jobs and the cluster holding every job's current placement, it returns each job's new
-// placements (empty = no GPUs). The policy decides which jobs run and on how many replicas; where
-// they go is the scheduler core's (sched/replica_gang.hpp: its filters, a spreading policy, the
-// GPU picker), reached through the round's ReplicaPlacer. No policy places GPUs itself
+// placements (empty = no GPUs). The policy ranks or values the jobs; the job layer
+// (sched/jobs/, through timeline_job_layer.hpp) decides within the queues which run and on how
+// many replicas, and the scheduler core places them (sched/replica_gang.hpp: its filters, a
+// spreading policy, the GPU picker). No policy places GPUs itself
 // (tests/sim/placement_structure_test.cpp holds sim/ to that).
 #include <cstdint>
 #include <memory>
@@ -12,39 +13,25 @@
 #include <vector>
 
 #include "gpuorch/cluster/cluster.hpp"
-#include "gpuorch/sched/pod_request.hpp"
-#include "gpuorch/sched/policy.hpp"
-#include "gpuorch/sched/replica_gang.hpp"
-#include "gpuorch/sched/scheduler.hpp"
 #include "gpuorch/sim/timeline_job.hpp"
+#include "gpuorch/sim/timeline_job_layer.hpp"
 #include "gpuorch/sim/timeline_speedup_model.hpp"
+#include "gpuorch/workload/queue_spec.hpp"
 
 namespace gpuorch::sim {
 
-using Allocations = std::vector<std::vector<cluster::Placement>>;  // per active job
-
-// The scheduler core over one run's cluster, as the policies place through it: the run's request
-// resolver and one scheduler per spreading rule (sched::ReplicaSpread), so each rule's score
-// index lives as long as the run.
+// The engine's hold on one run's cluster: what finished jobs give back goes through it.
 class ReplicaPlacer {
  public:
-  explicit ReplicaPlacer(cluster::Cluster& cluster);
+  explicit ReplicaPlacer(cluster::Cluster& cluster) : cluster_(&cluster) {}
   ReplicaPlacer(const ReplicaPlacer&) = delete;
   ReplicaPlacer& operator=(const ReplicaPlacer&) = delete;
 
-  // `count` replicas of the job's replica request, all or nothing; next to `running` (growth).
-  sched::ReplicaGangDecision place(const Job& job, int count, sched::ReplicaSpread spread,
-                                   std::span<const cluster::Placement> running = {});
   void release(std::span<const cluster::Placement> placements);
   [[nodiscard]] cluster::Cluster& cluster() { return *cluster_; }
 
  private:
   cluster::Cluster* cluster_;
-  sched::RequestResolver resolver_;
-  std::unique_ptr<sched::Policy> most_free_;
-  std::unique_ptr<sched::Policy> tightest_;
-  sched::Scheduler spread_;
-  sched::Scheduler pack_;
 };
 
 class TimelinePolicy {
@@ -62,25 +49,10 @@ class TimelinePolicy {
   Allocations allocate(Seconds now, std::span<Job* const> active, ReplicaPlacer& placer);
 
  protected:
-  // The policy's decision, called by allocate() with the placer's cluster (read-only use: every
-  // change goes through place(), release() or realize_counts()).
+  // The policy's decision over the placer's cluster. Every policy decides through the job layer
+  // (timeline_job_layer.hpp), which places through the scheduler core.
   virtual Allocations schedule(Seconds now, std::span<Job* const> active,
                                cluster::Cluster& cluster) = 0;
-
-  // Through the round's placer: `count` replicas of the job by `spread`, all or nothing; true
-  // (and `out` set) when placed.
-  bool place(const Job& job, int count, sched::ReplicaSpread spread,
-             std::vector<cluster::Placement>& out);
-  // Gives the placements back and clears them.
-  void release(std::vector<cluster::Placement>& placements);
-  // Elastic policies' placement step: a job whose GPU count is unchanged keeps its placement;
-  // the others are released, then placed larger first (distributed jobs take whole nodes before
-  // single-node jobs fill the holes) by `spread`. `cluster` is the one schedule() was given.
-  Allocations realize_counts(std::span<Job* const> active, const std::vector<int>& counts,
-                             cluster::Cluster& cluster, sched::ReplicaSpread spread);
-
- private:
-  ReplicaPlacer* placer_ = nullptr;  // during allocate() only
 };
 
 struct PolicyOptions {
@@ -89,6 +61,8 @@ struct PolicyOptions {
   int total_gpus = 64;
   // Where pollux and lasgo get speedups (optimus always reads the profiles: Optimus+Oracle).
   SpeedupSource speedup = SpeedupSource::kFitted;
+  // The job layer's queues (a KAI-Scheduler Queue file); empty: one default queue for all jobs.
+  std::vector<workload::QueueSpec> queues;
 };
 
 // fifo, sjf, tiresias, optimus, pollux, lasgo (= default); nullptr for an unknown name.
@@ -96,8 +70,6 @@ std::unique_ptr<TimelinePolicy> make_timeline_policy(const std::string& name,
                                                      const PolicyOptions& options);
 std::vector<std::string> timeline_policy_names();  // in the order `all` runs them
 
-// Shared by the policies: the current placements of the active jobs, in order.
-Allocations current_allocations(std::span<Job* const> active);
 // The packed placement of `gpus` GPUs on nodes of `per_node` (4, 4, ..., remainder).
 std::vector<int> packed_placement(int gpus, int per_node);
 

@@ -3,13 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <deque>
 #include <limits>
 
 #include "gpuorch/base/error.hpp"
-#include "gpuorch/sched/jobs/core_placer.hpp"
 #include "gpuorch/sched/jobs/job_layer.hpp"
 #include "gpuorch/sched/policy.hpp"
+#include "gpuorch/sim/timeline_job_layer.hpp"
 
 namespace gpuorch::sim {
 namespace {
@@ -95,11 +94,11 @@ double oracle_run_time(const Job& j, int per_node) {
 
 class Queued final : public TimelinePolicy {
  public:
-  explicit Queued(QueuedOptions o) : options_(std::move(o)), tree_(options_.queues) {}
+  explicit Queued(QueuedOptions o)
+      : options_(std::move(o)), run_(options_.queues, placement_name(options_)) {}
 
   Allocations schedule(Seconds now, std::span<Job* const> active,
                        cluster::Cluster& cluster) override {
-    if (layer_ == nullptr || cluster_ != &cluster) start(cluster);
     // A round is a function of the active jobs, their ranks and the cluster, and the cluster
     // changes only when jobs come or go: with the same jobs (and, for tiresias, no demotion)
     // the last round's decision stands. Most ticks of a long trace are such ticks.
@@ -109,55 +108,29 @@ class Queued final : public TimelinePolicy {
     const bool demoted = options_.order == "tiresias" && las_.would_demote(now);
     if (same_jobs && !demoted) return {};
     last_active_.assign(active.begin(), active.end());
-    // The jobs' states live here between rounds and the layer works on them in place: their
-    // placements are exactly what the engine bound from the last round's answer.
-    refs_.clear();
-    for (const Job* j : active) {
-      const std::size_t id = j->spec().id;
-      if (id >= kept_.size()) kept_.resize(id + 1);  // a deque: the states stay where they are
-      JobState& s = kept_[id];
-      if (s.spec == nullptr) {
-        s.spec = &rigid(j->spec());
-        s.queue = options_.queues.empty() ? 0 : *tree_.find(j->spec().queue);
-        s.rank = double(id);
+    const auto states =
+        run_.states(active, [this](const Job& j) -> const workload::JobSpec& { return rigid(j); });
+    if (options_.order == "sjf") {
+      for (std::size_t i = 0; i < active.size(); ++i) {
+        const Job& j = *active[i];
+        states[i]->rank = j.gpus() > 0 ? -1 : oracle_run_time(j, options_.policy.gpus_per_node);
       }
-      if (options_.order == "sjf") {
-        s.rank = j->gpus() > 0 ? -1 : oracle_run_time(*j, options_.policy.gpus_per_node);
-      }
-      refs_.push_back(&s);
     }
     sched::jobs::RoundOptions round;
     round.now = now;
     round.backfill = options_.order != "fifo";
     round.preempt_by_rank = options_.order == "tiresias";
     round.explain = false;  // the simulator reports outcomes, not per-round explanations
-    if (options_.order == "tiresias") las_.rank(now, active, refs_);
-    layer_->round(refs_, round);
-    if (options_.order == "tiresias") las_.selected(active, refs_);
-    const bool any_change =
-        std::any_of(refs_.begin(), refs_.end(), [](const JobState* st) { return st->changed; });
-    Allocations out;
-    if (any_change) {
-      out.reserve(refs_.size());
-      for (const JobState* st : refs_) out.push_back(st->placements);
-    }
+    if (options_.order == "tiresias") las_.rank(now, active, states);
+    Allocations out = run_.round(cluster, round);
+    if (options_.order == "tiresias") las_.selected(active, states);
     return out;
   }
 
  private:
-  void start(cluster::Cluster& cluster) {
-    cluster_ = &cluster;
-    sched::PolicyContext context;
-    context.cluster = &cluster;
-    placement_ = sched::make_policy(placement_name(options_), context);
-    scheduler_ = std::make_unique<sched::Scheduler>(cluster, *placement_);
-    resolver_ = std::make_unique<sched::RequestResolver>(cluster);
-    layer_ = std::make_unique<sched::jobs::JobLayer>(
-        cluster, tree_, sched::jobs::core_placer(cluster, *scheduler_, *resolver_));
-  }
-
   // These orders run each job on exactly the GPUs it asked for (an elastic Pollux job too).
-  const workload::JobSpec& rigid(const JobSpec& spec) {
+  const workload::JobSpec& rigid(const Job& job) {
+    const JobSpec& spec = job.spec();
     if (spec.id >= rigid_.size()) rigid_.resize(spec.id + 1);
     auto& r = rigid_[spec.id];
     if (!r) {
@@ -169,14 +142,7 @@ class Queued final : public TimelinePolicy {
 
   QueuedOptions options_;
   std::vector<std::unique_ptr<workload::JobSpec>> rigid_;  // by job id
-  sched::jobs::QueueTree tree_;
-  cluster::Cluster* cluster_ = nullptr;
-  std::unique_ptr<sched::Policy> placement_;
-  std::unique_ptr<sched::Scheduler> scheduler_;
-  std::unique_ptr<sched::RequestResolver> resolver_;
-  std::unique_ptr<sched::jobs::JobLayer> layer_;
-  std::deque<JobState> kept_;    // by job id, between rounds
-  std::vector<JobState*> refs_;  // this round's jobs, in the engine's order
+  JobLayerRun run_;
   LasOrder las_;
   std::vector<Job*> last_active_;  // the active jobs of the last round
 };

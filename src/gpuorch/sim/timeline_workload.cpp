@@ -54,6 +54,18 @@ int positive_int(const base::CsvTable& t, const base::CsvRow& r, std::size_t c) 
   return *v;
 }
 
+// A job's priority, as Kubernetes' PriorityClass values go (up to one billion for users).
+int priority_of(const base::CsvTable& t, const base::CsvRow& r, std::size_t c) {
+  constexpr int kMaxPriority = 1'000'000'000;
+  const auto v = base::whole_number<int>(r.fields[c], -kMaxPriority, kMaxPriority);
+  if (!v) {
+    base::fail_input(t.path, r.line,
+                     fmt::format("column 'priority': '{}' is not a whole number in {}..{}",
+                                 base::printable(r.fields[c]), -kMaxPriority, kMaxPriority));
+  }
+  return *v;
+}
+
 // "YYYY-MM-DD HH:MM:SS" as seconds since the epoch (UTC); -1 when malformed.
 long long parse_timestamp(const std::string& s) {
   std::tm tm{};
@@ -76,6 +88,12 @@ std::vector<JobSpec> read_pollux_workload(const std::string& path, const std::st
   const auto t = base::read_csv(path);
   const std::size_t cn = column(t, "name"), ct = column(t, "time"), ca = column(t, "application"),
                     cr = column(t, "num_replicas"), cb = column(t, "batch_size");
+  // Optional tenancy: the job's queue (a leaf of --queues) and priority (higher first).
+  const auto optional = [&](const char* name) {
+    const auto it = std::find(t.header.begin(), t.header.end(), name);
+    return it == t.header.end() ? t.header.size() : std::size_t(it - t.header.begin());
+  };
+  const std::size_t cq = optional("queue"), cp = optional("priority");
   std::vector<JobSpec> out;
   for (const auto& r : t.rows) {
     JobSpec j;
@@ -89,6 +107,11 @@ std::vector<JobSpec> read_pollux_workload(const std::string& path, const std::st
     j.file = t.path;
     j.line = r.line;
     j.id = out.size();
+    if (cq < t.header.size()) {
+      j.queue = r.fields[cq];
+      if (j.queue.empty()) base::fail_input(t.path, r.line, "empty queue");
+    }
+    if (cp < t.header.size()) j.priority = priority_of(t, r, cp);
     if (!apps.contains(j.application)) {
       try {
         apps.emplace(j.application, AppProfile::load(apps_dir, j.application));

@@ -11,23 +11,19 @@
 
 #include "gpuorch/sched/jobs/core_placer.hpp"
 #include "gpuorch/sched/policy.hpp"
+#include "sched/jobs/gpu_queue.hpp"
 #include "support/test_support.hpp"
 
 namespace gpuorch::sched::jobs {
 namespace {
 
-workload::QueueSpec queue(std::string name, double gpu_quota, std::int64_t gpu_limit = -1) {
-  workload::QueueSpec q;
-  q.name = std::move(name);
-  q.gpu.quota = static_cast<std::int64_t>(gpu_quota * 1000);
-  q.gpu.limit = gpu_limit < 0 ? workload::kUnlimited : gpu_limit * 1000;
-  return q;
-}
+using gpuorch::test::gpu_queue;
 
 // Two queues with 4 GPUs of quota each on two nodes of 4 GPUs.
 class JobLayerTest : public ::testing::Test {
  protected:
-  explicit JobLayerTest(std::vector<workload::QueueSpec> qs = {queue("a", 4), queue("b", 4)},
+  explicit JobLayerTest(std::vector<workload::QueueSpec> qs = {gpu_queue("a", 4),
+                                                               gpu_queue("b", 4)},
                         int nodes = 2)
       : tree(std::move(qs)), c(make_nodes(nodes)) {}
 
@@ -246,7 +242,7 @@ TEST_F(JobLayerTest, EveryWaitingJobHasAReason) {
 
 class LimitedQueues : public JobLayerTest {
  protected:
-  LimitedQueues() : JobLayerTest({queue("a", 2, 3), queue("b", 2)}) {}
+  LimitedQueues() : JobLayerTest({gpu_queue("a", 2, 3), gpu_queue("b", 2)}) {}
 };
 
 TEST_F(LimitedQueues, ALimitIsNeverPassed) {

@@ -60,6 +60,8 @@ const char* preempt_key(PreemptReason r) {
       return "priority";
     case PreemptReason::kQueueOrder:
       return "queue-order";
+    case PreemptReason::kResized:
+      return "resized";
   }
   return "unknown";
 }
@@ -286,9 +288,15 @@ struct JobLayer::Round {
       replica[j] = request_of(s.spec->replica);
       const int lo = least(j);
       const int hi = std::max(lo, s.spec->max_replicas);
-      target[j] = s.spec->elastic() ? std::clamp(s.wanted > 0 ? s.wanted : hi, lo, hi) : lo;
+      if (options.sized) {
+        target[j] = s.wanted <= 0 ? 0 : std::clamp(s.wanted, lo, hi);
+      } else {
+        target[j] = s.spec->elastic() ? std::clamp(s.wanted > 0 ? s.wanted : hi, lo, hi) : lo;
+      }
       charge(s.queue, replica[j] * s.replicas(), +1);
-      const Amounts want = to_amounts(replica[j] * std::max(target[j], s.replicas()));
+      // A sized job's share is what the policy sized it to (what it holds above that goes now).
+      const int asks = options.sized ? target[j] : std::max(target[j], s.replicas());
+      const Amounts want = to_amounts(replica[j] * asks);
       for (std::size_t k = 0; k < kResourceKinds; ++k) demand[s.queue][k] += want[k];
       by_queue[s.queue].push_back(j);
     }
@@ -310,9 +318,23 @@ struct JobLayer::Round {
   // 1. Elastic jobs above what the policy wants now give back the difference.
   void resize() {
     for (std::size_t j = 0; j < jobs.size(); ++j) {
-      const int extra = jobs[j].replicas() - target[j];
-      if (jobs[j].spec->elastic() && extra > 0 && jobs[j].replicas() > 0) {
+      JobState& s = jobs[j];
+      if (options.repack && s.spec->elastic() && target[j] > 0 && s.replicas() > 0 &&
+          target[j] != s.replicas()) {
+        release(j, s.replicas());  // allocate starts it again at its new size
+        ++stats.shrunk;
+        continue;
+      }
+      const int extra = s.replicas() - target[j];
+      if (extra <= 0 || s.replicas() == 0) continue;
+      if (target[j] == 0 && options.sized) {
         release(j, extra);
+        s.preempted = PreemptReason::kResized;
+        if (options.explain) s.why = "its policy gives its GPUs to jobs it values more per GPU";
+        ++stats.preempted;
+      } else if (s.spec->elastic()) {
+        release(j, extra);
+        s.running_since = options.now;  // a resized job restarts
         ++stats.shrunk;
       }
     }
@@ -322,6 +344,16 @@ struct JobLayer::Round {
   // it holds, if more), the running ones ranked after them give it up.
   std::vector<bool> by_rank() {
     std::vector<bool> selected(jobs.size(), true);
+    if (options.sized) {
+      for (std::size_t j = 0; j < jobs.size(); ++j) {
+        selected[j] = target[j] > 0;
+        if (!selected[j]) {
+          wait(j, WaitReason::kLowerPriority,
+               "its queue's policy gives the GPUs to jobs it values more per GPU");
+        }
+      }
+      return selected;
+    }
     if (!options.preempt_by_rank) return selected;
     for (const std::size_t q : tree().leaves()) {
       Amounts budget{};
@@ -630,7 +662,7 @@ RoundStats JobLayer::round(std::span<JobState* const> jobs, const RoundOptions& 
   r.resize();
   const auto selected = r.by_rank();
   const auto candidates = r.allocate(selected);
-  r.reclaim_and_preempt(candidates);
+  if (!options.sized) r.reclaim_and_preempt(candidates);
   // What the order left out of a queue's share may still run on what nobody wants, over the
   // share (and the first to give it back); not in a queue whose share is the whole cluster,
   // where the order alone decides (Tiresias's count budget).

@@ -16,6 +16,9 @@
 //     so exactly what the job needs is freed;
 //  6. grow: elastic jobs below what the policy wants grow next to their running replicas.
 //
+// Policies that size every job by its value per GPU (Optimus, Pollux, lasgo) decide 1, 2 and 4
+// themselves through elastic_sizing.hpp's division of each queue's share (RoundOptions::sized).
+//
 // Every job that still waits gets a reason in the core's vocabulary (WaitReason), every preempted
 // one a PreemptReason. Placement is the caller's GangPlacer, which must go through
 // sched::Scheduler (sched/gang.hpp), so the filters, the policy score, GPU models, the GPU picker
@@ -49,6 +52,7 @@ enum class PreemptReason : std::uint8_t {
   kReclaim,     // its queue was over its fair share and another queue wanted its share back
   kPriority,    // a higher-priority job of its queue needed the resources
   kQueueOrder,  // the policy ranked waiting jobs of its queue first (least attained service)
+  kResized,     // the policy's sizing gave its GPUs to jobs it values more (RoundOptions::sized)
 };
 const char* preempt_key(PreemptReason r);
 
@@ -61,7 +65,9 @@ struct JobState {
   std::vector<cluster::Placement> placements;
   std::int64_t running_since = -1;  // start of its current run: what a preemption loses
   double rank = 0;                  // the policy's order within the queue: lower first
-  int wanted = 0;                   // elastic jobs: replicas the policy wants (clamped to min..max)
+  // Elastic jobs: replicas the policy wants (clamped to min..max; 0: max). With
+  // RoundOptions::sized, every job's count (0: not now), as sized by elastic_sizing.hpp.
+  int wanted = 0;
 
   // Outcome of the last round.
   bool changed = false;  // placements differ from before the round
@@ -78,6 +84,16 @@ struct RoundOptions {
   // Kueue's StrictFIFO); true: later jobs that fit start (BestEffortFIFO).
   bool backfill = true;
   bool preempt_by_rank = false;  // action 2
+  // The policy has sized every job (JobState::wanted, from size_by_value within the queues'
+  // shares): jobs it sized to 0 wait or stop (kResized), the others start, shrink or grow to
+  // their count; no reclaim or preemption beyond that, since the sizing already divided the
+  // queues' shares.
+  bool sized = false;
+  // A job whose size changes is released and placed anew as a whole, packed like a job that
+  // starts, instead of shrinking or growing next to its running replicas: for runtimes where a
+  // resize restarts every replica anyway (checkpoint-restart, the Pollux artifact's rule), so
+  // moving costs nothing more. Off, replicas never move (pods that keep running).
+  bool repack = false;
   // Write each waiting or preempted job's one-line explanation (JobState::why); a simulator
   // that reports only the reasons turns it off.
   bool explain = true;

@@ -1,0 +1,42 @@
+#pragma once
+// How many replicas each elastic job should run: the policy values every replica count of every
+// job (Pollux's speedup over a fair share, lasgo's service-weighted goodput, Optimus's time
+// saved), and the job layer spends the cluster's GPUs on the best value gains per added GPU, one
+// queue's fair share at a time. Each leaf queue first spends its share (the queue tree's division
+// of the GPUs by what its jobs could use: quota, then over-quota weight), so a tenant's jobs never
+// take what another tenant is guaranteed; then whatever the queues leave goes to the best gains
+// anywhere (what nobody within its share wants), never past a queue's limit. Higher priorities
+// are sized first at each step. The counts become the jobs' JobState::wanted,
+// and the round resizes, starts and grows the jobs to them.
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "gpuorch/sched/jobs/queue_tree.hpp"
+
+namespace gpuorch::sched::jobs {
+
+struct ElasticDemand {
+  std::size_t queue = 0;  // a leaf of the tree
+  double gpus_per_replica = 1;
+  // The policy's value of running r replicas, r = 0 .. the most it may run (at least value[0]).
+  std::vector<double> value;
+  int min = 0;  // replicas it needs to run at all (a gang of min); 0 or 1 for most elastic jobs
+  int priority = 0;  // higher: sized first, within its queue's share and then over it
+};
+
+struct SizingOptions {
+  // Optimus's rule: every job first gets its minimum, in the given order, before any job grows;
+  // a job that did not get it is not grown.
+  bool min_first = false;
+  // Grow one replica at a time by its own gain (Optimus); otherwise a step may jump to the count
+  // with the best average gain per GPU (a job whose speedup needs a whole node to show).
+  bool single_steps = false;
+};
+
+// Replica counts, one per demand, spending at most `gpus` GPUs in all.
+std::vector<int> size_by_value(const QueueTree& tree, double gpus,
+                               std::span<const ElasticDemand> demands,
+                               const SizingOptions& options = {});
+
+}  // namespace gpuorch::sched::jobs

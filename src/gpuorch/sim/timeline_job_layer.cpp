@@ -1,0 +1,84 @@
+#include "gpuorch/sim/timeline_job_layer.hpp"
+
+#include <algorithm>
+
+#include "gpuorch/sched/jobs/core_placer.hpp"
+
+namespace gpuorch::sim {
+
+using sched::jobs::JobState;
+
+JobLayerRun::JobLayerRun(std::vector<workload::QueueSpec> queues, std::string placement)
+    : default_queue_(queues.empty()),
+      tree_(std::move(queues)),
+      placement_name_(std::move(placement)) {
+  sched::check_policy_spec(placement_name_);
+}
+
+void JobLayerRun::start(cluster::Cluster& cluster) {
+  cluster_ = &cluster;
+  sched::PolicyContext context;
+  context.cluster = &cluster;
+  placement_ = sched::make_policy(placement_name_, context);
+  scheduler_ = std::make_unique<sched::Scheduler>(cluster, *placement_);
+  resolver_ = std::make_unique<sched::RequestResolver>(cluster);
+  layer_ = std::make_unique<sched::jobs::JobLayer>(
+      cluster, tree_, sched::jobs::core_placer(cluster, *scheduler_, *resolver_));
+}
+
+std::span<JobState* const> JobLayerRun::states(std::span<Job* const> active,
+                                               const SpecOf& spec_of) {
+  refs_.clear();
+  for (const Job* j : active) {
+    const std::size_t id = j->spec().id;
+    if (id >= kept_.size()) kept_.resize(id + 1);
+    JobState& s = kept_[id];
+    if (s.spec == nullptr) {
+      s.spec = spec_of ? &spec_of(*j) : &j->spec();
+      s.queue = default_queue_ ? 0 : *tree_.find(j->spec().queue);
+      s.rank = double(id);
+    }
+    refs_.push_back(&s);
+  }
+  return refs_;
+}
+
+Allocations JobLayerRun::round(cluster::Cluster& cluster,
+                               const sched::jobs::RoundOptions& options) {
+  if (layer_ == nullptr || cluster_ != &cluster) start(cluster);
+  layer_->round(refs_, options);
+  Allocations out;
+  if (std::any_of(refs_.begin(), refs_.end(), [](const JobState* s) { return s->changed; })) {
+    out.reserve(refs_.size());
+    for (const JobState* s : refs_) out.push_back(s->placements);
+  }
+  return out;
+}
+
+Allocations JobLayerRun::sized_round(cluster::Cluster& cluster, Seconds now,
+                                     std::vector<sched::jobs::ElasticDemand> demands,
+                                     const Sizing& how) {
+  for (std::size_t i = 0; i < refs_.size(); ++i) {
+    const workload::JobSpec& spec = *refs_[i]->spec;
+    demands[i].queue = refs_[i]->queue;
+    demands[i].priority = spec.priority;
+    demands[i].min = spec.min_replicas;
+    demands[i].gpus_per_replica =
+        double(spec.replica.gpu_count) * double(spec.replica.gpu_milli) / 1000.0;
+  }
+  const std::vector<int> counts =
+      sched::jobs::size_by_value(tree_, double(cluster.gpu_total()), demands, how.sizing);
+  for (std::size_t i = 0; i < refs_.size(); ++i) {
+    refs_[i]->wanted = counts[i];
+    // Ties in submission order (the layer's sort is stable).
+    refs_[i]->rank = how.larger_first ? -double(counts[i]) : double(counts[i]);
+  }
+  sched::jobs::RoundOptions options;
+  options.now = now;
+  options.sized = true;
+  options.repack = how.repack;
+  options.explain = false;  // the simulator reports outcomes, not per-round explanations
+  return round(cluster, options);
+}
+
+}  // namespace gpuorch::sim
