@@ -63,6 +63,7 @@ Allocations JobLayerRun::sized_round(cluster::Cluster& cluster, Seconds now,
     demands[i].queue = refs_[i]->queue;
     demands[i].priority = spec.priority;
     demands[i].min = spec.min_replicas;
+    demands[i].keep = spec.preemptible ? 0 : refs_[i]->replicas();
     demands[i].gpus_per_replica =
         double(spec.replica.gpu_count) * double(spec.replica.gpu_milli) / 1000.0;
   }

@@ -99,6 +99,14 @@ TEST(ElasticSizing, GangsOfMinAndWiderReplicasCountTheirGpus) {
   EXPECT_EQ(size_by_value(one, 3, d), (std::vector<int>{0}));
 }
 
+TEST(ElasticSizing, AJobThatMayNotBePreemptedKeepsWhatItRuns) {
+  const QueueTree one;
+  ElasticDemand kept = demand({0, 0.1, 0.2, 0.3});
+  kept.keep = 2;  // worth little, but it keeps its 2 replicas
+  const std::vector<ElasticDemand> d = {kept, demand(curve({9, 9, 9}))};
+  EXPECT_EQ(size_by_value(one, 3, d), (std::vector<int>{2, 1}));
+}
+
 // With one unlimited queue and concave values, the greedy's total value is the best any split
 // of the GPUs achieves (checked against every split of small cases).
 TEST(ElasticSizing, GreedyIsOptimalForConcaveValuesByBruteForce) {

@@ -82,6 +82,50 @@ TEST_F(JobLayerTest, AQueueUsesWhatNobodyWithinQuotaWants) {
   EXPECT_EQ(c.fully_free_gpus_total(), 0);
 }
 
+TEST_F(JobLayerTest, ASizedRoundStartsStopsShrinksAndGrowsJobsToTheirCounts) {
+  job("grows", "a", 1, 6);
+  job("stops", "a", 1, 4);
+  job("kept", "b", 1, 4, 0, /*preemptible=*/false);
+  JobState& grows = states[0];
+  JobState& stops = states[1];
+  JobState& kept = states[2];
+  grows.wanted = 2;
+  stops.wanted = 4;
+  kept.wanted = 2;
+  RoundOptions sized;
+  sized.sized = true;
+  round(0, sized);
+  EXPECT_EQ(grows.replicas(), 2);
+  EXPECT_EQ(stops.replicas(), 4);
+  EXPECT_EQ(kept.replicas(), 2);
+  // The policy now values "grows" most: it grows in place, "stops" is sized to 0 and stops, and
+  // "kept", sized to 0 too, keeps its replicas: it may not be preempted.
+  const auto before = grows.placements;
+  grows.wanted = 6;
+  stops.wanted = 0;
+  kept.wanted = 0;
+  const auto stats = round(60, sized);
+  EXPECT_EQ(stops.replicas(), 0);
+  ASSERT_TRUE(stops.preempted.has_value());
+  EXPECT_EQ(*stops.preempted, PreemptReason::kResized);
+  EXPECT_EQ(stops.waiting, WaitReason::kLowerPriority);
+  EXPECT_EQ(kept.replicas(), 2);
+  EXPECT_FALSE(kept.preempted.has_value());
+  EXPECT_EQ(grows.replicas(), 6);
+  EXPECT_TRUE(
+      std::equal(before.begin(), before.end(), grows.placements.begin(),
+                 [](const auto& x, const auto& y) { return x.node == y.node && x.gpus == y.gpus; }))
+      << "growth moved a running replica";
+  EXPECT_EQ(stats.preempted, 1);
+  EXPECT_EQ(stats.grown, 1);
+  // Repacking instead: a resized job is placed anew as a whole.
+  grows.wanted = 3;
+  sized.repack = true;
+  round(120, sized);
+  EXPECT_EQ(grows.replicas(), 3);
+  EXPECT_EQ(kept.replicas(), 2);
+}
+
 TEST_F(JobLayerTest, ReclaimFreesExactlyWhatTheQuotaNeedsFromTheFewestGpuHoursLost) {
   for (int i = 0; i < 8; ++i) {
     job(fmt::format("b{}", i), "b", 1);

@@ -17,6 +17,13 @@ class Greedy {
       : d_(d), o_(o), count_(d.size(), 0), best_(d.size()), left_(gpus) {}
 
   void set_queue_budgets(std::vector<double> budgets) { queue_left_ = std::move(budgets); }
+  // What jobs keep comes off the budgets before any value counts.
+  void keep() {
+    for (std::size_t j = 0; j < d_.size(); ++j) {
+      const int most = std::max(0, int(d_[j].value.size()) - 1);
+      if (d_[j].keep > 0) spend(j, std::min(d_[j].keep, most));
+    }
+  }
   [[nodiscard]] std::vector<double> queue_budgets() const { return queue_left_; }
   // Only jobs of this priority take part in the next steps.
   void set_level(int priority) { level_ = priority; }
@@ -126,6 +133,7 @@ std::vector<int> size_by_value(const QueueTree& tree, double gpus,
   };
   // Within each queue's fair share first...
   greedy.set_queue_budgets(budgets);
+  greedy.keep();
   pass();
   // ...then what the queues left, to the best gains anywhere, up to each queue's limit (a
   // parent's limit is the round's to hold: JobLayer waits such a job as over-limit).

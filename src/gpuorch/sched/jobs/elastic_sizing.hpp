@@ -23,6 +23,9 @@ struct ElasticDemand {
   std::vector<double> value;
   int min = 0;  // replicas it needs to run at all (a gang of min); 0 or 1 for most elastic jobs
   int priority = 0;  // higher: sized first, within its queue's share and then over it
+  // Replicas it keeps whatever the values: a running job that may not be preempted holds what it
+  // runs (counted first against its queue's share).
+  int keep = 0;
 };
 
 struct SizingOptions {

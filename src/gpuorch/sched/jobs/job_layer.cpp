@@ -319,6 +319,8 @@ struct JobLayer::Round {
   void resize() {
     for (std::size_t j = 0; j < jobs.size(); ++j) {
       JobState& s = jobs[j];
+      // A job that may not be preempted keeps what it runs, whatever the policy wants.
+      if (!s.spec->preemptible) continue;
       if (options.repack && s.spec->elastic() && target[j] > 0 && s.replicas() > 0 &&
           target[j] != s.replicas()) {
         release(j, s.replicas());  // allocate starts it again at its new size
