@@ -38,19 +38,11 @@ std::vector<int> decide(TimelinePolicy& p, Seconds now, std::vector<Job>& jobs,
   std::vector<Job*> active;
   for (auto& j : jobs) active.push_back(&j);
   ReplicaPlacer placer(c);
-  Allocations a = p.allocate(now, active, placer);
-  if (a.empty()) {  // the policy's "no change"
-    for (const Job* j : active) a.push_back(j->placements());
+  for (auto& change : p.allocate(now, active, placer)) {
+    jobs[change.job].reallocate(now, std::move(change.placements));
   }
   std::vector<int> gpus;
-  for (std::size_t i = 0; i < jobs.size(); ++i) {
-    int n = 0;
-    for (const auto& pl : a[i]) n += static_cast<int>(pl.gpus.size());
-    if (n != jobs[i].gpus() || a[i].empty() != jobs[i].placements().empty()) {
-      jobs[i].reallocate(now, a[i]);
-    }
-    gpus.push_back(n);
-  }
+  for (const Job& j : jobs) gpus.push_back(j.gpus());
   return gpus;
 }
 

@@ -71,7 +71,26 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
   const std::vector<int> no_gpus_by_queue(result.queues.size(), 0);
   const Seconds dt = options.interval;
   std::size_t next_arrival = 0, done = 0;
+  // Both by job id: `active` is what the policy sees, `running` (the jobs with GPUs) is what
+  // advances; the sample's totals are kept as jobs change, so a tick costs O(running + changes),
+  // not O(active), however long the queue.
   std::vector<Job*> active, running;
+  const auto by_id = [](const Job* a, const Job* b) { return a->spec().id < b->spec().id; };
+  TimelineSample held{0, 0, 0, 0, 0, no_gpus_by_queue};  // what `running` holds
+  const auto queue_index = [&](const Job* j) {
+    return queue_of[static_cast<std::size_t>(j - jobs.data())];
+  };
+  // A job's GPUs change from what it held: the totals and the running set follow.
+  const auto account = [&](Job* j, int before) {
+    const int after = j->gpus();
+    held.allocated_gpus += after - before;
+    held.gpus_by_queue[queue_index(j)] += after - before;
+    if (before == 0 && after > 0) {
+      running.insert(std::lower_bound(running.begin(), running.end(), j, by_id), j);
+    } else if (before > 0 && after == 0) {
+      running.erase(std::lower_bound(running.begin(), running.end(), j, by_id));
+    }
+  };
   Seconds now = 0;
   while (done < jobs.size()) {
     // The next event that can change anything: the next tick while jobs are active, else the
@@ -89,48 +108,48 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
     now = next;
     ++result.ticks;
     // Arrivals join in workload order, the order the policies see them in.
-    std::size_t first_new = active.size();
+    const std::size_t first_new = active.size();
     while (next_arrival < arrival.size() && specs[arrival[next_arrival]].submit <= now) {
       active.push_back(&jobs[arrival[next_arrival++]]);
     }
     if (first_new < active.size()) {
-      std::sort(active.begin(), active.end(),
-                [](const Job* a, const Job* b) { return a->spec().id < b->spec().id; });
+      const auto mid = active.begin() + static_cast<std::ptrdiff_t>(first_new);
+      std::sort(mid, active.end(), by_id);
+      std::inplace_merge(active.begin(), mid, active.end(), by_id);
     }
-    // Finished jobs hand their GPUs back at the tick boundary.
-    std::erase_if(active, [&](Job* j) {
-      if (!j->complete()) return false;
+    // Finished jobs hand their GPUs back at the tick boundary (only running jobs progress).
+    for (std::size_t i = 0; i < running.size();) {
+      Job* j = running[i];
+      if (!j->complete()) {
+        ++i;
+        continue;
+      }
+      const int before = j->gpus();
       placer.release(j->placements());
       j->reallocate(now, {});
+      account(j, before);  // erases running[i]
+      active.erase(std::lower_bound(active.begin(), active.end(), j, by_id));
       ++done;
-      return true;
-    });
+    }
     if (active.empty()) {
-      if (!running.empty()) result.samples.push_back({now, 0, 0, 0, 0, no_gpus_by_queue});
-      running.clear();
+      if (!result.samples.empty() && result.samples.back().running > 0) {
+        result.samples.push_back({now, 0, 0, 0, 0, no_gpus_by_queue});
+      }
       if (options.on_progress) options.on_progress(done, jobs.size());
       continue;
     }
-    // An empty answer for active jobs is the policy's "no change" (a round it skipped).
-    Allocations next_alloc = policy.allocate(now, active, placer);
-    const bool unchanged = next_alloc.empty();
-    running.clear();
-    TimelineSample sample{now, 0, 0, 0, 0, no_gpus_by_queue};
-    for (std::size_t i = 0; i < active.size(); ++i) {
-      Job* j = active[i];
-      if (!unchanged && !same_allocation(next_alloc[i], *j)) {
-        j->reallocate(now, std::move(next_alloc[i]));
-      }
-      if (j->gpus() > 0) {
-        running.push_back(j);
-        sample.allocated_gpus += j->gpus();
-        sample.gpus_by_queue[queue_of[static_cast<std::size_t>(j - jobs.data())]] += j->gpus();
-        ++sample.running;
-      } else {
-        ++sample.queued;
-      }
+    // The policy names the jobs whose placements change; the others keep theirs.
+    for (Reallocation& change : policy.allocate(now, active, placer)) {
+      Job* j = active[change.job];
+      if (same_allocation(change.placements, *j)) continue;
+      const int before = j->gpus();
+      j->reallocate(now, std::move(change.placements));
+      account(j, before);
     }
-    result.samples.push_back(sample);
+    held.time = now;
+    held.running = static_cast<int>(running.size());
+    held.queued = static_cast<int>(active.size() - running.size());
+    result.samples.push_back(held);
     if (running.empty() && next_arrival == arrival.size()) {
       throw std::runtime_error(fmt::format(
           "policy {} leaves {} job(s) without GPUs on an idle cluster (first: {}): they can "

@@ -43,21 +43,20 @@ std::span<JobState* const> JobLayerRun::states(std::span<Job* const> active,
   return refs_;
 }
 
-Allocations JobLayerRun::round(cluster::Cluster& cluster,
-                               const sched::jobs::RoundOptions& options) {
+Reallocations JobLayerRun::round(cluster::Cluster& cluster,
+                                 const sched::jobs::RoundOptions& options) {
   if (layer_ == nullptr || cluster_ != &cluster) start(cluster);
   layer_->round(refs_, options);
-  Allocations out;
-  if (std::any_of(refs_.begin(), refs_.end(), [](const JobState* s) { return s->changed; })) {
-    out.reserve(refs_.size());
-    for (const JobState* s : refs_) out.push_back(s->placements);
+  Reallocations out;
+  for (std::size_t i = 0; i < refs_.size(); ++i) {
+    if (refs_[i]->changed) out.push_back({i, refs_[i]->placements});
   }
   return out;
 }
 
-Allocations JobLayerRun::sized_round(cluster::Cluster& cluster, Seconds now,
-                                     std::vector<sched::jobs::ElasticDemand> demands,
-                                     const Sizing& how) {
+Reallocations JobLayerRun::sized_round(cluster::Cluster& cluster, Seconds now,
+                                       std::vector<sched::jobs::ElasticDemand> demands,
+                                       const Sizing& how) {
   for (std::size_t i = 0; i < refs_.size(); ++i) {
     const workload::JobSpec& spec = *refs_[i]->spec;
     demands[i].queue = refs_[i]->queue;

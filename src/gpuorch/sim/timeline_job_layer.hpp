@@ -22,7 +22,14 @@
 
 namespace gpuorch::sim {
 
-using Allocations = std::vector<std::vector<cluster::Placement>>;  // per active job
+// A policy's decision for one tick: the active jobs whose placements change (`job`: the index
+// among the active jobs) and their new placements (empty: no GPUs); the others keep theirs. No
+// change is an empty list, so a tick costs the engine only what changed.
+struct Reallocation {
+  std::size_t job = 0;
+  std::vector<cluster::Placement> placements;
+};
+using Reallocations = std::vector<Reallocation>;
 
 class JobLayerRun {
  public:
@@ -37,8 +44,8 @@ class JobLayerRun {
   std::span<sched::jobs::JobState* const> states(std::span<Job* const> active,
                                                  const SpecOf& spec_of = {});
   // A round on the states last returned, over `cluster` (the engine's, holding exactly their
-  // placements): each active job's placements, or empty when nothing changed.
-  Allocations round(cluster::Cluster& cluster, const sched::jobs::RoundOptions& options);
+  // placements): the jobs whose placements changed.
+  Reallocations round(cluster::Cluster& cluster, const sched::jobs::RoundOptions& options);
   struct Sizing {
     sched::jobs::SizingOptions sizing;
     // Within a queue, larger jobs start first (distributed jobs take whole nodes before
@@ -51,8 +58,8 @@ class JobLayerRun {
   // An elastic policy's round: the job layer sizes the jobs by their value curves (`demands`,
   // one per state, in order; their queue, priority and minimum are filled in here) within the
   // queues' shares of the cluster's GPUs, then starts, shrinks and grows them to those counts.
-  Allocations sized_round(cluster::Cluster& cluster, Seconds now,
-                          std::vector<sched::jobs::ElasticDemand> demands, const Sizing& how);
+  Reallocations sized_round(cluster::Cluster& cluster, Seconds now,
+                            std::vector<sched::jobs::ElasticDemand> demands, const Sizing& how);
 
   [[nodiscard]] const sched::jobs::QueueTree& tree() const { return tree_; }
 

@@ -54,8 +54,8 @@ class Lasgo final : public TimelinePolicy {
   [[nodiscard]] bool rigid() const override { return false; }
   [[nodiscard]] bool needs_profiles() const override { return true; }
 
-  Allocations schedule(Seconds now, std::span<Job* const> active,
-                       cluster::Cluster& cluster) override {
+  Reallocations schedule(Seconds now, std::span<Job* const> active,
+                         cluster::Cluster& cluster) override {
     const std::size_t n = active.size();
     run_.states(active);
     std::vector<sched::jobs::ElasticDemand> demands(n);

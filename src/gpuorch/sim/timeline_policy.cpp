@@ -11,8 +11,8 @@ void ReplicaPlacer::release(std::span<const cluster::Placement> placements) {
   sched::release_placements(*cluster_, placements);
 }
 
-Allocations TimelinePolicy::allocate(Seconds now, std::span<Job* const> active,
-                                     ReplicaPlacer& placer) {
+Reallocations TimelinePolicy::allocate(Seconds now, std::span<Job* const> active,
+                                       ReplicaPlacer& placer) {
   return schedule(now, active, placer.cluster());
 }
 

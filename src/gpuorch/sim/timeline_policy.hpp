@@ -1,10 +1,10 @@
 #pragma once
 // A scheduling policy of the time-based simulator: called at every scheduling tick with the
-// active jobs and the cluster holding every job's current placement, it returns each job's new
-// placements (empty = no GPUs). The policy ranks or values the jobs; the job layer
-// (sched/jobs/, through timeline_job_layer.hpp) decides within the queues which run and on how
-// many replicas, and the scheduler core places them (sched/replica_gang.hpp: its filters, a
-// spreading policy, the GPU picker). No policy places GPUs itself
+// active jobs and the cluster holding every job's current placement, it returns the jobs whose
+// placements change, with their new ones (empty = no GPUs). The policy ranks or values the jobs;
+// the job layer (sched/jobs/, through timeline_job_layer.hpp) decides within the queues which run
+// and on how many replicas, and the scheduler core places them (sched/replica_gang.hpp: its
+// filters, a spreading policy, the GPU picker). No policy places GPUs itself
 // (tests/sim/placement_structure_test.cpp holds sim/ to that).
 #include <cstdint>
 #include <memory>
@@ -43,16 +43,16 @@ class TimelinePolicy {
   [[nodiscard]] virtual bool rigid() const { return true; }
   // Needs application profiles (cannot schedule rigid Philly rows).
   [[nodiscard]] virtual bool needs_profiles() const { return false; }
-  // One scheduling round. `active`: submitted, unfinished jobs in submission order. On return
-  // the placer's cluster holds exactly the returned placements; an empty answer means every
-  // job keeps its placements (a policy that knows nothing changed).
-  Allocations allocate(Seconds now, std::span<Job* const> active, ReplicaPlacer& placer);
+  // One scheduling round. `active`: submitted, unfinished jobs in job id order. On return the
+  // placer's cluster holds every job's placements: the returned ones for the jobs it names,
+  // their current ones for the others (an empty answer: nothing changed).
+  Reallocations allocate(Seconds now, std::span<Job* const> active, ReplicaPlacer& placer);
 
  protected:
   // The policy's decision over the placer's cluster. Every policy decides through the job layer
   // (timeline_job_layer.hpp), which places through the scheduler core.
-  virtual Allocations schedule(Seconds now, std::span<Job* const> active,
-                               cluster::Cluster& cluster) = 0;
+  virtual Reallocations schedule(Seconds now, std::span<Job* const> active,
+                                 cluster::Cluster& cluster) = 0;
 };
 
 struct PolicyOptions {

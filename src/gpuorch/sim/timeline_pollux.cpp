@@ -31,8 +31,8 @@ class Pollux final : public TimelinePolicy {
   [[nodiscard]] bool rigid() const override { return false; }
   [[nodiscard]] bool needs_profiles() const override { return true; }
 
-  Allocations schedule(Seconds now, std::span<Job* const> active,
-                       cluster::Cluster& cluster) override {
+  Reallocations schedule(Seconds now, std::span<Job* const> active,
+                         cluster::Cluster& cluster) override {
     const std::size_t n = active.size();
     const int fair = static_cast<int>((total_ + n - 1) / n);
     run_.states(active);

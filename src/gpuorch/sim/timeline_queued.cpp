@@ -97,8 +97,8 @@ class Queued final : public TimelinePolicy {
   explicit Queued(QueuedOptions o)
       : options_(std::move(o)), run_(options_.queues, placement_name(options_)) {}
 
-  Allocations schedule(Seconds now, std::span<Job* const> active,
-                       cluster::Cluster& cluster) override {
+  Reallocations schedule(Seconds now, std::span<Job* const> active,
+                         cluster::Cluster& cluster) override {
     // A round is a function of the active jobs, their ranks and the cluster, and the cluster
     // changes only when jobs come or go: with the same jobs (and, for tiresias, no demotion)
     // the last round's decision stands. Most ticks of a long trace are such ticks.
@@ -122,7 +122,7 @@ class Queued final : public TimelinePolicy {
     round.preempt_by_rank = options_.order == "tiresias";
     round.explain = false;  // the simulator reports outcomes, not per-round explanations
     if (options_.order == "tiresias") las_.rank(now, active, states);
-    Allocations out = run_.round(cluster, round);
+    Reallocations out = run_.round(cluster, round);
     if (options_.order == "tiresias") las_.selected(active, states);
     return out;
   }
