@@ -39,7 +39,7 @@ std::vector<int> decide(TimelinePolicy& p, Seconds now, std::vector<Job>& jobs,
   for (auto& j : jobs) active.push_back(&j);
   ReplicaPlacer placer(c);
   for (auto& change : p.allocate(now, active, placer)) {
-    jobs[change.job].reallocate(now, std::move(change.placements));
+    change.job->reallocate(now, std::move(change.placements));
   }
   std::vector<int> gpus;
   for (const Job& j : jobs) gpus.push_back(j.gpus());

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "gpuorch/io/queue_yaml.hpp"
@@ -58,6 +59,61 @@ TEST(TimelineQueued, QueuesShareTheClusterAndEveryJobFinishes) {
       }
     }
   }
+}
+
+// Hides the engine's events from a policy, so it decides with a full round over every active job.
+class WithoutEvents final : public TimelinePolicy {
+ public:
+  explicit WithoutEvents(std::unique_ptr<TimelinePolicy> inner) : inner_(std::move(inner)) {}
+
+ protected:
+  Reallocations schedule(Seconds now, std::span<Job* const> active,
+                         cluster::Cluster& cluster) override {
+    ReplicaPlacer placer(cluster);
+    return inner_->allocate(now, active, placer);
+  }
+
+ private:
+  std::unique_ptr<TimelinePolicy> inner_;
+};
+
+void expect_same_jcts(const std::vector<JobSpec>& jobs, const std::vector<workload::QueueSpec>& qs,
+                      const std::vector<cluster::NodeSpec>& nodes) {
+  QueuedOptions o;
+  o.order = "fifo";
+  o.queues = qs;
+  auto on_events = make_queued(o);
+  WithoutEvents full(make_queued(o));
+  const auto a = run_timeline(jobs, {}, nodes, *on_events, "fifo", {});
+  const auto b = run_timeline(jobs, {}, nodes, full, "fifo", {});
+  ASSERT_EQ(a.jobs.size(), b.jobs.size());
+  for (std::size_t i = 0; i < a.jobs.size(); ++i) {
+    EXPECT_EQ(a.jobs[i].completion, b.jobs[i].completion) << a.jobs[i].name;
+    EXPECT_EQ(a.jobs[i].restarts, b.jobs[i].restarts) << a.jobs[i].name;
+  }
+}
+
+// fifo on the engine's events lists only the jobs that can start (the running ones and each
+// queue's waiting jobs up to what is free): the same decisions as the round over every job.
+TEST(TimelineQueued, StrictFifoOnEventsDecidesAsTheRoundOverEveryJob) {
+  const auto tenants = read_philly_trace(test::fixture("timeline/philly_tenants.csv"));
+  expect_same_jcts(tenants, io::load_queues(test::fixture("timeline/tenant_queues.yaml")),
+                   uniform_nodes(2, 4));
+  expect_same_jcts(tenants, {}, uniform_nodes(2, 4));
+  GPUORCH_REQUIRE_POLLUX(dir);
+  // A long backlog on three tenants of unequal quota, with reclaim: Philly's first 3,000 jobs
+  // on 24 GPUs.
+  auto jobs = read_philly_trace((dir / "philly.csv").string(), 3000);
+  std::vector<workload::QueueSpec> qs;
+  std::map<std::string, int> seen;
+  for (const auto& j : jobs) seen.emplace(j.queue, int(seen.size()));
+  for (const auto& [name, index] : seen) {
+    workload::QueueSpec q;
+    q.name = name;
+    q.gpu.quota = index % 3 == 0 ? 4000 : 1000;
+    qs.push_back(q);
+  }
+  expect_same_jcts(jobs, qs, uniform_nodes(6, 4));
 }
 
 }  // namespace

@@ -75,6 +75,8 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
   // advances; the sample's totals are kept as jobs change, so a tick costs O(running + changes),
   // not O(active), however long the queue.
   std::vector<Job*> active, running;
+  std::vector<Job*> arrived, finished;  // since the policy's last round (TickEvents)
+  TickEvents events;
   const auto by_id = [](const Job* a, const Job* b) { return a->spec().id < b->spec().id; };
   TimelineSample held{0, 0, 0, 0, 0, no_gpus_by_queue};  // what `running` holds
   const auto queue_index = [&](const Job* j) {
@@ -111,6 +113,7 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
     const std::size_t first_new = active.size();
     while (next_arrival < arrival.size() && specs[arrival[next_arrival]].submit <= now) {
       active.push_back(&jobs[arrival[next_arrival++]]);
+      arrived.push_back(active.back());
     }
     if (first_new < active.size()) {
       const auto mid = active.begin() + static_cast<std::ptrdiff_t>(first_new);
@@ -129,6 +132,7 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
       j->reallocate(now, {});
       account(j, before);  // erases running[i]
       active.erase(std::lower_bound(active.begin(), active.end(), j, by_id));
+      finished.push_back(j);
       ++done;
     }
     if (active.empty()) {
@@ -139,8 +143,14 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
       continue;
     }
     // The policy names the jobs whose placements change; the others keep theirs.
-    for (Reallocation& change : policy.allocate(now, active, placer)) {
-      Job* j = active[change.job];
+    events.known = true;
+    events.arrived = arrived;
+    events.finished = finished;
+    Reallocations changes = policy.allocate(now, active, placer, events);
+    arrived.clear();  // delivered (an idle tick keeps them for the next round)
+    finished.clear();
+    for (Reallocation& change : changes) {
+      Job* j = change.job;
       if (same_allocation(change.placements, *j)) continue;
       const int before = j->gpus();
       j->reallocate(now, std::move(change.placements));

@@ -26,20 +26,23 @@ void JobLayerRun::start(cluster::Cluster& cluster) {
       cluster, tree_, sched::jobs::core_placer(cluster, *scheduler_, *resolver_));
 }
 
+JobState& JobLayerRun::state(Job& job, const SpecOf& spec_of) {
+  const std::size_t id = job.spec().id;
+  if (id >= kept_.size()) kept_.resize(id + 1);
+  JobState& s = kept_[id];
+  if (s.spec == nullptr) {
+    s.spec = spec_of ? &spec_of(job) : &job.spec();
+    s.queue = default_queue_ ? 0 : *tree_.find(job.spec().queue);
+    s.rank = double(id);
+  }
+  return s;
+}
+
 std::span<JobState* const> JobLayerRun::states(std::span<Job* const> active,
                                                const SpecOf& spec_of) {
   refs_.clear();
-  for (const Job* j : active) {
-    const std::size_t id = j->spec().id;
-    if (id >= kept_.size()) kept_.resize(id + 1);
-    JobState& s = kept_[id];
-    if (s.spec == nullptr) {
-      s.spec = spec_of ? &spec_of(*j) : &j->spec();
-      s.queue = default_queue_ ? 0 : *tree_.find(j->spec().queue);
-      s.rank = double(id);
-    }
-    refs_.push_back(&s);
-  }
+  jobs_.assign(active.begin(), active.end());
+  for (Job* j : active) refs_.push_back(&state(*j, spec_of));
   return refs_;
 }
 
@@ -49,9 +52,17 @@ Reallocations JobLayerRun::round(cluster::Cluster& cluster,
   layer_->round(refs_, options);
   Reallocations out;
   for (std::size_t i = 0; i < refs_.size(); ++i) {
-    if (refs_[i]->changed) out.push_back({i, refs_[i]->placements});
+    if (refs_[i]->changed) out.push_back({jobs_[i], refs_[i]->placements});
   }
   return out;
+}
+
+Reallocations JobLayerRun::round(cluster::Cluster& cluster, std::span<Job* const> jobs,
+                                 const sched::jobs::RoundOptions& options) {
+  refs_.clear();
+  jobs_.assign(jobs.begin(), jobs.end());
+  for (const Job* j : jobs) refs_.push_back(&kept_[j->spec().id]);
+  return round(cluster, options);
 }
 
 Reallocations JobLayerRun::sized_round(cluster::Cluster& cluster, Seconds now,

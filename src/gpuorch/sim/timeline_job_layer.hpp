@@ -22,11 +22,11 @@
 
 namespace gpuorch::sim {
 
-// A policy's decision for one tick: the active jobs whose placements change (`job`: the index
-// among the active jobs) and their new placements (empty: no GPUs); the others keep theirs. No
-// change is an empty list, so a tick costs the engine only what changed.
+// A policy's decision for one tick: the active jobs whose placements change and their new
+// placements (empty: no GPUs); the others keep theirs. No change is an empty list, so a tick
+// costs the engine only what changed.
 struct Reallocation {
-  std::size_t job = 0;
+  Job* job = nullptr;
   std::vector<cluster::Placement> placements;
 };
 using Reallocations = std::vector<Reallocation>;
@@ -43,9 +43,15 @@ class JobLayerRun {
   using SpecOf = std::function<const workload::JobSpec&(const Job&)>;
   std::span<sched::jobs::JobState* const> states(std::span<Job* const> active,
                                                  const SpecOf& spec_of = {});
+  // One job's state, made as states() makes it.
+  sched::jobs::JobState& state(Job& job, const SpecOf& spec_of = {});
   // A round on the states last returned, over `cluster` (the engine's, holding exactly their
   // placements): the jobs whose placements changed.
   Reallocations round(cluster::Cluster& cluster, const sched::jobs::RoundOptions& options);
+  // A round on some of the jobs only (`jobs`, each with its state from state()): a caller that
+  // knows the others cannot change passes their demand in RoundOptions::unlisted_demand.
+  Reallocations round(cluster::Cluster& cluster, std::span<Job* const> jobs,
+                      const sched::jobs::RoundOptions& options);
   struct Sizing {
     sched::jobs::SizingOptions sizing;
     // Within a queue, larger jobs start first (distributed jobs take whole nodes before
@@ -76,6 +82,7 @@ class JobLayerRun {
   std::unique_ptr<sched::jobs::JobLayer> layer_;
   std::deque<sched::jobs::JobState> kept_;    // by job id: a deque, so states stay where they are
   std::vector<sched::jobs::JobState*> refs_;  // the last states(), in the engine's order
+  std::vector<Job*> jobs_;                    // their jobs
 };
 
 }  // namespace gpuorch::sim

@@ -12,8 +12,11 @@ void ReplicaPlacer::release(std::span<const cluster::Placement> placements) {
 }
 
 Reallocations TimelinePolicy::allocate(Seconds now, std::span<Job* const> active,
-                                       ReplicaPlacer& placer) {
-  return schedule(now, active, placer.cluster());
+                                       ReplicaPlacer& placer, const TickEvents& events) {
+  events_ = &events;
+  Reallocations out = schedule(now, active, placer.cluster());
+  events_ = nullptr;
+  return out;
 }
 
 std::vector<int> packed_placement(int gpus, int per_node) {

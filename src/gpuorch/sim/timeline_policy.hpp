@@ -34,6 +34,15 @@ class ReplicaPlacer {
   cluster::Cluster* cluster_;
 };
 
+// What changed among the active jobs since the policy's last round, as the engine knows it:
+// the jobs that arrived and those that finished. Not `known` (a caller that does not say): the
+// policy compares for itself.
+struct TickEvents {
+  bool known = false;
+  std::span<Job* const> arrived;
+  std::span<Job* const> finished;
+};
+
 class TimelinePolicy {
  public:
   virtual ~TimelinePolicy() = default;
@@ -46,13 +55,19 @@ class TimelinePolicy {
   // One scheduling round. `active`: submitted, unfinished jobs in job id order. On return the
   // placer's cluster holds every job's placements: the returned ones for the jobs it names,
   // their current ones for the others (an empty answer: nothing changed).
-  Reallocations allocate(Seconds now, std::span<Job* const> active, ReplicaPlacer& placer);
+  Reallocations allocate(Seconds now, std::span<Job* const> active, ReplicaPlacer& placer,
+                         const TickEvents& events = {});
 
  protected:
   // The policy's decision over the placer's cluster. Every policy decides through the job layer
   // (timeline_job_layer.hpp), which places through the scheduler core.
   virtual Reallocations schedule(Seconds now, std::span<Job* const> active,
                                  cluster::Cluster& cluster) = 0;
+  // This tick's events (during schedule() only).
+  [[nodiscard]] const TickEvents& events() const { return *events_; }
+
+ private:
+  const TickEvents* events_ = nullptr;
 };
 
 struct PolicyOptions {

@@ -300,6 +300,10 @@ struct JobLayer::Round {
       for (std::size_t k = 0; k < kResourceKinds; ++k) demand[s.queue][k] += want[k];
       by_queue[s.queue].push_back(j);
     }
+    for (std::size_t q = 0; q < options.unlisted_demand.size() && q < nq; ++q) {
+      const Amounts more = to_amounts(options.unlisted_demand[q]);
+      for (std::size_t k = 0; k < kResourceKinds; ++k) demand[q][k] += more[k];
+    }
     layer.fair_ = tree().fair_shares(demand, layer.capacity_);
     const auto first = [&](std::size_t a, std::size_t b) {
       const JobState& x = jobs[a];

@@ -94,6 +94,11 @@ struct RoundOptions {
   // resize restarts every replica anyway (checkpoint-restart, the Pollux artifact's rule), so
   // moving costs nothing more. Off, replicas never move (pods that keep running).
   bool repack = false;
+  // Per queue (by tree index; empty: none): what waiting jobs the caller did not list want. A
+  // caller that knows those jobs cannot start this round (a strict-FIFO queue's jobs behind
+  // more than the cluster holds) leaves them out and passes their demand, so fair shares are
+  // those of every job.
+  std::span<const Resources> unlisted_demand;
   // Write each waiting or preempted job's one-line explanation (JobState::why); a simulator
   // that reports only the reasons turns it off.
   bool explain = true;
