@@ -9,6 +9,7 @@
 #include <memory>
 #include <sstream>
 
+#include "cli/doctor_catalogue.hpp"
 #include "cli/doctor_measure.hpp"
 #include "cli/verbs.hpp"
 #include "gpuorch/base/error.hpp"
@@ -33,6 +34,7 @@ namespace {
 struct DoctorFlags {
   bool json = false;
   std::string nccl_log;
+  std::string calibration;
   std::string root = "/";
   std::vector<std::string> env_files;
   bool no_process_env = false;
@@ -89,7 +91,9 @@ struct HostTree {
 
 int run_nccl_log(const DoctorFlags& f) {
   const auto log = doctor::read_nccl_log(f.nccl_log);
-  return print_findings({{"nccl-log", f.nccl_log, doctor::check_nccl_log(log)}}, f.json);
+  const auto options =
+      f.calibration.empty() ? doctor::NcclCheckOptions{} : doctor::read_calibration(f.calibration);
+  return print_findings({{"nccl-log", f.nccl_log, doctor::check_nccl_log(log, options)}}, f.json);
 }
 
 int run_network(const DoctorFlags& f) {
@@ -228,12 +232,17 @@ void add_doctor(CLI::App& app, Action& action) {
 
   CLI::App* nccl = doctor->add_subcommand(
       "nccl-log",
-      "Read an NCCL_DEBUG=INFO log: transport per peer (P2P, SHM, NET/IB with or without "
-      "GPUDirect, "
-      "NET/Socket fallback), rings and trees, NCCL WARN lines, collective timeouts and which rank "
-      "stopped.");
+      "Read an NCCL_DEBUG=INFO log (NCCL, RCCL, PyTorch ProcessGroupNCCL; any prefixes: torchrun, "
+      "mpirun, kubectl, container runtime): every line NCCL's catalogue knows, with its cause and "
+      "fix; transport per peer and why (P2P, SHM, NET/IB with or without GPUDirect, NET/Socket "
+      "fallback), settings that switch a fast path off and their cost, collective timeouts and "
+      "which rank stopped.");
   nccl->add_option("FILE", f->nccl_log, "The log (any job output that holds NCCL's lines)")
       ->required();
+  nccl->add_option("--calibration", f->calibration,
+                   "A `gpuorch tune nccl --calibration` file: settings that switch P2P off are "
+                   "reported with the cost measured there")
+      ->check(CLI::ExistingFile);
   add_json(*nccl, *f);
   nccl->callback([f, &action] { action = [f] { return run_nccl_log(*f); }; });
 
@@ -289,6 +298,7 @@ void add_doctor(CLI::App& app, Action& action) {
   pod->callback([f, &action] { action = [f] { return run_pod(*f); }; });
 
   add_doctor_measure(*doctor, action);
+  add_doctor_catalogue(*doctor, action);
 }
 
 }  // namespace gpuorch::cli

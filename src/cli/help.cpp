@@ -72,7 +72,12 @@ const std::map<std::string, std::vector<std::string>>& examples() {
         "gpuorch launch --nproc-per-node gpu --dry-run   # the binding plan, nothing started"}},
       {"doctor", {"gpuorch doctor nccl-log job.log", "gpuorch doctor pod default/train-0"}},
       {"doctor nccl-log",
-       {"NCCL_DEBUG=INFO torchrun ... 2>&1 | tee job.log; gpuorch doctor nccl-log job.log"}},
+       {"NCCL_DEBUG=INFO torchrun ... 2>&1 | tee job.log; gpuorch doctor nccl-log job.log",
+        "gpuorch doctor nccl-log job.log --calibration calib.json"}},
+      {"doctor nccl-catalogue",
+       {"gpuorch doctor nccl-catalogue",
+        "gpuorch doctor nccl-catalogue --json | jq '.[] | select(.finding == "
+        "\"nccl.duplicate-gpu\")'"}},
       {"doctor network", {"gpuorch doctor network --env-file nccl.env"}},
       {"doctor numa", {"sudo gpuorch doctor numa --kubelet-config /var/lib/kubelet/config.yaml"}},
       {"doctor pod",

@@ -1,10 +1,12 @@
 // doctor nccl-log: each fixture raises exactly its findings; the healthy log raises none.
+#include "gpuorch/doctor/nccl_log.hpp"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "doctor/doctor_test_util.hpp"
-#include "gpuorch/doctor/nccl_log.hpp"
 #include "gpuorch/doctor/nccl_log_check.hpp"
+#include "support/paths.hpp"
 #include "support/test_support.hpp"
 
 namespace gpuorch {
@@ -35,16 +37,24 @@ TEST_P(NcclLogFixture, RaisesExactlyItsFindings) {
 
 INSTANTIATE_TEST_SUITE_P(
     Fixtures, NcclLogFixture,
-    ::testing::Values(Case{"healthy-ib.log", {}},
-                      Case{"socket-fallback.log", {"nccl.socket-fallback"}},
-                      Case{"ib-without-gdr.log", {"nccl.ib-without-gdr"}},
-                      Case{"shm-not-p2p.log", {"nccl.shm-not-p2p"}},
-                      Case{"socket-on-loopback.log",
-                           {"nccl.socket-fallback", "nccl.socket-interface"}},
-                      Case{"warn.log", {"nccl.warn"}},
-                      Case{"init-incomplete.log", {"nccl.init-incomplete"}},
-                      Case{"timeout-rank-stopped.log", {"nccl.timeout"}},
-                      Case{"timeout-all-waiting.log", {"nccl.timeout"}}),
+    ::testing::Values(
+        Case{"healthy-ib.log", {}}, Case{"socket-fallback.log", {"nccl.socket-fallback"}},
+        Case{"ib-without-gdr.log", {"nccl.ib-without-gdr"}},
+        // NCCL_P2P_DISABLE=1 is set: the setting's finding carries the SHM connections.
+        Case{"shm-not-p2p.log", {"nccl.env-p2p-disabled"}},
+        Case{"socket-on-loopback.log", {"nccl.socket-fallback", "nccl.socket-interface"}},
+        Case{"warn.log", {"nccl.ib-completion-error"}}, Case{"h200-bench-nvls-off.log", {}},
+        Case{"env-ib-disabled.log", {"nccl.env-ib-disabled"}},
+        Case{"rdma-plugin-no-device.log", {"nccl.rdma-no-device"}},
+        Case{"duplicate-gpu.log", {"nccl.duplicate-gpu", "torch.nccl-error"}},
+        Case{"prefixes-k8s.log", {"torch.watchdog-stuck"}},
+        Case{"env-fast-paths-off.log",
+             {"nccl.env-algo-forced", "nccl.env-p2p-disabled", "nccl.env-proto-forced",
+              "nccl.env-shm-disabled"}},
+        Case{"socket-ifname-missing.log", {"nccl.no-socket-interface"}},
+        Case{"init-incomplete.log", {"nccl.init-incomplete"}},
+        Case{"timeout-rank-stopped.log", {"nccl.timeout"}},
+        Case{"timeout-all-waiting.log", {"nccl.timeout"}}),
     [](const ::testing::TestParamInfo<Case>& p) {
       std::string n = p.param.file;
       n = n.substr(0, n.find('.'));
@@ -98,21 +108,144 @@ TEST(NcclLog, SocketFallbackNamesTheHostsWithoutIb) {
   EXPECT_NE(f->evidence.find("'NET/IB : No device found' on gpu01, gpu02"), std::string::npos);
 }
 
-TEST(NcclLog, ShmFindingQuotesTheEnvironmentThatCausedIt) {
-  const auto f = find_id(check("shm-not-p2p.log"), "nccl.shm-not-p2p");
+TEST(NcclLog, ShmBecauseOfTheEnvironmentIsTheSettingsFinding) {
+  const auto f = find_id(check("shm-not-p2p.log"), "nccl.env-p2p-disabled");
   ASSERT_TRUE(f);
-  EXPECT_NE(f->evidence.find("NCCL_P2P_DISABLE=1"), std::string::npos) << f->evidence;
+  EXPECT_NE(f->what.find("NCCL_P2P_DISABLE=1"), std::string::npos) << f->what;
+  EXPECT_NE(f->evidence.find("connections via SHM"), std::string::npos) << f->evidence;
 }
 
-TEST(NcclLog, WarnLinesAreGroupedByMessage) {
+TEST(NcclLog, WarnLinesAreGroupedByCatalogueEntry) {
   const auto findings = check("warn.log");
   ASSERT_EQ(std::count_if(findings.begin(), findings.end(),
-                          [](const auto& f) { return f.id == "nccl.warn"; }),
+                          [](const auto& f) { return f.id == "nccl.ib-completion-error"; }),
             1);
-  const auto f = find_id(findings, "nccl.warn");
-  EXPECT_NE(f->evidence.find("2 time(s) on gpu02"), std::string::npos) << f->evidence;
-  EXPECT_NE(f->evidence.find("transport/net_ib.cc:1295"), std::string::npos);
+  const auto f = find_id(findings, "nccl.ib-completion-error");
+  EXPECT_NE(f->evidence.find("2 time(s) on gpu02, first at line"), std::string::npos)
+      << f->evidence;
+  EXPECT_NE(f->evidence.find("NCCL 2.20-2.21 prints it (src/transport/net_ib.cc)"),
+            std::string::npos)
+      << f->evidence;
+  // The peer the line names is the one to look at first.
+  EXPECT_NE(f->what.find("between gpu02 and 10.0.0.1<47312>"), std::string::npos) << f->what;
   EXPECT_NE(f->fix.find("doctor network"), std::string::npos);
+}
+
+// A WARN no catalogue entry knows is still reported, as it is.
+TEST(NcclLog, AnUnknownWarnIsReportedAsLogged) {
+  const auto log = doctor::parse_nccl_log(
+      "h:1:2 [0] misc/new.cc:1 NCCL WARN Something new went wrong\n", "job.log");
+  const auto f = find_id(doctor::check_nccl_log(log), "nccl.warn");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->what, "NCCL WARN Something new went wrong (a message not in doctor's catalogue)");
+}
+
+// Issue 35's first missed log: NCCL_IB_DISABLE=1 and NET/Socket: RDMA switched off by the
+// environment, with its cost, and no "no problem found".
+TEST(NcclLog, RdmaSwitchedOffByTheEnvironmentIsItsCause) {
+  const auto findings = check("env-ib-disabled.log");
+  const auto f = find_id(findings, "nccl.env-ib-disabled");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->severity, doctor::Severity::kWarning);
+  EXPECT_NE(f->what.find("switched off by the environment: NCCL_IB_DISABLE=1"), std::string::npos);
+  EXPECT_NE(f->what.find("cost: TCP sockets"), std::string::npos) << f->what;
+  EXPECT_NE(f->evidence.find("sockets in use: line 6: \"NET/Socket : Using [0]eth0"),
+            std::string::npos)
+      << f->evidence;
+  EXPECT_NE(f->fix.find("unset NCCL_IB_DISABLE"), std::string::npos);
+  EXPECT_FALSE(find_id(findings, "nccl.socket-fallback"));  // one problem, one finding
+}
+
+// The second: an RDMA plugin (HPC-X) and "NET/IB : No device found.": sockets between hosts.
+TEST(NcclLog, AnRdmaPluginWithoutADeviceIsReported) {
+  const auto f = find_id(check("rdma-plugin-no-device.log"), "nccl.rdma-no-device");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->severity, doctor::Severity::kWarning);
+  EXPECT_NE(f->what.find("found no RDMA device on node-a"), std::string::npos) << f->what;
+  EXPECT_NE(f->evidence.find("Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so"),
+            std::string::npos)
+      << f->evidence;
+  EXPECT_NE(f->fix.find("ibv_devinfo"), std::string::npos);
+  EXPECT_NE(f->fix.find("gpuorch doctor network"), std::string::npos);
+}
+
+TEST(NcclLog, DuplicateGpusGetTheBindingAdvice) {
+  const auto findings = check("duplicate-gpu.log");
+  const auto f = find_id(findings, "nccl.duplicate-gpu");
+  ASSERT_TRUE(f);
+  EXPECT_NE(f->what.find("ranks 0 and 1 use the same GPU (PCI bus 60) on gpu01"), std::string::npos)
+      << f->what;
+  EXPECT_NE(f->what.find("LOCAL_RANK"), std::string::npos);
+  EXPECT_EQ(f->what.find("CUDA error"), std::string::npos);
+  EXPECT_NE(f->fix.find("torch.cuda.set_device(int(os.environ['LOCAL_RANK']))"), std::string::npos);
+  EXPECT_NE(f->fix.find("gpuorch launch"), std::string::npos);
+  // Both WARN lines and PyTorch's "Last error:" copy count as the same message.
+  EXPECT_NE(f->evidence.find("3 time(s) on gpu01"), std::string::npos) << f->evidence;
+}
+
+TEST(NcclLog, NvlsOffByChoiceIsInfoNotAProblem) {
+  for (const char* name : {"h200-bench-nvls-off.log", "h200-single-rank-torch.log"}) {
+    const auto findings = check(name);
+    EXPECT_EQ(problem_ids(findings), Ids{}) << name;
+    const auto f = find_id(findings, "nccl.env-nvls-disabled");
+    ASSERT_TRUE(f) << name;
+    EXPECT_EQ(f->severity, doctor::Severity::kInfo);
+    EXPECT_NE(f->what.find("switched off by choice"), std::string::npos);
+  }
+}
+
+TEST(NcclLog, EverySettingThatSwitchesAFastPathOffSaysItsCost) {
+  const auto findings = check("env-fast-paths-off.log");
+  for (const char* id : {"nccl.env-p2p-disabled", "nccl.env-shm-disabled", "nccl.env-algo-forced",
+                         "nccl.env-proto-forced", "nccl.env-nvls-disabled"}) {
+    const auto f = find_id(findings, id);
+    ASSERT_TRUE(f) << id;
+    EXPECT_NE(f->what.find("cost: "), std::string::npos) << id << ": " << f->what;
+  }
+}
+
+TEST(NcclLog, ACalibrationFileGivesTheMeasuredCost) {
+  const std::string calib =
+      test::source_dir() + std::string("/docs/hardware/h200-x2-bench/calibration.json");
+  const auto options = doctor::read_calibration(calib);
+  const auto findings = doctor::check_nccl_log(
+      doctor::read_nccl_log(doctor_fixture("nccl/env-fast-paths-off.log")), options);
+  const auto p2p = find_id(findings, "nccl.env-p2p-disabled");
+  ASSERT_TRUE(p2p);
+  EXPECT_NE(p2p->what.find("measured on vm (" + calib +
+                           "): 359.5 GB/s between two GPUs over nvlink against 23.0 GB/s with "
+                           "NCCL_P2P_DISABLE=1 (15.6x slower)"),
+            std::string::npos)
+      << p2p->what;
+  const auto algo = find_id(findings, "nccl.env-algo-forced");
+  ASSERT_TRUE(algo);
+  EXPECT_NE(algo->what.find("no figures per algorithm or protocol"), std::string::npos);
+  EXPECT_EQ(test::input_error([] {
+              doctor::read_calibration(doctor_fixture("nccl/warn.log"));
+            }).substr(0, 10),
+            doctor_fixture("nccl/warn.log").substr(0, 10));
+}
+
+TEST(NcclLog, AMissingSocketInterfaceNamesTheSetting) {
+  const auto f = find_id(check("socket-ifname-missing.log"), "nccl.no-socket-interface");
+  ASSERT_TRUE(f);
+  EXPECT_NE(f->what.find("on gpu01"), std::string::npos) << f->what;
+  EXPECT_NE(f->what.find("NCCL_SOCKET_IFNAME=ens5 is set by the environment"), std::string::npos)
+      << f->what;
+  EXPECT_NE(f->fix.find("ip -br addr"), std::string::npos);
+}
+
+// Kubernetes (CRI and kubectl --prefix) and torchrun prefixes, mixed hosts and ranks, timestamps.
+TEST(NcclLog, ReadsLogsUnderKubernetesAndTorchrunPrefixes) {
+  const auto log = doctor::read_nccl_log(doctor_fixture("nccl/prefixes-k8s.log"));
+  EXPECT_EQ(log.hosts, (std::set<std::string>{"train-0", "train-1"}));
+  EXPECT_EQ(log.nnodes, 2);
+  EXPECT_EQ(log.init_complete.size(), 2U);
+  EXPECT_EQ(log.init_complete.at(1).host, "train-1");
+  EXPECT_EQ(log.connections.size(), 4U);
+  const auto stuck = find_id(doctor::check_nccl_log(log), "torch.watchdog-stuck");
+  ASSERT_TRUE(stuck);
+  EXPECT_NE(stuck->what.find("on rank 1"), std::string::npos) << stuck->what;
 }
 
 TEST(NcclLog, TimeoutNamesTheRankThatStopped) {
@@ -121,8 +254,7 @@ TEST(NcclLog, TimeoutNamesTheRankThatStopped) {
   EXPECT_NE(f->what.find("ALLREDUCE #1580 timed out after 600000 ms on 3 rank(s)"),
             std::string::npos)
       << f->what;
-  EXPECT_NE(f->what.find("rank(s) that stopped: 3 (gpu02 pid 5202)"), std::string::npos)
-      << f->what;
+  EXPECT_NE(f->what.find("rank(s) that stopped: 3 (gpu02 pid 5202)"), std::string::npos) << f->what;
   const auto all = find_id(check("timeout-all-waiting.log"), "nccl.timeout");
   ASSERT_TRUE(all);
   EXPECT_NE(all->what.find("every rank was waiting in it"), std::string::npos) << all->what;
@@ -136,7 +268,8 @@ TEST(NcclLog, ATextWithoutNcclLinesIsBadInput) {
 
 TEST(NcclLog, OldRingLinesAndLauncherPrefixesAreRead) {
   const auto log = doctor::parse_nccl_log(
-      "[1,0]<stdout>:node-a:10158:10560 [0] NCCL INFO Ring 00 : 15 -> 0 [receive] via NET/Socket/0\n"
+      "[1,0]<stdout>:node-a:10158:10560 [0] NCCL INFO Ring 00 : 15 -> 0 [receive] via "
+      "NET/Socket/0\n"
       "2025-01-01 10:00:00,1 - INFO - node-b:7:9 [2] NCCL INFO Ring 01 : 2[0] -> 3[0] via direct "
       "shared memory\n",
       "old.log");

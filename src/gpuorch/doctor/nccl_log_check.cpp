@@ -8,6 +8,8 @@
 #include <map>
 #include <set>
 
+#include "gpuorch/doctor/nccl_log_findings.hpp"
+
 namespace gpuorch::doctor {
 namespace {
 
@@ -39,7 +41,8 @@ std::string env_evidence(const NcclLog& log, std::initializer_list<const char*> 
     const auto it = log.env.find(n);
     if (it != log.env.end()) set.push_back(fmt::format("{}={}", n, it->second));
   }
-  return set.empty() ? std::string() : fmt::format("; set by environment: {}", fmt::join(set, ", "));
+  return set.empty() ? std::string()
+                     : fmt::format("; set by environment: {}", fmt::join(set, ", "));
 }
 
 Finding summary(const NcclLog& log, const std::vector<const NcclConnection*>& conns) {
@@ -59,9 +62,11 @@ Finding summary(const NcclLog& log, const std::vector<const NcclConnection*>& co
       log.version.empty() ? "(version not logged)" : log.version,
       log.nranks ? fmt::format("{}", *log.nranks) : std::string("?"), log.hosts.size(),
       log.rings.size(), log.tree_channels.size(),
-      log.networks.empty() ? std::string("not logged") : fmt::format("{}", fmt::join(log.networks, ", ")));
+      log.networks.empty() ? std::string("not logged")
+                           : fmt::format("{}", fmt::join(log.networks, ", ")));
   f.evidence = fmt::format(
-      "{} NCCL lines of {}; connections {}{}", log.nccl_lines, log.lines,
+      "{} NCCL lines of {} ({} recognised by the catalogue); connections {}{}", log.nccl_lines,
+      log.lines, log.recognised,
       parts.empty() ? std::string("none logged (NCCL_DEBUG_SUBSYS without INIT?)")
                     : fmt::format("{}", fmt::join(parts, ", ")),
       log.graph_types.empty()
@@ -72,32 +77,11 @@ Finding summary(const NcclLog& log, const std::vector<const NcclConnection*>& co
 
 void transports(const NcclLog& log, const std::vector<const NcclConnection*>& conns,
                 std::vector<Finding>& out) {
-  std::vector<const NcclConnection*> socket, ib_no_gdr, shm;
-  int net = 0;
+  // NET/Socket traffic is diagnosed with its cause in nccl_log_diagnose.cpp.
+  std::vector<const NcclConnection*> ib_no_gdr, shm;
   for (const auto* c : conns) {
-    const bool is_net = c->transport == Transport::kNetIb || c->transport == Transport::kNetSocket ||
-                        c->transport == Transport::kNetOther;
-    if (is_net) ++net;
-    if (c->transport == Transport::kNetSocket) socket.push_back(c);
     if (c->transport == Transport::kNetIb && !c->gdr) ib_no_gdr.push_back(c);
     if (c->transport == Transport::kShm) shm.push_back(c);
-  }
-  if (!socket.empty()) {
-    Finding f;
-    f.severity = Severity::kWarning;
-    f.id = "nccl.socket-fallback";
-    f.what = "traffic between hosts goes over TCP sockets (NET/Socket), not RDMA";
-    f.evidence = fmt::format("{} of {} network connections via NET/Socket, {}", socket.size(), net,
-                             example(*socket.front()));
-    if (!log.no_ib_device_hosts.empty()) {
-      f.evidence += fmt::format("; 'NET/IB : No device found' on {}",
-                                fmt::join(log.no_ib_device_hosts, ", "));
-    }
-    f.evidence += env_evidence(log, {"NCCL_IB_DISABLE", "NCCL_NET", "NCCL_IB_HCA"});
-    f.fix =
-        "make the RDMA NICs visible to the job (ibv_devinfo, /dev/infiniband in the container, "
-        "`gpuorch doctor network`), leave NCCL_IB_DISABLE unset and name the HCAs with NCCL_IB_HCA";
-    out.push_back(std::move(f));
   }
   if (!ib_no_gdr.empty()) {
     Finding f;
@@ -109,15 +93,17 @@ void transports(const NcclLog& log, const std::vector<const NcclConnection*>& co
                  env_evidence(log, {"NCCL_NET_GDR_LEVEL", "NCCL_NET_GDR_READ"});
     f.fix =
         "load nvidia-peermem (`modprobe nvidia-peermem`; `gpuorch doctor network` checks it) and "
-        "keep each GPU's NIC under the same PCIe switch (`gpuorch topo`), or raise NCCL_NET_GDR_LEVEL";
+        "keep each GPU's NIC under the same PCIe switch (`gpuorch topo`), or raise "
+        "NCCL_NET_GDR_LEVEL";
     out.push_back(std::move(f));
   }
   if (!shm.empty()) {
     Finding f;
     f.severity = Severity::kWarning;
     f.id = "nccl.shm-not-p2p";
-    f.what = "GPUs of one host exchange data through host shared memory (SHM), not P2P over "
-             "NVLink/PCIe";
+    f.what =
+        "GPUs of one host exchange data through host shared memory (SHM), not P2P over "
+        "NVLink/PCIe";
     f.evidence = fmt::format("{} connections via SHM, {}", shm.size(), example(*shm.front())) +
                  env_evidence(log, {"NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SHM_DISABLE"});
     f.fix =
@@ -146,25 +132,8 @@ void loopback(const NcclLog& log, std::vector<Finding>& out) {
   out.push_back(std::move(f));
 }
 
-std::string warn_fix(const std::string& msg) {
-  auto has = [&](const char* s) { return msg.find(s) != std::string::npos; };
-  if (has("ibv_") || has("NET/IB") || has("IB :")) {
-    return "check the RDMA ports (`gpuorch doctor network`, ibv_devinfo: state ACTIVE), NCCL_IB_HCA "
-           "and, on RoCE, NCCL_IB_GID_INDEX";
-  }
-  if (has("ocket") || has("onnection")) {
-    return "a peer process died or a firewall blocks NCCL's ports: look at the first rank that "
-           "failed, and NCCL_SOCKET_IFNAME";
-  }
-  if (has("Cuda") || has("CUDA") || has("cuda")) {
-    return "a CUDA error on that rank (out of memory, driver, Xid): see that rank's output and "
-           "`dmesg` on its host";
-  }
-  return "the first WARN is usually the cause: rerun with NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH for "
-         "detail";
-}
-
-void warnings(const NcclLog& log, std::vector<Finding>& out) {
+// WARN lines the catalogue does not know (a newer NCCL, a plugin's own): grouped by message.
+void unknown_warnings(const NcclLog& log, std::vector<Finding>& out) {
   struct Seen {
     std::size_t first_line = 0, count = 0;
     std::string source;
@@ -182,18 +151,21 @@ void warnings(const NcclLog& log, std::vector<Finding>& out) {
     ++it->second.count;
     if (!w.host.empty()) it->second.hosts.insert(w.host);
   }
-  constexpr std::size_t kShown = 10;  // a failing job repeats its WARN per rank; the first few say it
+  constexpr std::size_t kShown =
+      10;  // a failing job repeats its WARN per rank; the first few say it
   for (std::size_t i = 0; i < order.size() && i < kShown; ++i) {
     const Seen& s = by_message[order[i]];
     Finding f;
     f.severity = Severity::kError;
     f.id = "nccl.warn";
-    f.what = fmt::format("NCCL WARN {}", order[i]);
-    f.evidence = fmt::format("{} time(s){}, first at line {}{}", s.count,
-                             s.hosts.empty() ? std::string()
-                                             : fmt::format(" on {}", fmt::join(s.hosts, ", ")),
-                             s.first_line, s.source.empty() ? "" : " (" + s.source + ")");
-    f.fix = warn_fix(order[i]);
+    f.what = fmt::format("NCCL WARN {} (a message not in doctor's catalogue)", order[i]);
+    f.evidence = fmt::format(
+        "{} time(s){}, first at line {}{}", s.count,
+        s.hosts.empty() ? std::string() : fmt::format(" on {}", fmt::join(s.hosts, ", ")),
+        s.first_line, s.source.empty() ? "" : " (" + s.source + ")");
+    f.fix =
+        "the first WARN is usually the cause: rerun with NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH for "
+        "detail";
     out.push_back(std::move(f));
   }
   if (order.size() > kShown) {
@@ -253,11 +225,12 @@ void timeouts(const NcclLog& log, std::vector<Finding>& out) {
     f.evidence = fmt::format("watchdog at line {}: rank {} ran {} ms; timed-out ranks {}",
                              first.line, first.rank, first.ran_ms, fmt::join(reported, ","));
     if (!why.empty()) f.evidence += fmt::format("; {}", fmt::join(why, "; "));
-    f.fix = stopped.empty()
-                ? "all ranks wait on the network: see the WARN lines and `gpuorch doctor network`; "
-                  "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 dumps what each rank was doing"
-                : "look at the stopped rank's own output and host first (crash, OOM kill, a hang in "
-                  "data loading, or code that issues a different number of collectives)";
+    f.fix =
+        stopped.empty()
+            ? "all ranks wait on the network: see the WARN lines and `gpuorch doctor network`; "
+              "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 dumps what each rank was doing"
+            : "look at the stopped rank's own output and host first (crash, OOM kill, a hang in "
+              "data loading, or code that issues a different number of collectives)";
     out.push_back(std::move(f));
   }
 }
@@ -280,24 +253,51 @@ void init(const NcclLog& log, std::vector<Finding>& out) {
   Finding f;
   f.severity = Severity::kWarning;
   f.id = "nccl.init-incomplete";
-  f.what = fmt::format("{} of {} ranks never logged Init COMPLETE: they hung or died in init, or "
-                       "their output is not in this log",
-                       missing_count, *log.nranks);
+  f.what = fmt::format(
+      "{} of {} ranks never logged Init COMPLETE: they hung or died in init, or "
+      "their output is not in this log",
+      missing_count, *log.nranks);
   f.evidence = fmt::format("missing ranks {}{}; ranks {} completed", fmt::join(missing, ","), more,
                            log.init_complete.size());
-  f.fix = "collect every rank's output (torchrun --tee 3, or one log per host) and look for the "
-          "missing ranks' first error";
+  f.fix =
+      "collect every rank's output (torchrun --tee 3, or one log per host) and look for the "
+      "missing ranks' first error";
   out.push_back(std::move(f));
 }
 
 }  // namespace
 
-std::vector<Finding> check_nccl_log(const NcclLog& log) {
+std::vector<Finding> check_nccl_log(const NcclLog& log, const NcclCheckOptions& options) {
   const auto conns = distinct(log);
   std::vector<Finding> out{summary(log, conns)};
+  auto known = catalogue_findings(log, options);
   transports(log, conns, out);
+  // A structural finding and a catalogue line of the same id are one problem: the line becomes
+  // evidence of the finding (e.g. NET/IB without GDRDMA and "GPU Direct RDMA Disabled ... (no
+  // module)").
+  for (auto& k : known) {
+    const auto same =
+        std::find_if(out.begin(), out.end(), [&](const Finding& f) { return f.id == k.id; });
+    if (same != out.end() && k.id != "nccl.warn") {
+      same->evidence += "; " + k.evidence;
+      same->what += " (" + k.what + ")";
+      continue;
+    }
+    out.push_back(std::move(k));
+  }
+  diagnose_network(log, out);
+  // SHM between a host's GPUs because NCCL_P2P_DISABLE (or NCCL_P2P_LEVEL=LOC) said so: one
+  // problem, reported by the setting's finding with its cost; the connections become its evidence.
+  const auto env_p2p = std::find_if(
+      out.begin(), out.end(), [](const Finding& f) { return f.id == "nccl.env-p2p-disabled"; });
+  const auto shm = std::find_if(out.begin(), out.end(),
+                                [](const Finding& f) { return f.id == "nccl.shm-not-p2p"; });
+  if (env_p2p != out.end() && shm != out.end()) {
+    env_p2p->evidence += "; " + shm->evidence;
+    out.erase(shm);
+  }
   loopback(log, out);
-  warnings(log, out);
+  unknown_warnings(log, out);
   timeouts(log, out);
   init(log, out);
   return out;

@@ -1,5 +1,6 @@
 #pragma once
 // The findings of `gpuorch doctor nccl-log`: what an NCCL_DEBUG=INFO log says went wrong.
+#include <string>
 #include <vector>
 
 #include "gpuorch/doctor/finding.hpp"
@@ -7,6 +8,23 @@
 
 namespace gpuorch::doctor {
 
-std::vector<Finding> check_nccl_log(const NcclLog& log);
+// One measured path of a `gpuorch tune nccl --calibration` file (docs/comm.md).
+struct CalibratedPath {
+  std::string type;       // "nvlink", "via_host_memory", ...
+  std::string forced_by;  // "NCCL_P2P_DISABLE=1" or ""
+  double bandwidth_gbps = 0;
+};
+
+struct NcclCheckOptions {
+  // From --calibration: what switching a fast path off measured on a host, quoted as its cost.
+  std::string calibration_file, calibration_host;
+  std::vector<CalibratedPath> calibrated_paths;
+};
+
+std::vector<Finding> check_nccl_log(const NcclLog& log, const NcclCheckOptions& options = {});
+
+// The paths of a calibration file (schema gpuorch.calibration/1). Throws base::InputError
+// "file: what is wrong" when it is not one.
+NcclCheckOptions read_calibration(const std::string& path);
 
 }  // namespace gpuorch::doctor

@@ -3,11 +3,17 @@
 // its "NCCL INFO"/"NCCL WARN" marker rather than at the start of the line. The message formats are
 // those of NCCL 2.x: "Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read" (older: "Ring 00 : 0 -> 1 via
 // ..."), ring orders "Channel 00/02 :    0   1", "Trees [0] ...", "comm 0x.. rank R nranks N ...
-// Init COMPLETE"; PyTorch's watchdog lines are matched by their fixed wording.
+// Init COMPLETE"; PyTorch's watchdog lines are matched by their fixed wording. Every line is also
+// looked up in the catalogue (nccl_catalogue.hpp), which knows what each message means. Prefixes
+// of launchers and log collectors come before the marker and are skipped: torchrun's "[rank0]:" and
+// "[default0]:" (which give the rank), mpirun's "[1,0]<stdout>:", kubectl logs --prefix's
+// "[pod/NAME/CONTAINER] ", the container runtime's "2026-01-01T00:00:00.000000000Z stdout F ",
+// and timestamps.
 #include <fmt/format.h>
 
 #include <regex>
 #include <sstream>
+#include <utility>
 
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/base/read_file.hpp"
@@ -56,14 +62,44 @@ Transport classify(const std::string& via) {
 
 struct Prefix {
   std::string host, pid, source;
+  std::string rank;  // torchrun's "[rank3]:" / "[default3]:" (a local rank for the latter)
 };
+
+// The rank torchrun's --tee/--log-dir prefixes name: "[rank3]:" or "[default3]:".
+std::string torchrun_rank(std::string_view before) {
+  for (const std::string_view tag : {"[rank", "[default"}) {
+    const std::size_t at = before.find(tag);
+    if (at == std::string_view::npos) continue;
+    std::size_t i = at + tag.size();
+    const std::size_t digits = i;
+    while (i < before.size() && before[i] >= '0' && before[i] <= '9') ++i;
+    if (i > digits && i < before.size() && before[i] == ']') {
+      return std::string(before.substr(digits, i - digits));
+    }
+  }
+  return {};
+}
+
+// PyTorch's own prefix names the global rank: "[Rank 3]", "[PG 0 Rank 3]", "[PG ID 0 PG GUID 0 Rank
+// 3]".
+std::string torch_rank(std::string_view line) {
+  const std::size_t at = line.find("Rank ");
+  if (at == std::string_view::npos) return {};
+  std::size_t i = at + 5;
+  const std::size_t digits = i;
+  while (i < line.size() && line[i] >= '0' && line[i] <= '9') ++i;
+  if (i == digits || i >= line.size() || line[i] != ']') return {};
+  return std::string(line.substr(digits, i - digits));
+}
 
 // "...junk... host:pid:tid [dev] [file.cc:12] " before the marker.
 Prefix parse_prefix(const std::string& before) {
+  const std::string rank = torchrun_rank(before);
   std::istringstream in(before);
   std::vector<std::string> tokens;
   for (std::string t; in >> t;) tokens.push_back(t);
   Prefix p;
+  p.rank = rank;
   std::size_t i = tokens.size();
   if (i > 0 && tokens[i - 1].front() != '[') p.source = tokens[--i];
   if (i > 0 && tokens[i - 1].front() == '[') --i;  // [cudaDev]
@@ -193,6 +229,14 @@ void read_info(NcclLog& log, const Prefix& p, const std::string& msg, std::size_
     if (std::regex_match(msg, m, env_re())) log.env[m[1].str()] = m[2].str();
     return;
   }
+  if (const std::size_t at = msg.find(" nNodes "); at != std::string::npos) {
+    // The widest communicator's host count says whether the job spans hosts, even in a log of one.
+    std::size_t end = at + 8;
+    while (end < msg.size() && msg[end] >= '0' && msg[end] <= '9') ++end;
+    if (const auto n = base::whole_number<int>(msg.substr(at + 8, end - at - 8))) {
+      log.nnodes = std::max(log.nnodes.value_or(0), *n);
+    }
+  }
   if (msg.find("Init COMPLETE") != std::string::npos && std::regex_search(msg, m, init_re())) {
     const auto rank = small(m[1]), nranks = small(m[2]), cuda_dev = small(m[3]);
     if (!rank || !nranks || !cuda_dev) return;
@@ -244,12 +288,125 @@ void read_watchdog(NcclLog& log, const std::string& line, std::size_t line_no) {
   }
 }
 
+void record(NcclLog& log, CatalogueMatch m, std::string_view text, const std::string& host,
+            const std::string& rank, std::size_t line_no) {
+  ++log.recognised;
+  const auto [it, fresh] = log.hit_index.try_emplace(m.entry, log.hits.size());
+  if (fresh) {
+    CatalogueHit h;
+    h.entry = m.entry;
+    h.format = m.format;
+    h.first_line = line_no;
+    h.text = std::string(text);
+    h.values = std::move(m.values);
+    h.host = host;
+    h.rank = rank;
+    log.hits.push_back(std::move(h));
+  }
+  CatalogueHit& h = log.hits[it->second];
+  ++h.count;
+  if (!host.empty()) h.hosts.insert(host);
+  for (const auto& fact : m.entry->facts) {
+    auto& hosts = log.facts[fact];
+    if (!host.empty()) hosts.insert(host);
+  }
+}
+
+std::string_view trimmed(std::string_view s) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// What a line tells about the next: PyTorch prints NCCL's last WARN on the line after "Last
+// error:", without NCCL's marker (the only NCCL text of a log run without NCCL_DEBUG).
+struct ReadState {
+  bool last_error_next = false;
+};
+
+bool ends_with(std::string_view s, std::string_view tail) {
+  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
+}
+
+// The line after "Last error:": NCCL's WARN text, after the launcher's prefix if any (torchrun's
+// "[rank0]:", a bracketed tag "[trainer0|0]:", pdsh's "host: ").
+bool read_last_error(NcclLog& log, const Catalogue& catalogue, const std::string& line,
+                     std::size_t line_no) {
+  const std::string_view whole = trimmed(line);
+  std::vector<std::string_view> candidates{whole};
+  if (!whole.empty() && whole.front() == '[' && whole.find("]:") != std::string_view::npos) {
+    candidates.push_back(whole.substr(whole.find("]:") + 2));
+  }
+  if (const std::size_t colon = whole.find(": "); colon != std::string_view::npos) {
+    candidates.push_back(whole.substr(colon + 2));
+  }
+  for (std::string_view text : candidates) {
+    while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+    auto hit = catalogue.match(LineLevel::kWarn, text);
+    if (!hit) continue;
+    ++log.nccl_lines;
+    record(log, std::move(*hit), text, std::string(), torchrun_rank(whole), line_no);
+    return true;
+  }
+  return false;
+}
+
+// Where a second NCCL line starts inside `line` (logs pasted into bug reports lose their line
+// breaks: "[0] NCCL INFO A [0] NCCL INFO B"): the start of the "host:pid:tid [dev] " prefix before
+// the second marker, or npos when there is one marker or none.
+std::size_t second_line_at(const std::string& line) {
+  const std::size_t first = std::min(line.find("NCCL INFO "), line.find("NCCL WARN "));
+  if (first == std::string::npos) return std::string::npos;
+  const std::size_t second =
+      std::min(line.find("NCCL INFO ", first + 10), line.find("NCCL WARN ", first + 10));
+  if (second == std::string::npos) return std::string::npos;
+  std::size_t cut = second;
+  auto back_over_token = [&](auto is_token) {
+    std::size_t i = cut;
+    while (i > first + 10 && line[i - 1] == ' ') --i;
+    std::size_t start = i;
+    while (start > first + 10 && line[start - 1] != ' ') --start;
+    if (start < i && is_token(std::string_view(line).substr(start, i - start))) cut = start;
+  };
+  back_over_token([](std::string_view t) { return t.front() == '[' && t.back() == ']'; });
+  // "host:pid:tid": two numbers after the last two colons.
+  back_over_token([](std::string_view t) {
+    const std::size_t tid = t.rfind(':');
+    if (tid == std::string_view::npos || tid == 0) return false;
+    const std::size_t pid = t.rfind(':', tid - 1);
+    auto digits = [](std::string_view d) {
+      return !d.empty() &&
+             std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    return pid != std::string_view::npos && digits(t.substr(pid + 1, tid - pid - 1)) &&
+           digits(t.substr(tid + 1));
+  });
+  return cut;
+}
+
+void read_one_line(NcclLog& log, const Catalogue& catalogue, ReadState& state, std::string& line,
+                   std::size_t line_no);
+
 // One line of the log (without its line break) into `log`.
-void read_line(NcclLog& log, std::string& line, std::size_t line_no) {
-  // NCCL's own lines are short (it formats them in 1 KiB buffers); a longer one is another
-  // program's, and std::regex recurses once per byte, so it is not searched at all.
+void read_line(NcclLog& log, const Catalogue& catalogue, ReadState& state, std::string& line,
+               std::size_t line_no) {
   if (!line.empty() && line.back() == '\r') line.pop_back();
   if (line.size() > kNcclMaxLineBytes) return;
+  for (std::size_t cut = second_line_at(line); cut != std::string::npos;
+       cut = second_line_at(line)) {
+    std::string head = line.substr(0, cut);
+    read_one_line(log, catalogue, state, head, line_no);
+    line.erase(0, cut);
+  }
+  read_one_line(log, catalogue, state, line, line_no);
+}
+
+void read_one_line(NcclLog& log, const Catalogue& catalogue, ReadState& state, std::string& line,
+                   std::size_t line_no) {
+  // NCCL's own lines are short (it formats them in 1 KiB buffers); a longer one is another
+  // program's, and std::regex recurses once per byte, so it is not searched at all.
+  const bool last_error =
+      std::exchange(state.last_error_next, ends_with(trimmed(line), "Last error:"));
+  if (last_error && read_last_error(log, catalogue, line, line_no)) return;
   const std::size_t info = line.find("NCCL INFO ");
   const std::size_t warn = line.find("NCCL WARN ");
   const std::size_t marker = std::min(info, warn);
@@ -258,8 +415,13 @@ void read_line(NcclLog& log, std::string& line, std::size_t line_no) {
     const Prefix p = parse_prefix(line.substr(0, marker));
     if (!p.host.empty()) log.hosts.insert(p.host);
     const std::string msg = line.substr(marker + 10);
+    const auto level = marker == warn ? LineLevel::kWarn : LineLevel::kInfo;
+    const std::string_view text = trimmed(msg);
+    auto hit = catalogue.match(level, text);
+    if (hit) record(log, std::move(*hit), text, p.host, p.rank, line_no);
     if (marker == warn) {
-      log.warnings.push_back({line_no, p.host, p.source, msg});
+      // A WARN the catalogue knows is reported through its entry; the others as they are.
+      if (!hit) log.warnings.push_back({line_no, p.host, p.source, msg});
     } else if (msg.rfind("NCCL version ", 0) == 0) {
       // Recent NCCL (2.28 on the H200 machine) logs its version as an INFO line.
       if (log.version.empty()) std::istringstream(msg.substr(13)) >> log.version;
@@ -268,18 +430,31 @@ void read_line(NcclLog& log, std::string& line, std::size_t line_no) {
     }
     return;
   }
-  const std::size_t version = line.find("NCCL version ");
-  if (version != std::string::npos && log.version.empty()) {
-    ++log.nccl_lines;
-    std::istringstream v(line.substr(version + 13));
-    v >> log.version;
-    return;
+  // PyTorch's and torchrun's messages sit anywhere in a line, after their own prefixes.
+  auto hit = catalogue.match(LineLevel::kAny, trimmed(line));
+  const bool torch = line.find("ProcessGroupNCCL") != std::string::npos ||
+                     line.find("WorkNCCL") != std::string::npos;
+  if (hit) {
+    // PyTorch's lines name no host; the rank is PyTorch's own or torchrun's prefix.
+    std::string rank = torch_rank(line);
+    if (rank.empty()) rank = torchrun_rank(line);
+    record(log, std::move(*hit), trimmed(line), std::string(), rank, line_no);
   }
-  if (line.find("ProcessGroupNCCL") != std::string::npos ||
-      line.find("WorkNCCL") != std::string::npos) {
-    ++log.nccl_lines;
-    read_watchdog(log, line, line_no);
+  // NCCL prints its version outside its INFO lines before 2.28; RCCL as "RCCL version : X-hash";
+  // PyTorch quotes it in its errors ("..., NCCL version 2.19.3").
+  bool version_line = false;
+  for (const std::string_view tag : {"NCCL version ", "RCCL version : ", "RCCL version "}) {
+    const std::size_t version = line.find(tag);
+    if (version == std::string::npos) continue;
+    version_line = true;
+    if (log.version.empty()) {
+      std::istringstream v(line.substr(version + tag.size()));
+      v >> log.version;
+    }
+    break;
   }
+  if (hit || torch || version_line) ++log.nccl_lines;
+  if (torch) read_watchdog(log, line, line_no);
 }
 
 NcclLog finished(NcclLog log, std::size_t lines, const std::string& name) {
@@ -294,19 +469,24 @@ NcclLog finished(NcclLog log, std::size_t lines, const std::string& name) {
 
 }  // namespace
 
-NcclLog parse_nccl_log(const std::string& text, const std::string& name) {
+NcclLog parse_nccl_log(const std::string& text, const std::string& name,
+                       const Catalogue& catalogue) {
   NcclLog log;
+  ReadState state;
   std::istringstream in(text);
   std::size_t line_no = 0;
-  for (std::string line; std::getline(in, line);) read_line(log, line, ++line_no);
+  for (std::string line; std::getline(in, line);) {
+    read_line(log, catalogue, state, line, ++line_no);
+  }
   return finished(std::move(log), line_no, name);
 }
 
-NcclLog read_nccl_log(const std::string& path) {
+NcclLog read_nccl_log(const std::string& path, const Catalogue& catalogue) {
   base::LineReader in(path, "NCCL log", base::kLogFileMaxBytes, kNcclMaxLineBytes,
                       base::LineReader::LongLines::kSkip);
   NcclLog log;
-  for (std::string line; in.next(line);) read_line(log, line, in.line_number());
+  ReadState state;
+  for (std::string line; in.next(line);) read_line(log, catalogue, state, line, in.line_number());
   return finished(std::move(log), in.line_number(), path);
 }
 
