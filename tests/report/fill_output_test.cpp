@@ -22,8 +22,8 @@ sim::FillRun run(const std::string& policy, std::uint64_t seed, double alloc130)
   r.arrived_pods = 100;
   r.failed_pods = 7;
   r.infeasible_pods = 1;
-  r.failed_by_reason[static_cast<std::size_t>(sched::Reason::kGpuMilli)] = 5;
-  r.failed_by_reason[static_cast<std::size_t>(sched::Reason::kCpu)] = 2;
+  r.failed_by_reason[sched::filter_index(sched::filter_id("gpu-milli"))] = 5;
+  r.failed_by_reason[sched::filter_index(sched::filter_id("cpu"))] = 2;
   r.gpu_milli_capacity = 6212000;
   r.elapsed_s = 0.5;
   return r;
@@ -85,6 +85,22 @@ TEST(FillTable, MeansPerPolicyAndFailures) {
   EXPECT_THAT(table, HasSubstr("93.00"));
   EXPECT_THAT(table, HasSubstr("gpu-milli 5, cpu 2"));
   EXPECT_LT(table.find("fgd"), table.find("best-fit"));  // order of first run
+}
+
+TEST(FillJson, ARegisteredFilterIsAFailureKeyAndAColumnOfTheTable) {
+  const sched::FilterRegistration quota(sched::FilterPlugin{
+      .name = "node-quota",
+      .filter = [](const cluster::Cluster&, cluster::NodeIndex,
+                   const sched::PodRequest&) { return true; },
+      .phrase = [](const sched::PodRequest&) -> std::string { return "are over their quota"; },
+      .fix = "raise the node's quota",
+  });
+  sim::FillRun r = run("fgd", 42, 95.3);
+  r.failed_by_reason[sched::filter_index(quota.id())] = 3;
+  const auto j = fill_json(meta(), {r});
+  EXPECT_EQ(j["runs"][0]["failures"],
+            nlohmann::json({{"gpu-milli", 5}, {"cpu", 2}, {"node-quota", 3}}));
+  EXPECT_THAT(fill_table(meta(), {r}), HasSubstr("gpu-milli 5, cpu 2, node-quota 3"));
 }
 
 }  // namespace

@@ -218,7 +218,7 @@ TEST(FragmentationTracker, IncrementalEqualsFullRecomputation) {
     } else {
       const PodRequest r = resolver.resolve(shapes[rng.below(shapes.size())]);
       const auto n = static_cast<cluster::NodeIndex>(rng.below(c.node_count()));
-      if (check_node(c, n, r) != Reason::kFits) continue;
+      if (check_node(c, n, r) != kFits) continue;
       cluster::Placement p = test::placement(n, r.cpu_milli, r.gpu_milli, {});
       if (r.gpu_share()) {
         p.gpus = {best_fit_gpu(c.gpu_milli_left(n), r.gpu_milli)};

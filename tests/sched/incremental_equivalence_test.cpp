@@ -177,7 +177,7 @@ int run_scenario(const std::string& policy_name, std::uint64_t seed, const Confi
       placed.push_back(a.placement);
       ++placed_count;
     } else {
-      EXPECT_EQ(a.diagnosis.nodes_by_reason, b.diagnosis.nodes_by_reason) << where;
+      EXPECT_EQ(a.diagnosis.nodes_by_filter, b.diagnosis.nodes_by_filter) << where;
       EXPECT_EQ(a.diagnosis.nodes_checked, b.diagnosis.nodes_checked) << where;
       EXPECT_EQ(a.diagnosis.explain(pod), b.diagnosis.explain(pod)) << where;
     }

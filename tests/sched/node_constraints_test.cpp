@@ -31,24 +31,24 @@ TEST(NodeConstraints, AffinityOperators) {
   auto check = [&](NodeSelectorRequirement r) {
     workload::NodeConstraints c;
     c.required_terms = {term({std::move(r)})};
-    return check_constraints(n, c);
+    return check_node_constraints(n, c);
   };
-  EXPECT_EQ(check({"rack", SelectorOp::kIn, {"r0", "r1"}}), Reason::kFits);
-  EXPECT_EQ(check({"rack", SelectorOp::kIn, {"r0"}}), Reason::kNodeAffinity);
-  EXPECT_EQ(check({"zone", SelectorOp::kIn, {"r1"}}), Reason::kNodeAffinity);
-  EXPECT_EQ(check({"rack", SelectorOp::kNotIn, {"r0"}}), Reason::kFits);
-  EXPECT_EQ(check({"rack", SelectorOp::kNotIn, {"r1"}}), Reason::kNodeAffinity);
-  EXPECT_EQ(check({"zone", SelectorOp::kNotIn, {"r1"}}), Reason::kFits);  // absent label
-  EXPECT_EQ(check({"rack", SelectorOp::kExists, {}}), Reason::kFits);
-  EXPECT_EQ(check({"zone", SelectorOp::kExists, {}}), Reason::kNodeAffinity);
-  EXPECT_EQ(check({"zone", SelectorOp::kDoesNotExist, {}}), Reason::kFits);
-  EXPECT_EQ(check({"rack", SelectorOp::kDoesNotExist, {}}), Reason::kNodeAffinity);
-  EXPECT_EQ(check({"gen", SelectorOp::kGt, {"4"}}), Reason::kFits);
-  EXPECT_EQ(check({"gen", SelectorOp::kGt, {"5"}}), Reason::kNodeAffinity);
-  EXPECT_EQ(check({"gen", SelectorOp::kLt, {"6"}}), Reason::kFits);
-  EXPECT_EQ(check({"gen", SelectorOp::kLt, {"5"}}), Reason::kNodeAffinity);
-  EXPECT_EQ(check({"rack", SelectorOp::kGt, {"1"}}), Reason::kNodeAffinity);  // not a number
-  EXPECT_EQ(check({"gen", SelectorOp::kGt, {"1", "2"}}), Reason::kNodeAffinity);
+  EXPECT_EQ(check({"rack", SelectorOp::kIn, {"r0", "r1"}}), kFits);
+  EXPECT_EQ(check({"rack", SelectorOp::kIn, {"r0"}}), filter_id("node-affinity"));
+  EXPECT_EQ(check({"zone", SelectorOp::kIn, {"r1"}}), filter_id("node-affinity"));
+  EXPECT_EQ(check({"rack", SelectorOp::kNotIn, {"r0"}}), kFits);
+  EXPECT_EQ(check({"rack", SelectorOp::kNotIn, {"r1"}}), filter_id("node-affinity"));
+  EXPECT_EQ(check({"zone", SelectorOp::kNotIn, {"r1"}}), kFits);  // absent label
+  EXPECT_EQ(check({"rack", SelectorOp::kExists, {}}), kFits);
+  EXPECT_EQ(check({"zone", SelectorOp::kExists, {}}), filter_id("node-affinity"));
+  EXPECT_EQ(check({"zone", SelectorOp::kDoesNotExist, {}}), kFits);
+  EXPECT_EQ(check({"rack", SelectorOp::kDoesNotExist, {}}), filter_id("node-affinity"));
+  EXPECT_EQ(check({"gen", SelectorOp::kGt, {"4"}}), kFits);
+  EXPECT_EQ(check({"gen", SelectorOp::kGt, {"5"}}), filter_id("node-affinity"));
+  EXPECT_EQ(check({"gen", SelectorOp::kLt, {"6"}}), kFits);
+  EXPECT_EQ(check({"gen", SelectorOp::kLt, {"5"}}), filter_id("node-affinity"));
+  EXPECT_EQ(check({"rack", SelectorOp::kGt, {"1"}}), filter_id("node-affinity"));  // not a number
+  EXPECT_EQ(check({"gen", SelectorOp::kGt, {"1", "2"}}), filter_id("node-affinity"));
 }
 
 TEST(NodeConstraints, TermsAreOredExpressionsAnded) {
@@ -56,51 +56,51 @@ TEST(NodeConstraints, TermsAreOredExpressionsAnded) {
   workload::NodeConstraints c;
   c.required_terms = {
       term({{"rack", SelectorOp::kIn, {"r1"}}, {"gpu-type", SelectorOp::kIn, {"h100"}}})};
-  EXPECT_EQ(check_constraints(n, c), Reason::kNodeAffinity);
+  EXPECT_EQ(check_node_constraints(n, c), filter_id("node-affinity"));
   c.required_terms.push_back(term({{"gpu-type", SelectorOp::kIn, {"a100"}}}));
-  EXPECT_EQ(check_constraints(n, c), Reason::kFits);
+  EXPECT_EQ(check_node_constraints(n, c), kFits);
   // An empty term selects nothing; matchFields knows the node's name.
   c.required_terms = {NodeSelectorTerm{}};
-  EXPECT_EQ(check_constraints(n, c), Reason::kNodeAffinity);
+  EXPECT_EQ(check_node_constraints(n, c), filter_id("node-affinity"));
   c.required_terms = {NodeSelectorTerm{{}, {{"metadata.name", SelectorOp::kIn, {"n1"}}}}};
-  EXPECT_EQ(check_constraints(n, c), Reason::kFits);
+  EXPECT_EQ(check_node_constraints(n, c), kFits);
   c.required_terms = {NodeSelectorTerm{{}, {{"metadata.name", SelectorOp::kNotIn, {"n1"}}}}};
-  EXPECT_EQ(check_constraints(n, c), Reason::kNodeAffinity);
+  EXPECT_EQ(check_node_constraints(n, c), filter_id("node-affinity"));
 }
 
 TEST(NodeConstraints, NodeSelectorNeedsEveryLabel) {
   const auto n = labelled("n1", {{"a", "1"}, {"b", "2"}});
   workload::NodeConstraints c;
   c.node_selector = {{"a", "1"}, {"b", "2"}};
-  EXPECT_EQ(check_constraints(n, c), Reason::kFits);
+  EXPECT_EQ(check_node_constraints(n, c), kFits);
   c.node_selector = {{"a", "1"}, {"b", "3"}};
-  EXPECT_EQ(check_constraints(n, c), Reason::kNodeAffinity);
+  EXPECT_EQ(check_node_constraints(n, c), filter_id("node-affinity"));
 }
 
 TEST(NodeConstraints, TaintsTolerationsAndCordon) {
   auto n = labelled("n1", {});
   n.taints = {{"gpu", "true", "NoSchedule"}};
   workload::NodeConstraints c;
-  EXPECT_EQ(check_constraints(n, c), Reason::kTaint);
+  EXPECT_EQ(check_node_constraints(n, c), filter_id("taint"));
   c.tolerations = {Toleration{"gpu", false, "false", ""}};
-  EXPECT_EQ(check_constraints(n, c), Reason::kTaint);  // Equal, other value
+  EXPECT_EQ(check_node_constraints(n, c), filter_id("taint"));  // Equal, other value
   c.tolerations = {Toleration{"gpu", false, "true", "NoExecute"}};
-  EXPECT_EQ(check_constraints(n, c), Reason::kTaint);  // other effect
+  EXPECT_EQ(check_node_constraints(n, c), filter_id("taint"));  // other effect
   c.tolerations = {Toleration{"gpu", false, "true", "NoSchedule"}};
-  EXPECT_EQ(check_constraints(n, c), Reason::kFits);
+  EXPECT_EQ(check_node_constraints(n, c), kFits);
   c.tolerations = {Toleration{"gpu", true, "", ""}};
-  EXPECT_EQ(check_constraints(n, c), Reason::kFits);
+  EXPECT_EQ(check_node_constraints(n, c), kFits);
   c.tolerations = {Toleration{"", true, "", ""}};  // tolerates everything
-  EXPECT_EQ(check_constraints(n, c), Reason::kFits);
+  EXPECT_EQ(check_node_constraints(n, c), kFits);
   // PreferNoSchedule is a preference, not a filter.
   n.taints = {{"gpu", "true", "PreferNoSchedule"}};
-  EXPECT_EQ(check_constraints(n, workload::NodeConstraints{}), Reason::kFits);
+  EXPECT_EQ(check_node_constraints(n, workload::NodeConstraints{}), kFits);
   EXPECT_FALSE(node_constrains(n));
   n.unschedulable = true;
   EXPECT_TRUE(node_constrains(n));
-  EXPECT_EQ(check_constraints(n, workload::NodeConstraints{}), Reason::kUnschedulable);
+  EXPECT_EQ(check_node_constraints(n, workload::NodeConstraints{}), filter_id("unschedulable"));
   c.tolerations = {Toleration{"node.kubernetes.io/unschedulable", true, "", "NoSchedule"}};
-  EXPECT_EQ(check_constraints(n, c), Reason::kFits);
+  EXPECT_EQ(check_node_constraints(n, c), kFits);
 }
 
 // Through the core: constrained pods are filtered, explained and placed by the index exactly as
@@ -129,11 +129,11 @@ TEST(NodeConstraints, SchedulerFiltersAndExplains) {
     d = s.schedule(r);
     // Only n3 may take it and n3 is full: waiting, explained per reason.
     ASSERT_EQ(d.outcome, Outcome::kWaiting);
-    const auto& by = d.diagnosis.nodes_by_reason;
-    EXPECT_EQ(by[static_cast<std::size_t>(Reason::kNodeAffinity)], 3U);
-    EXPECT_EQ(by[static_cast<std::size_t>(Reason::kUnschedulable)], 1U);
-    EXPECT_EQ(by[static_cast<std::size_t>(Reason::kTaint)], 1U);
-    EXPECT_EQ(by[static_cast<std::size_t>(Reason::kGpuCount)], 1U);
+    const auto& by = d.diagnosis.nodes_by_filter;
+    EXPECT_EQ(by[filter_index(filter_id("node-affinity"))], 3U);
+    EXPECT_EQ(by[filter_index(filter_id("unschedulable"))], 1U);
+    EXPECT_EQ(by[filter_index(filter_id("taint"))], 1U);
+    EXPECT_EQ(by[filter_index(filter_id("gpu-count"))], 1U);
     EXPECT_NE(d.diagnosis.explain(r).find("3 do not match the pod's node selector or affinity"),
               std::string::npos);
     // A pod that states nothing still keeps off the cordoned and the tainted node.
@@ -161,7 +161,7 @@ TEST(NodeConstraints, PodsPerNode) {
   EXPECT_EQ(s.schedule(r).placement.node, 0U);
   const Decision d = s.schedule(r);
   EXPECT_EQ(d.outcome, Outcome::kWaiting);
-  EXPECT_EQ(d.diagnosis.nodes_by_reason[static_cast<std::size_t>(Reason::kPods)], 2U);
+  EXPECT_EQ(d.diagnosis.nodes_by_filter[filter_index(filter_id("pods"))], 2U);
 }
 
 }  // namespace

@@ -238,7 +238,7 @@ TEST_F(ReplicaGangTest, AllOrNothingAndWhyItWaits) {
   EXPECT_FALSE(d.placed);
   EXPECT_TRUE(d.placements.empty());
   EXPECT_EQ(d.placeable, 2);
-  EXPECT_EQ(d.failure.main_reason(), Reason::kCpu);
+  EXPECT_EQ(d.failure.main_reason(), filter_id("cpu"));
   EXPECT_EQ(d.failure.outcome, Outcome::kWaiting);
   EXPECT_EQ(c->gpu_milli_used(), used) << "a gang that cannot run holds nothing";
   EXPECT_EQ(c->cpu_free(0), cpu0);
@@ -246,7 +246,7 @@ TEST_F(ReplicaGangTest, AllOrNothingAndWhyItWaits) {
   // infeasible.
   const auto short_of_gpus = place("tightest-fit", gpus(9));
   EXPECT_FALSE(short_of_gpus.placed);
-  EXPECT_EQ(short_of_gpus.failure.main_reason(), Reason::kGpuCount);
+  EXPECT_EQ(short_of_gpus.failure.main_reason(), filter_id("gpu-count"));
   EXPECT_EQ(short_of_gpus.failure.outcome, Outcome::kInfeasible);
   EXPECT_EQ(c->gpu_milli_used(), used);
 }
@@ -276,8 +276,7 @@ TEST_F(ReplicaGangTest, GpuModelConstraintOnAHeterogeneousCluster) {
   const auto wait = place("most-free", g);
   EXPECT_FALSE(wait.placed);
   EXPECT_EQ(wait.placeable, 1);
-  EXPECT_EQ(wait.failure.diagnosis.nodes_by_reason[static_cast<std::size_t>(Reason::kGpuModel)],
-            1U);
+  EXPECT_EQ(wait.failure.diagnosis.nodes_by_filter[filter_index(filter_id("gpu-model"))], 1U);
   EXPECT_EQ(c->fully_free_gpus(2), 1);
 }
 

@@ -113,8 +113,8 @@ TEST(Scheduler, WaitingWhenItFitsAnEmptyNodeButNoneNow) {
   const Decision d = f.scheduler.schedule(p);
   EXPECT_EQ(d.outcome, Outcome::kWaiting);
   EXPECT_EQ(d.diagnosis.nodes_checked, 2U);
-  EXPECT_EQ(d.diagnosis.nodes_by_reason[static_cast<std::size_t>(Reason::kGpuCount)], 2U);
-  EXPECT_EQ(d.main_reason(), Reason::kGpuCount);
+  EXPECT_EQ(d.diagnosis.nodes_by_filter[filter_index(filter_id("gpu-count"))], 2U);
+  EXPECT_EQ(d.main_reason(), filter_id("gpu-count"));
   EXPECT_EQ(d.diagnosis.explain(p), "2 nodes: 2 lack 2 free whole GPUs");
   EXPECT_EQ(f.cluster.gpu_milli_used(), 3000);  // nothing reserved
 }
@@ -123,18 +123,18 @@ TEST(Scheduler, InfeasibleWhenNoNodeFitsEvenEmpty) {
   Fixture f({gpu_node("a", 32000, 2), gpu_node("b", 32000, 2, "T4"), gpu_node("c", 64000, 0)});
   const Decision many = f.scheduler.decide(f.req(1000, 4, 1000));
   EXPECT_EQ(many.outcome, Outcome::kInfeasible);
-  EXPECT_EQ(many.main_reason(), Reason::kGpuCount);
-  EXPECT_EQ(many.diagnosis.nodes_by_reason[static_cast<std::size_t>(Reason::kNoGpu)], 1U);
+  EXPECT_EQ(many.main_reason(), filter_id("gpu-count"));
+  EXPECT_EQ(many.diagnosis.nodes_by_filter[filter_index(filter_id("no-gpu"))], 1U);
 
   const Decision model = f.scheduler.decide(f.req(1000, 1, 500, 0, {"H100"}));
   EXPECT_EQ(model.outcome, Outcome::kInfeasible);
-  EXPECT_EQ(model.main_reason(), Reason::kGpuModel);
+  EXPECT_EQ(model.main_reason(), filter_id("gpu-model"));
   EXPECT_EQ(model.diagnosis.explain(f.req(1000, 1, 500, 0, {"H100"})),
             "3 nodes: 2 have the wrong GPU model, 1 have no GPU");
 
   const Decision cpu = f.scheduler.decide(f.req(100000, 0, 0));
   EXPECT_EQ(cpu.outcome, Outcome::kInfeasible);
-  EXPECT_EQ(cpu.main_reason(), Reason::kCpu);
+  EXPECT_EQ(cpu.main_reason(), filter_id("cpu"));
 }
 
 TEST(Scheduler, CpuOnlyPodWaitsWhenCpuIsTaken) {
@@ -142,7 +142,7 @@ TEST(Scheduler, CpuOnlyPodWaitsWhenCpuIsTaken) {
   f.cluster.apply(placement(0, 7000, 0, {}));
   const Decision d = f.scheduler.decide(f.req(2000, 0, 0));
   EXPECT_EQ(d.outcome, Outcome::kWaiting);
-  EXPECT_EQ(d.main_reason(), Reason::kCpu);
+  EXPECT_EQ(d.main_reason(), filter_id("cpu"));
 }
 
 TEST(Scheduler, MemoryIsAHardConstraint) {
@@ -150,7 +150,7 @@ TEST(Scheduler, MemoryIsAHardConstraint) {
   const Decision d = f.scheduler.schedule(f.req(1000, 1, 500, 4000));
   ASSERT_EQ(d.outcome, Outcome::kPlaced);
   EXPECT_EQ(d.placement.node, 1U);
-  EXPECT_EQ(f.scheduler.decide(f.req(1000, 1, 500, 9000)).main_reason(), Reason::kMemory);
+  EXPECT_EQ(f.scheduler.decide(f.req(1000, 1, 500, 9000)).main_reason(), filter_id("memory"));
 }
 
 }  // namespace

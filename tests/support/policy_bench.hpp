@@ -44,7 +44,7 @@ struct PolicyBench {
   std::vector<std::optional<std::int64_t>> scores(const sched::PodRequest& p) {
     std::vector<cluster::NodeIndex> feasible;
     for (cluster::NodeIndex n = 0; n < cluster.node_count(); ++n) {
-      if (sched::check_node(cluster, n, p) == sched::Reason::kFits) feasible.push_back(n);
+      if (sched::check_node(cluster, n, p) == sched::kFits) feasible.push_back(n);
     }
     std::vector<std::int64_t> s(feasible.size(), -1);
     if (!feasible.empty()) policy->score(cluster, p, feasible, s);

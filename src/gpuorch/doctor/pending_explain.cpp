@@ -11,6 +11,8 @@
 #include "gpuorch/doctor/pending.hpp"
 #include "gpuorch/k8s/node_object.hpp"
 #include "gpuorch/k8s/pod_object.hpp"
+#include "gpuorch/sched/filters/gpu_model.hpp"
+#include "gpuorch/sched/framework/filter_registry.hpp"
 #include "gpuorch/sched/node_constraints.hpp"
 
 namespace gpuorch::doctor {
@@ -43,35 +45,9 @@ std::map<std::string, Group> read_groups(const ClusterObjects& o) {
   return out;
 }
 
-std::string fix_for(sched::Reason r) {
-  switch (r) {
-    case sched::Reason::kNoGpu:
-    case sched::Reason::kGpuCount:
-      return "free GPUs (finish or preempt lower-priority pods), ask for fewer GPUs, or add GPU "
-             "nodes";
-    case sched::Reason::kGpuModel:
-      return "widen the GPU-model requirement (nvidia.com/gpu.product affinity) or add nodes of "
-             "that model";
-    case sched::Reason::kGpuMilli:
-      return "ask for a smaller GPU share, or wait for shared GPUs to free up";
-    case sched::Reason::kCpu:
-      return "lower the CPU request, or free CPU on a GPU node";
-    case sched::Reason::kMemory:
-      return "lower the memory request, or free memory on a GPU node";
-    case sched::Reason::kUnschedulable:
-      return "uncordon the nodes (kubectl uncordon NODE)";
-    case sched::Reason::kNodeAffinity:
-      return "fix the pod's nodeSelector / node affinity, or label the nodes it should run on "
-             "(kubectl label node)";
-    case sched::Reason::kTaint:
-      return "add a toleration for the nodes' taint, or remove the taint (kubectl taint node NODE "
-             "KEY-)";
-    case sched::Reason::kPods:
-      return "the nodes run their maximum number of pods (maxPods): free pod slots";
-    case sched::Reason::kFits:
-      break;
-  }
-  return "see the explanation";
+// Each filter says what a user can do about it (FilterPlugin::fix).
+std::string fix_for(sched::FilterId r) {
+  return r == sched::kFits ? "see the explanation" : std::string(sched::filter_plugin(r).fix);
 }
 
 // What another scheduler (kube-scheduler) wrote, to show beside the core's verdict.
@@ -191,7 +167,7 @@ class Explainer {
                         k8s::unschedulable_message(r, request, mirror_.cluster().node_count())),
             evidence(pod),
             r.unknown_model.empty() ? fix_for(r.decision.main_reason())
-                                    : fix_for(sched::Reason::kGpuModel)};
+                                    : std::string(sched::filters::kGpuModel.fix)};
   }
 
   // The same steps and words as gpuorch scheduler's gang path (k8s/scheduler_service.cpp).

@@ -7,6 +7,7 @@
 
 #include "gpuorch/base/csv.hpp"
 #include "gpuorch/report/fill_summary.hpp"
+#include "gpuorch/sched/framework/filter_registry.hpp"
 #include "gpuorch/sched/policy.hpp"
 
 namespace gpuorch::report {
@@ -61,9 +62,10 @@ nlohmann::json fill_json(const FillMeta& meta, const std::vector<sim::FillRun>& 
     j["failed_pods"] = r.failed_pods;
     j["infeasible_pods"] = r.infeasible_pods;
     nlohmann::json failures = nlohmann::json::object();
-    for (std::size_t i = 1; i < sched::kReasonCount; ++i) {
+    for (std::size_t i = 1; i <= sched::filter_count(); ++i) {
       if (r.failed_by_reason[i] > 0) {
-        failures[sched::reason_key(static_cast<sched::Reason>(i))] = r.failed_by_reason[i];
+        failures[std::string(sched::filter_name(sched::FilterId(static_cast<std::uint8_t>(i))))] =
+            r.failed_by_reason[i];
       }
     }
     j["failures"] = failures;
@@ -127,12 +129,12 @@ std::string fill_table(const FillMeta& meta, const std::vector<sim::FillRun>& ru
   out += "\nFailed pods by main reason (mean over seeds)\n";
   for (const auto& s : summaries) {
     std::vector<std::string> parts;
-    for (std::size_t i = 1; i < sched::kReasonCount; ++i) {
+    for (std::size_t i = 1; i <= sched::filter_count(); ++i) {
       const double mean =
           mean_over_runs(s, [i](const sim::FillRun& r) { return r.failed_by_reason[i]; });
       if (mean > 0) {
-        parts.push_back(
-            fmt::format("{} {:.0f}", sched::reason_key(static_cast<sched::Reason>(i)), mean));
+        parts.push_back(fmt::format(
+            "{} {:.0f}", sched::filter_name(sched::FilterId(static_cast<std::uint8_t>(i))), mean));
       }
     }
     out += fmt::format("  {:<{}}{}\n", s.policy, width,

@@ -48,7 +48,7 @@ void Consolidator::unbind(std::uint32_t id) {
 
 std::optional<Consolidator::Candidate> Consolidator::victims_on(cluster::NodeIndex n,
                                                                 const PodRequest& pod) const {
-  if (check_empty_node(*cluster_, n, pod) != Reason::kFits) return std::nullopt;
+  if (check_empty_node(*cluster_, n, pod) != kFits) return std::nullopt;
   const auto& on = pods_on_[n];
   const auto budget = static_cast<std::size_t>(options_.max_moves);
   Candidate c;
@@ -159,7 +159,7 @@ std::optional<ConsolidationPlan> Consolidator::try_candidate(const Candidate& c,
     if (placed != nullptr) cluster_->release(*placed);
     for (const std::uint32_t id : c.victims) cluster_->apply(pods_[id].placement);
   };
-  if (check_node(*cluster_, c.node, pod) != Reason::kFits) {
+  if (check_node(*cluster_, c.node, pod) != kFits) {
     restore({}, nullptr);
     return std::nullopt;
   }

@@ -90,24 +90,25 @@ bool node_constrains(const cluster::NodeSpec& node) {
                      [](const cluster::Taint& t) { return hard_effect(t.effect); });
 }
 
-Reason check_constraints(const cluster::NodeSpec& node, const workload::NodeConstraints& pod) {
-  if (node.unschedulable && !tolerated(pod, kUnschedulableTaint)) return Reason::kUnschedulable;
-  if (!pod.node_names.empty() && !contains(pod.node_names, node.name)) {
-    return Reason::kNodeAffinity;
-  }
+bool tolerates_cordon(const cluster::NodeSpec& node, const workload::NodeConstraints& pod) {
+  return !node.unschedulable || tolerated(pod, kUnschedulableTaint);
+}
+
+bool matches_affinity(const cluster::NodeSpec& node, const workload::NodeConstraints& pod) {
+  if (!pod.node_names.empty() && !contains(pod.node_names, node.name)) return false;
   for (const auto& [key, value] : pod.node_selector) {
     const std::string* have = label(node, key);
-    if (have == nullptr || *have != value) return Reason::kNodeAffinity;
+    if (have == nullptr || *have != value) return false;
   }
-  if (!pod.required_terms.empty() &&
-      std::none_of(pod.required_terms.begin(), pod.required_terms.end(),
-                   [&node](const workload::NodeSelectorTerm& t) { return matches(node, t); })) {
-    return Reason::kNodeAffinity;
-  }
-  for (const cluster::Taint& taint : node.taints) {
-    if (hard_effect(taint.effect) && !tolerated(pod, taint)) return Reason::kTaint;
-  }
-  return Reason::kFits;
+  return pod.required_terms.empty() ||
+         std::any_of(pod.required_terms.begin(), pod.required_terms.end(),
+                     [&node](const workload::NodeSelectorTerm& t) { return matches(node, t); });
+}
+
+bool tolerates_taints(const cluster::NodeSpec& node, const workload::NodeConstraints& pod) {
+  return std::none_of(node.taints.begin(), node.taints.end(), [&pod](const cluster::Taint& taint) {
+    return hard_effect(taint.effect) && !tolerated(pod, taint);
+  });
 }
 
 }  // namespace gpuorch::sched

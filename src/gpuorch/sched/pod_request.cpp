@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "gpuorch/sched/filter.hpp"
 #include "gpuorch/sched/node_constraints.hpp"
 
 namespace gpuorch::sched {
@@ -61,21 +62,21 @@ void RequestResolver::resolve_constraints(const workload::NodeConstraints& const
                                      [](const cluster::NodeSpec& s) { return node_constrains(s); });
   }
   // Most pods of most clusters: nothing to check, and the request stays as a trace's would.
-  if (constraints.empty() && !*nodes_constrained_) return;
+  if (constraints.empty() && !*nodes_constrained_ && !node_filters_registered()) return;
   auto [it, inserted] = constraint_ids_.try_emplace(
       constraints, static_cast<std::uint32_t>(constraint_ids_.size() + 1));
   if (inserted) {
-    std::vector<Reason> verdicts(specs.size());
+    std::vector<FilterId> verdicts(specs.size());
     bool all_fit = true;
     for (std::size_t n = 0; n < specs.size(); ++n) {
-      verdicts[n] = check_constraints(specs[n], constraints);
-      all_fit = all_fit && verdicts[n] == Reason::kFits;
+      verdicts[n] = check_node_constraints(specs[n], constraints);
+      all_fit = all_fit && verdicts[n] == kFits;
     }
     // A constraint every node passes is no constraint: such pods share the others' index slots.
     if (all_fit) verdicts.clear();
     node_reasons_.push_back(std::move(verdicts));
   }
-  const std::vector<Reason>& verdicts = node_reasons_[it->second - 1];
+  const std::vector<FilterId>& verdicts = node_reasons_[it->second - 1];
   if (verdicts.empty()) return;
   r.constraint = it->second;
   r.node_reasons = verdicts;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "gpuorch/cluster/cluster.hpp"
-#include "gpuorch/sched/reason.hpp"
+#include "gpuorch/sched/framework/filter_id.hpp"
 #include "gpuorch/workload/pod_spec.hpp"
 
 namespace gpuorch::sched {
@@ -33,9 +33,10 @@ struct PodRequest {
   std::uint32_t shape = 0;               // equal for pods with equal cpu, GPU request and mask
   // Node constraints (labels, affinity, taints, cordons): 0 = none, else an id of the resolver
   // that made the request, equal for equal constraints. node_reasons[n] is node n's verdict
-  // (kFits or the constraint reason), owned by that resolver; empty when every node passes.
+  // (kFits or the node-stage filter that excludes it), owned by that resolver; empty when every
+  // node passes.
   std::uint32_t constraint = 0;
-  std::span<const Reason> node_reasons;
+  std::span<const FilterId> node_reasons;
 
   [[nodiscard]] bool cpu_only() const { return gpu_count == 0; }
   [[nodiscard]] bool gpu_share() const { return gpu_count == 1 && gpu_milli < base::kMilliPerGpu; }
@@ -87,7 +88,7 @@ class RequestResolver {
   std::vector<std::string> unknown_models_;
   // Interned node constraints: id - 1 indexes both; verdicts are computed once per constraint.
   std::map<workload::NodeConstraints, std::uint32_t> constraint_ids_;
-  std::deque<std::vector<Reason>> node_reasons_;
+  std::deque<std::vector<FilterId>> node_reasons_;
   std::optional<bool> nodes_constrained_;  // some node is tainted or cordoned
 };
 

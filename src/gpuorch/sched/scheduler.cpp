@@ -6,18 +6,6 @@
 
 namespace gpuorch::sched {
 
-Reason Decision::main_reason() const {
-  std::size_t best = 0;
-  std::uint32_t most = 0;
-  for (std::size_t i = 1; i < kReasonCount; ++i) {
-    if (diagnosis.nodes_by_reason[i] > most) {
-      most = diagnosis.nodes_by_reason[i];
-      best = i;
-    }
-  }
-  return static_cast<Reason>(best);
-}
-
 Scheduler::Scheduler(cluster::Cluster& cluster, Policy& policy, SchedulerOptions options)
     : cluster_(&cluster),
       policy_(&policy),
@@ -49,7 +37,7 @@ Decision Scheduler::decide(const PodRequest& pod) {
 }
 
 Decision Scheduler::decide_on(cluster::NodeIndex n, const PodRequest& pod) {
-  assert(check_node(*cluster_, n, pod) == Reason::kFits);
+  assert(check_node(*cluster_, n, pod) == kFits);
   return placed(n, pod, -1);
 }
 
@@ -58,7 +46,7 @@ Decision Scheduler::decide_full_scan(const PodRequest& pod) {
   const auto n_nodes = static_cast<cluster::NodeIndex>(cluster.node_count());
   feasible_.clear();
   for (cluster::NodeIndex n = 0; n < n_nodes; ++n) {
-    if (check_node(cluster, n, pod) == Reason::kFits) feasible_.push_back(n);
+    if (check_node(cluster, n, pod) == kFits) feasible_.push_back(n);
   }
   if (feasible_.empty()) return diagnose(pod);
   return best_of_feasible(pod);
@@ -69,13 +57,12 @@ Decision Scheduler::decide_among(std::span<const cluster::NodeIndex> nodes, cons
   Decision none;
   bool fits_somewhere_empty = false;
   for (const cluster::NodeIndex n : nodes) {
-    const Reason r = check_node(*cluster_, n, pod);
-    if (r == Reason::kFits) {
+    const FilterId r = check_node(*cluster_, n, pod);
+    if (r == kFits) {
       feasible_.push_back(n);
     } else if (feasible_.empty()) {
       none.diagnosis.add(r);
-      fits_somewhere_empty =
-          fits_somewhere_empty || check_empty_node(*cluster_, n, pod) == Reason::kFits;
+      fits_somewhere_empty = fits_somewhere_empty || check_empty_node(*cluster_, n, pod) == kFits;
     }
   }
   if (!feasible_.empty()) return best_of_feasible(pod);
@@ -104,8 +91,7 @@ Decision Scheduler::diagnose(const PodRequest& pod) const {
   bool fits_somewhere_empty = false;
   for (cluster::NodeIndex n = 0; n < n_nodes; ++n) {
     d.diagnosis.add(check_node(cluster, n, pod));
-    fits_somewhere_empty =
-        fits_somewhere_empty || check_empty_node(cluster, n, pod) == Reason::kFits;
+    fits_somewhere_empty = fits_somewhere_empty || check_empty_node(cluster, n, pod) == kFits;
   }
   d.outcome = fits_somewhere_empty ? Outcome::kWaiting : Outcome::kInfeasible;
   return d;

@@ -24,8 +24,8 @@ struct Decision {
   Outcome outcome = Outcome::kWaiting;
   cluster::Placement placement;  // valid when placed
   FilterDiagnosis diagnosis;     // filled when not placed
-  // The reason that rejected the most nodes (the headline of the explanation).
-  [[nodiscard]] Reason main_reason() const;
+  // The filter that rejected the most nodes (the headline of the explanation).
+  [[nodiscard]] FilterId main_reason() const { return diagnosis.most_rejections(); }
 };
 
 struct SchedulerOptions {

@@ -105,7 +105,7 @@ ScoreIndex::Slot& ScoreIndex::slot_for(const PodRequest& pod, std::size_t node_c
   slot.cursor = kNeverBuilt;
   slot.entries.assign(node_count, NodeEntry{});
   slot.tree.assign(2 * node_count, kInfeasible);
-  slot.nodes_by_reason = {};
+  slot.nodes_by_filter = {};
   slot.fits_some_empty_node = false;
   slot_of_.emplace(key, index);
   return slot;
@@ -116,11 +116,11 @@ ScoreIndex::Leaf ScoreIndex::evaluate(Slot& slot, const cluster::Cluster& cluste
                                       cluster::NodeIndex n) {
   NodeEntry& e = slot.entries[n];
   e.version = cluster.version(n);
-  const Reason reason = check_node(cluster, n, pod);
-  if (e.reason != kUncounted) --slot.nodes_by_reason[e.reason];
+  const FilterId reason = check_node(cluster, n, pod);
+  if (e.reason != kUncounted) --slot.nodes_by_filter[e.reason];
   e.reason = static_cast<std::uint8_t>(reason);
-  ++slot.nodes_by_reason[e.reason];
-  if (reason != Reason::kFits) {
+  ++slot.nodes_by_filter[e.reason];
+  if (reason != kFits) {
     e.gpu = -1;
     return kInfeasible;
   }
@@ -138,9 +138,9 @@ ScoreIndex::Leaf ScoreIndex::copy_result(Slot& slot, const cluster::Cluster& clu
   NodeEntry& e = slot.entries[n];
   const NodeEntry& source = slot.entries[from];
   e.version = cluster.version(n);
-  if (e.reason != kUncounted) --slot.nodes_by_reason[e.reason];
+  if (e.reason != kUncounted) --slot.nodes_by_filter[e.reason];
   e.reason = source.reason;
-  ++slot.nodes_by_reason[e.reason];
+  ++slot.nodes_by_filter[e.reason];
   e.gpu = source.gpu;
   const Leaf& leaf = slot.tree[n_nodes + from];
   if (leaf.node == kNoNode) return kInfeasible;
@@ -165,7 +165,7 @@ void ScoreIndex::catch_up(Slot& slot, const cluster::Cluster& cluster, Policy& p
       if (by_state) {
         // Nodes in one state but with different constraint verdicts (labels, taints) differ.
         const auto verdict = [&pod](cluster::NodeIndex m) {
-          return pod.node_reasons.empty() ? Reason::kFits : pod.node_reasons[m];
+          return pod.node_reasons.empty() ? kFits : pod.node_reasons[m];
         };
         const std::uint64_t key =
             state_hash(cluster, n) ^ (static_cast<std::uint64_t>(verdict(n)) << 56U);
@@ -205,7 +205,7 @@ ScoreIndex::Answer ScoreIndex::best(const cluster::Cluster& cluster, Policy& pol
   slot.last_used = ++clock_;
   if (slot.cursor == kNeverBuilt) {
     for (cluster::NodeIndex n = 0; n < n_nodes && !slot.fits_some_empty_node; ++n) {
-      slot.fits_some_empty_node = check_empty_node(cluster, n, pod) == Reason::kFits;
+      slot.fits_some_empty_node = check_empty_node(cluster, n, pod) == kFits;
     }
   }
   catch_up(slot, cluster, policy, pod, rank);
@@ -220,7 +220,7 @@ ScoreIndex::Answer ScoreIndex::best(const cluster::Cluster& cluster, Policy& pol
   }
   // Every entry is current after catch_up, so the counts are what a pass of check_node over all
   // nodes would add up (none of them kFits here).
-  a.diagnosis.nodes_by_reason = slot.nodes_by_reason;
+  a.diagnosis.nodes_by_filter = slot.nodes_by_filter;
   a.diagnosis.nodes_checked = static_cast<std::uint32_t>(n_nodes);
   a.fits_some_empty_node = slot.fits_some_empty_node;
   return a;

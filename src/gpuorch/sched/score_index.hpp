@@ -64,16 +64,16 @@ class ScoreIndex {
   struct NodeEntry {
     std::uint32_t version = 0;  // the node version the leaf reflects; cluster versions start at 1
     std::int16_t gpu = -1;
-    std::uint8_t reason = kUncounted;  // check_node's result at that version
+    std::uint8_t reason = kUncounted;  // check_node's FilterId at that version
   };
   static constexpr std::uint8_t kUncounted = 0xff;  // not evaluated yet
   struct Slot {
     RequestKey key{};
     std::uint64_t cursor = 0;  // journal position caught up to; kNeverBuilt before the first use
     std::uint64_t last_used = 0;
-    std::vector<NodeEntry> entries;  // per node
-    std::vector<Leaf> tree;          // 2N entries: root at 1, leaf of node n at N + n
-    std::array<std::uint32_t, kReasonCount> nodes_by_reason{};  // over the evaluated entries
+    std::vector<NodeEntry> entries;     // per node
+    std::vector<Leaf> tree;             // 2N entries: root at 1, leaf of node n at N + n
+    FilterCounts nodes_by_filter{};     // over the evaluated entries
     bool fits_some_empty_node = false;  // capacities never change: computed once
   };
 

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <numeric>
 #include <optional>
@@ -12,7 +13,9 @@
 #include "gpuorch/base/rng.hpp"
 #include "gpuorch/cluster/cluster.hpp"
 #include "gpuorch/sched/fragmentation.hpp"
+#include "gpuorch/sched/framework/post_filter_registry.hpp"
 #include "gpuorch/sched/policy.hpp"
+#include "gpuorch/sched/post_filters/consolidation.hpp"
 #include "gpuorch/sched/scheduler.hpp"
 #include "gpuorch/sched/tie_break.hpp"
 #include "gpuorch/sim/arrivals.hpp"
@@ -93,25 +96,28 @@ FillRun run_fill(const FillInput& input, const std::string& policy_name, std::ui
   run.gpu_milli_capacity = cluster.gpu_milli_capacity();
   std::vector<FillSample> samples;
   samples.reserve(arrivals.size());
+  // A pod that fits nowhere goes to the post-filters: consolidation, when asked for.
   std::optional<sched::Consolidator> consolidator;
+  sched::PostFilterRegistry post_filters;
   if (options.consolidation.max_moves > 0) {
     consolidator.emplace(cluster, scheduler, options.consolidation);
+    post_filters.add(std::make_unique<sched::ConsolidationPostFilter>(*consolidator));
   }
   for (std::uint32_t k = 0; k < arrivals.size(); ++k) {
     const std::uint32_t i = arrivals[k];
     const sched::PodRequest& pod = requests[i];
     run.arrived_gpu_milli += input.pods[i].total_gpu_milli();
     const sched::Decision d = scheduler.schedule(pod);
-    std::optional<sched::ConsolidationPlan> plan;
+    sched::PostFilterResult rescue;
     if (d.outcome == sched::Outcome::kPlaced) {
       tracker.refresh(cluster, d.placement.node);
       if (consolidator) consolidator->bound(k, pod, d.placement);
-    } else if (d.outcome == sched::Outcome::kWaiting && consolidator &&
-               (plan = consolidator->make_room(k, pod))) {
+    } else if (!post_filters.empty() &&
+               (rescue = post_filters.run({.id = k, .request = pod, .failure = d})).success()) {
       ++run.rescued_pods;
-      run.moved_pods += plan->moves.size();
-      tracker.refresh(cluster, plan->placement.node);
-      for (const auto& m : plan->moves) tracker.refresh(cluster, m.to.node);
+      run.moved_pods += rescue.victims.size();
+      tracker.refresh(cluster, rescue.placements.front().node);
+      for (const auto& v : rescue.victims) tracker.refresh(cluster, v.moved_to->node);
     } else {
       ++run.failed_pods;
       run.infeasible_pods += d.outcome == sched::Outcome::kInfeasible ? 1 : 0;
@@ -129,9 +135,9 @@ FillRun run_fill(const FillInput& input, const std::string& policy_name, std::ui
       if (d.outcome == sched::Outcome::kPlaced) {
         r.node = d.placement.node;
         r.gpus = d.placement.gpus;
-      } else if (plan) {
-        r.node = plan->placement.node;
-        r.gpus = plan->placement.gpus;
+      } else if (!rescue.placements.empty()) {
+        r.node = rescue.placements.front().node;
+        r.gpus = rescue.placements.front().gpus;
       }
     }
     FillSample s;

@@ -75,7 +75,7 @@ struct FillRun {
   std::size_t rescued_pods = 0;
   std::size_t moved_pods = 0;
   // Failed pods by the reason that rejected the most nodes.
-  std::array<std::uint32_t, sched::kReasonCount> failed_by_reason{};
+  sched::FilterCounts failed_by_reason{};
   std::int64_t arrived_gpu_milli = 0;
   std::int64_t used_gpu_milli = 0;
   std::int64_t gpu_milli_capacity = 0;

@@ -50,7 +50,7 @@ struct EfdBench : test::PolicyBench {
       : PolicyBench(spec, std::move(nodes), {}, 1, workload::typical_pods(past, 1.0), options) {}
 
   NodeScore score(cluster::NodeIndex n, const PodRequest& p) {
-    EXPECT_EQ(check_node(cluster, n, p), Reason::kFits);
+    EXPECT_EQ(check_node(cluster, n, p), kFits);
     return policy->score_node(cluster, n, p);
   }
 };
@@ -410,7 +410,7 @@ TEST(EfdPolicy, ScoresAreSigmoidIntegersOrTheExactGain) {
   for (const PodRequest& p : {b.req(4000, 0, 0), b.req(8000, 0, 0), b.req(0, 1, 500),
                               b.req(4000, 1, 500), b.req(8000, 1, 1000), b.req(0, 1, 100)}) {
     for (cluster::NodeIndex n = 0; n < 2; ++n) {
-      if (check_node(b.cluster, n, p) != Reason::kFits) continue;
+      if (check_node(b.cluster, n, p) != kFits) continue;
       const std::int64_t s = b.policy->score_node(b.cluster, n, p).score;
       EXPECT_GE(s, 0);
       EXPECT_LE(s, 100);
