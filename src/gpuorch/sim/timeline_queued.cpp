@@ -53,8 +53,7 @@ class LasOrder {
     next_demotion_ = std::numeric_limits<Seconds>::max();
     for (std::size_t i = 0; i < active.size(); ++i) {
       State& s = state_[active[i]->spec().id];
-      s.running = states[i]->replicas() > 0 ||
-                  !(states[i]->waiting == sched::jobs::WaitReason::kLowerPriority);
+      s.running = states[i]->replicas() > 0 || states[i]->selected;
       if (s.running && s.queue == 0) {
         const Seconds r = std::max(1, active[i]->spec().replicas);
         const Seconds left = std::max<Seconds>(0, (kThresholdGpuSeconds + r - 1) / r - s.executed);

@@ -126,6 +126,24 @@ TEST_F(JobLayerTest, ASizedRoundStartsStopsShrinksAndGrowsJobsToTheirCounts) {
   EXPECT_EQ(kept.replicas(), 2);
 }
 
+TEST_F(JobLayerTest, AJobTheOrderLeftOutIsNotSelectedEvenWhenItTriedTheIdleGpus) {
+  job("b0", "b", 4);
+  job("a0", "a", 4);
+  job("a1", "a", 4);
+  RoundOptions by_rank;
+  by_rank.preempt_by_rank = true;
+  round(0, by_rank);
+  const JobState& a0 = states[1];
+  const JobState& a1 = states[2];
+  EXPECT_EQ(a0.replicas(), 4);
+  EXPECT_TRUE(a0.selected);
+  // a1 is past a's share in its order; it tried what other queues leave idle (nothing) and waits,
+  // but least attained service must not count it as served.
+  EXPECT_EQ(a1.replicas(), 0);
+  EXPECT_FALSE(a1.selected);
+  EXPECT_NE(a1.waiting, WaitReason::kNone);
+}
+
 TEST_F(JobLayerTest, ReclaimFreesExactlyWhatTheQuotaNeedsFromTheFewestGpuHoursLost) {
   for (int i = 0; i < 8; ++i) {
     job(fmt::format("b{}", i), "b", 1);

@@ -282,6 +282,7 @@ struct JobLayer::Round {
     for (std::size_t j = 0; j < jobs.size(); ++j) {
       JobState& s = jobs[j];
       s.changed = false;
+      s.selected = true;
       s.waiting = WaitReason::kNone;
       s.preempted.reset();
       s.why.clear();
@@ -353,6 +354,7 @@ struct JobLayer::Round {
     if (options.sized) {
       for (std::size_t j = 0; j < jobs.size(); ++j) {
         selected[j] = target[j] > 0;
+        jobs[j].selected = selected[j];
         if (!selected[j]) {
           wait(j, WaitReason::kLowerPriority,
                "its queue's policy gives the GPUs to jobs it values more per GPU");
@@ -382,6 +384,7 @@ struct JobLayer::Round {
       for (const std::size_t j : by_queue[q]) {
         if (jobs[j].replicas() > 0 && !jobs[j].spec->preemptible) continue;
         selected[j] = take(j);
+        jobs[j].selected = selected[j];
         if (selected[j]) continue;
         if (first_left_out == SIZE_MAX) first_left_out = j;
         if (jobs[j].replicas() > 0) {

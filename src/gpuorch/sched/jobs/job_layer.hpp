@@ -71,6 +71,10 @@ struct JobState {
 
   // Outcome of the last round.
   bool changed = false;  // placements differ from before the round
+  // Chosen by the policy's order to hold its queue's share (RoundOptions::preempt_by_rank; every
+  // job otherwise), placed or not: what least attained service counts as being served. A job
+  // that only tried what other queues left idle, and failed, was not.
+  bool selected = false;
   WaitReason waiting = WaitReason::kNone;
   std::optional<PreemptReason> preempted;
   std::string why;  // one line for explanations: the reason with its numbers
