@@ -50,6 +50,33 @@ TEST(DoctorCli, NcclLogJson) {
   EXPECT_TRUE(timeout) << r.out;
 }
 
+// Issue 35: the duplicate-GPU log gets the binding advice; the catalogue is listed; a calibration
+// file that is not one is bad input (one line, exit 2).
+TEST(DoctorCli, NcclLogCatalogueAndCalibration) {
+  test::TempDir dir;
+  const auto dup = run_cli({"doctor", "nccl-log", nccl("duplicate-gpu.log")}, dir);
+  EXPECT_EQ(dup.exit_code, 1);
+  EXPECT_NE(dup.out.find("error   nccl.duplicate-gpu: ranks 0 and 1 use the same GPU"),
+            std::string::npos)
+      << dup.out;
+  EXPECT_NE(dup.out.find("gpuorch launch"), std::string::npos);
+  const auto cat = run_cli({"doctor", "nccl-catalogue"}, dir);
+  EXPECT_EQ(cat.exit_code, 0) << cat.err;
+  EXPECT_NE(cat.out.find("nccl net-ib"), std::string::npos) << cat.out;
+  EXPECT_NE(cat.out.find("\nall "), std::string::npos) << cat.out;
+  const auto json = run_cli({"doctor", "nccl-catalogue", "--json"}, dir);
+  EXPECT_EQ(json.exit_code, 0);
+  EXPECT_GT(nlohmann::json::parse(json.out).size(), 1000U);
+  const std::string not_calibration = dir.file("calib.json");
+  test::write_text(not_calibration, "{\"schema\": \"something/else\"}\n");
+  const auto bad = run_cli(
+      {"doctor", "nccl-log", nccl("shm-not-p2p.log"), "--calibration", not_calibration}, dir);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err, "gpuorch: " + not_calibration +
+                         ": not a calibration file (schema gpuorch.calibration/1, `gpuorch tune "
+                         "nccl --calibration`)\n");
+}
+
 TEST(DoctorCli, BadUsageIsExitTwo) {
   test::TempDir dir;
   const auto missing = run_cli({"doctor", "nccl-log", "/nonexistent/job.log"}, dir);
@@ -78,9 +105,8 @@ TEST(DoctorCli, NetworkOnARecordedTree) {
                           dir);
   EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
   EXPECT_EQ(ok.err, "");
-  const auto bad = run_cli({"doctor", "network", "--no-process-env", "--sysfs-root",
-                            net + "no-peermem", "--json"},
-                           dir);
+  const auto bad = run_cli(
+      {"doctor", "network", "--no-process-env", "--sysfs-root", net + "no-peermem", "--json"}, dir);
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.out.find("\"net.peermem-missing\""), std::string::npos) << bad.out;
   const auto missing = run_cli({"doctor", "network", "--sysfs-root", "/nonexistent/tree"}, dir);
@@ -88,8 +114,8 @@ TEST(DoctorCli, NetworkOnARecordedTree) {
   EXPECT_EQ(missing.err, "gpuorch: /nonexistent/tree: not a directory\n");
   const std::string env = dir.file("bad.env");
   test::write_text(env, "NCCL_IB_HCA=mlx5_0\nthis is not a variable\n");
-  const auto bad_env = run_cli(
-      {"doctor", "network", "--sysfs-root", net + "healthy", "--env-file", env}, dir);
+  const auto bad_env =
+      run_cli({"doctor", "network", "--sysfs-root", net + "healthy", "--env-file", env}, dir);
   EXPECT_EQ(bad_env.exit_code, 2);
   EXPECT_NE(bad_env.err.find("bad.env:2:"), std::string::npos) << bad_env.err;
 }
@@ -120,9 +146,8 @@ TEST(DoctorCli, NumaOnARecordedProcTree) {
 // Bare `gpuorch doctor` runs the host checks (network, numa) on the host or a recording.
 TEST(DoctorCli, BareDoctorRunsTheHostChecks) {
   test::TempDir dir;
-  const auto r = run_cli({"doctor", "--json", "--sysfs-root",
-                          test::fixture("doctor/network/memlock-capped")},
-                         dir);
+  const auto r = run_cli(
+      {"doctor", "--json", "--sysfs-root", test::fixture("doctor/network/memlock-capped")}, dir);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["checks"].size(), 2u);
