@@ -144,6 +144,60 @@ TEST_F(JobLayerTest, AJobTheOrderLeftOutIsNotSelectedEvenWhenItTriedTheIdleGpus)
   EXPECT_NE(a1.waiting, WaitReason::kNone);
 }
 
+// A post-filter added after the built-in ones: hands a running job's GPUs to the job that found
+// no room (as a post-filter that moves work would), and the round records what it did.
+class HandOver final : public PostFilterPlugin {
+ public:
+  HandOver(cluster::Cluster& c, std::vector<JobState>& states) : c_(c), states_(states) {}
+  [[nodiscard]] std::string_view name() const override { return "hand-over"; }
+  PostFilterResult post_filter(const PostFilterArgs& args) override {
+    ++calls;
+    PostFilterResult r;
+    for (std::size_t v = 0; v < states_.size(); ++v) {
+      if (v == args.id || states_[v].replicas() != static_cast<int>(args.count)) continue;
+      for (const auto& p : states_[v].placements) {
+        c_.release(p);
+        c_.apply(p);
+        r.placements.push_back(p);
+      }
+      r.victims.push_back({v, 0, std::nullopt});
+      r.status = PostFilterStatus::kSuccess;
+      r.reason = "hand-over";
+      r.message = "made room by hand";
+      return r;
+    }
+    return r;
+  }
+  int calls = 0;
+
+ private:
+  cluster::Cluster& c_;
+  std::vector<JobState>& states_;
+};
+
+TEST_F(JobLayerTest, APostFilterAddedAfterTheBuiltInOnesMakesRoomAndTheRoundRecordsIt) {
+  EXPECT_EQ(layer.post_filters().names(), (std::vector<std::string_view>{"reclaim", "priority"}));
+  for (int i = 0; i < 2; ++i) job(fmt::format("b{}", i), "b", 4);
+  round(0);
+  job("b2", "b", 4);  // same queue, same priority: neither reclaim nor priority helps
+  round(60);
+  EXPECT_EQ(states[2].replicas(), 0);
+  auto hand_over = std::make_unique<HandOver>(c, states);
+  HandOver* plugin = hand_over.get();
+  layer.post_filters().add(std::move(hand_over));
+  const auto stats = round(120);
+  EXPECT_EQ(plugin->calls, 1);
+  EXPECT_EQ(states[2].replicas(), 4);
+  EXPECT_EQ(states[0].replicas(), 0);
+  ASSERT_TRUE(states[0].preempted.has_value());
+  EXPECT_EQ(*states[0].preempted, PreemptReason::kPostFilter);
+  EXPECT_NE(states[0].why.find("hand-over"), std::string::npos) << states[0].why;
+  EXPECT_EQ(stats.preempted, 1);
+  EXPECT_EQ(stats.started, 1);
+  EXPECT_EQ(c.fully_free_gpus_total(), 0);
+  EXPECT_EQ(running("b"), 8);
+}
+
 TEST_F(JobLayerTest, ReclaimFreesExactlyWhatTheQuotaNeedsFromTheFewestGpuHoursLost) {
   for (int i = 0; i < 8; ++i) {
     job(fmt::format("b{}", i), "b", 1);

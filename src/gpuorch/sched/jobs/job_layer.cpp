@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <queue>
 #include <tuple>
 
@@ -62,12 +64,45 @@ const char* preempt_key(PreemptReason r) {
       return "queue-order";
     case PreemptReason::kResized:
       return "resized";
+    case PreemptReason::kPostFilter:
+      return "post-filter";
   }
   return "unknown";
 }
 
+// A built-in post-filter: what it does is the round's (reclaim or priority preemption), set for
+// the length of a round; outside a round it cannot help.
+class JobLayer::RoundPostFilter final : public PostFilterPlugin {
+ public:
+  using Act = std::function<bool(std::size_t job, std::vector<sched::Victim>& victims)>;
+  explicit RoundPostFilter(PreemptReason reason) : reason_(reason) {}
+  [[nodiscard]] std::string_view name() const override { return preempt_key(reason_); }
+  void set(Act act) { act_ = std::move(act); }
+
+  PostFilterResult post_filter(const PostFilterArgs& args) override {
+    PostFilterResult r;
+    if (act_ && act_(args.id, r.victims)) {
+      r.status = PostFilterStatus::kSuccess;
+      r.reason = preempt_key(reason_);
+    }
+    return r;
+  }
+
+ private:
+  PreemptReason reason_;
+  Act act_;
+};
+
+JobLayer::~JobLayer() = default;
+
 JobLayer::JobLayer(cluster::Cluster& cluster, const QueueTree& queues, GangPlacer placer)
-    : cluster_(&cluster), queues_(&queues), placer_(std::move(placer)) {
+    : cluster_(&cluster), queues_(&queues), placer_(std::move(placer)), resolver_(cluster) {
+  auto reclaim = std::make_unique<RoundPostFilter>(PreemptReason::kReclaim);
+  auto priority = std::make_unique<RoundPostFilter>(PreemptReason::kPriority);
+  reclaim_ = reclaim.get();
+  priority_ = priority.get();
+  post_filters_.add(std::move(reclaim));
+  post_filters_.add(std::move(priority));
   capacity_[0] = double(cluster.gpu_milli_capacity());
   for (cluster::NodeIndex n = 0; n < cluster.node_count(); ++n) {
     capacity_[1] += double(cluster.spec(n).cpu_milli);
@@ -496,7 +531,7 @@ struct JobLayer::Round {
   // entries are dropped from the pool as they are met, so a round's walks stay short.
   template <typename Allowed>
   bool preempt_for(std::size_t j, std::vector<Victim>& pool, PreemptReason reason,
-                   Allowed allowed) {
+                   std::vector<sched::Victim>& out, Allowed allowed) {
     const int n = least(j);
     const Resources need = replica[j] * n;
     struct Taken {
@@ -554,6 +589,7 @@ struct JobLayer::Round {
     jobs[j].why.clear();
     for (const Taken& t : taken) {
       if (t.v.replicas == 0) continue;
+      out.push_back({t.v.job, static_cast<std::uint32_t>(t.v.replicas), std::nullopt});
       JobState& victim = jobs[t.v.job];
       victim.preempted = reason;
       if (options.explain)
@@ -599,41 +635,100 @@ struct JobLayer::Round {
     return over;
   }
 
+  // 4 and 5, as the layer's post-filters: per job that found no room, reclaim, then priority
+  // preemption, then any post-filter added after them, until one makes room.
+  std::optional<std::vector<Victim>> over_share;              // built once, when first needed
+  std::map<std::size_t, std::vector<Victim>> lower_priority;  // per queue, when needed
+  std::vector<int> lowest;  // per queue: the lowest priority of a job that could be a victim
+
+  bool reclaim(std::size_t j, std::vector<sched::Victim>& out) {
+    const std::size_t q = jobs[j].queue;
+    const Resources need = replica[j] * least(j);
+    const double mine = ratio(q, need);
+    // Only within its fair share, only from queues above theirs, and never so far that the
+    // victim's queue ends below the share this queue reaches (no reclaim loops).
+    if (mine > 1 + kEps || free[0] + reclaimable(q) < double(need.gpu_milli()) - kEps) {
+      return false;
+    }
+    if (!over_share) {
+      over_share = victims([&](std::size_t v) { return ratio(jobs[v].queue) > 1 + kEps; });
+    }
+    return preempt_for(j, *over_share, PreemptReason::kReclaim, out, [&](const Victim& v) {
+      const std::size_t r = jobs[v.job].queue;
+      const Resources gone = replica[v.job] * v.replicas;
+      return r != q && ratio(r, Resources{} - gone) >= mine - kEps;
+    });
+  }
+
+  bool preempt_lower(std::size_t j, std::vector<sched::Victim>& out) {
+    const std::size_t q = jobs[j].queue;
+    if (jobs[j].spec->priority <= lowest[q]) return false;
+    auto [pool, fresh] = lower_priority.try_emplace(q);
+    if (fresh) pool->second = victims([&](std::size_t v) { return jobs[v].queue == q; });
+    return preempt_for(j, pool->second, PreemptReason::kPriority, out, [&](const Victim& v) {
+      return jobs[v.job].spec->priority < jobs[j].spec->priority;
+    });
+  }
+
+  // What a post-filter other than the built-in ones did: it bound the job's replicas and
+  // released its victims' last replicas in the cluster; the states follow.
+  void record(std::size_t j, PostFilterResult& r) {
+    for (const sched::Victim& v : r.victims) {
+      if (v.id >= jobs.size()) continue;
+      JobState& victim = jobs[v.id];
+      const int n = v.replicas == 0
+                        ? victim.replicas()
+                        : std::min<int>(static_cast<int>(v.replicas), victim.replicas());
+      for (int i = 0; i < n; ++i) {
+        victim.placements.pop_back();
+        hold(victim.queue, replica[v.id], -1);
+      }
+      victim.changed = true;
+      victim.preempted = PreemptReason::kPostFilter;
+      if (options.explain) victim.why = fmt::format("{}: {}", r.reason, r.message);
+      if (victim.replicas() > 0) victim.running_since = options.now;
+      ++stats.preempted;
+    }
+    failed.clear();
+    JobState& s = jobs[j];
+    for (auto& p : r.placements) {
+      s.placements.push_back(std::move(p));
+      hold(s.queue, replica[j], +1);
+    }
+    if (s.replicas() == 0) return;
+    s.running_since = options.now;
+    s.changed = true;
+    s.waiting = WaitReason::kNone;
+    s.why.clear();
+    ++stats.started;
+  }
+
   void reclaim_and_preempt(const std::vector<std::size_t>& candidates) {
-    std::optional<std::vector<Victim>> over_share;              // built once, when first needed
-    std::map<std::size_t, std::vector<Victim>> lower_priority;  // per queue, when needed
-    std::vector<int> lowest(tree().size(), std::numeric_limits<int>::max());
+    lowest.assign(tree().size(), std::numeric_limits<int>::max());
     for (std::size_t v = 0; v < jobs.size(); ++v) {
       if (jobs[v].replicas() > 0 && jobs[v].spec->preemptible) {
         lowest[jobs[v].queue] = std::min(lowest[jobs[v].queue], jobs[v].spec->priority);
       }
     }
+    // The built-in post-filters act on this round only (and never after it, even on a throw).
+    struct Unset {
+      JobLayer& layer;
+      ~Unset() {
+        layer.reclaim_->set(nullptr);
+        layer.priority_->set(nullptr);
+      }
+    } unset{layer};
+    layer.reclaim_->set(
+        [this](std::size_t j, std::vector<sched::Victim>& out) { return reclaim(j, out); });
+    layer.priority_->set(
+        [this](std::size_t j, std::vector<sched::Victim>& out) { return preempt_lower(j, out); });
+    Decision failure;  // waiting: it fits some empty node (infeasible jobs are not candidates)
     for (const std::size_t j : candidates) {
       if (jobs[j].replicas() > 0) continue;
-      const std::size_t q = jobs[j].queue;
-      const Resources need = replica[j] * least(j);
-      const double mine = ratio(q, need);
-      // Reclaim: only within its fair share, only from queues above theirs, and never so far
-      // that the victim's queue ends below the share this queue reaches (no reclaim loops).
-      if (mine <= 1 + kEps && free[0] + reclaimable(q) >= double(need.gpu_milli()) - kEps) {
-        if (!over_share) {
-          over_share = victims([&](std::size_t v) { return ratio(jobs[v].queue) > 1 + kEps; });
-        }
-        const bool ok = preempt_for(j, *over_share, PreemptReason::kReclaim, [&](const Victim& v) {
-          const std::size_t r = jobs[v.job].queue;
-          const Resources gone = replica[v.job] * v.replicas;
-          return r != q && ratio(r, Resources{} - gone) >= mine - kEps;
-        });
-        if (ok) continue;
-      }
-      if (jobs[j].spec->priority <= lowest[q]) continue;
-      auto [pool, fresh] = lower_priority.try_emplace(q);
-      if (fresh) {
-        pool->second = victims([&](std::size_t v) { return jobs[v].queue == q; });
-      }
-      preempt_for(j, pool->second, PreemptReason::kPriority, [&](const Victim& v) {
-        return jobs[v.job].spec->priority < jobs[j].spec->priority;
-      });
+      const PodRequest request = layer.resolver_.resolve(jobs[j].spec->replica);
+      const PostFilterArgs args{j, request, static_cast<std::uint32_t>(least(j)), failure};
+      PostFilterResult r = layer.post_filters_.run(args);
+      if (r.success() && jobs[j].replicas() == 0) record(j, r);
     }
   }
 

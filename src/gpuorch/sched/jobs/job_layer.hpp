@@ -10,7 +10,8 @@
 //     the queue furthest below its fair share first (dominant resource, DRF), its jobs by
 //     priority then the policy's rank; nothing is held for a job that cannot start;
 //  4. reclaim: a job whose queue is below its fair share takes resources back from queues above
-//     theirs; 5. preempt: a job takes them from lower-priority jobs of its own queue. Victims:
+//     theirs; 5. preempt: a job takes them from lower-priority jobs of its own queue (both are
+//     post-filters, post_filters(), run in order per job that found no room). Victims:
 //     lowest priority first, elastic replicas above min before whole jobs, then the fewest
 //     GPU-hours lost; never a non-preemptible job; victims not needed in the end are restored,
 //     so exactly what the job needs is freed;
@@ -31,8 +32,10 @@
 #include <vector>
 
 #include "gpuorch/cluster/cluster.hpp"
+#include "gpuorch/sched/framework/post_filter_registry.hpp"
 #include "gpuorch/sched/jobs/queue_tree.hpp"
 #include "gpuorch/sched/jobs/resources.hpp"
+#include "gpuorch/sched/pod_request.hpp"
 #include "gpuorch/workload/job_spec.hpp"
 
 namespace gpuorch::sched::jobs {
@@ -53,6 +56,7 @@ enum class PreemptReason : std::uint8_t {
   kPriority,    // a higher-priority job of its queue needed the resources
   kQueueOrder,  // the policy ranked waiting jobs of its queue first (least attained service)
   kResized,     // the policy's sizing gave its GPUs to jobs it values more (RoundOptions::sized)
+  kPostFilter,  // a post-filter added to JobLayer::post_filters() made room with it
 };
 const char* preempt_key(PreemptReason r);
 
@@ -130,6 +134,18 @@ struct RoundStats {
 class JobLayer {
  public:
   JobLayer(cluster::Cluster& cluster, const QueueTree& queues, GangPlacer placer);
+  ~JobLayer();
+  JobLayer(const JobLayer&) = delete;
+  JobLayer& operator=(const JobLayer&) = delete;
+
+  // What a job that found no room runs, in order, until one makes room (kube-scheduler's
+  // PostFilter step, docs/filters.md): the built-in `reclaim` (a queue below its fair share takes
+  // back from queues above theirs) and `priority` (a job takes from lower-priority jobs of its
+  // queue). A post-filter added here runs after them; it is given PostFilterArgs::id = the job's
+  // index in the round's span, and on success it has bound the job's replicas (`placements`, at
+  // least min) and released its victims' last `replicas` replicas (0: all; `id` = their index),
+  // which the round then records.
+  PostFilterRegistry& post_filters() { return post_filters_; }
 
   // Decides one round for `jobs` (every active job, each with a leaf queue); applies every change
   // to the cluster and to the jobs' placements.
@@ -143,9 +159,14 @@ class JobLayer {
 
  private:
   struct Round;
+  class RoundPostFilter;
   cluster::Cluster* cluster_;
   const QueueTree* queues_;
   GangPlacer placer_;
+  RequestResolver resolver_;  // the post-filters' view of a replica's request
+  PostFilterRegistry post_filters_;
+  RoundPostFilter* reclaim_ = nullptr;  // the built-in entries of post_filters_
+  RoundPostFilter* priority_ = nullptr;
   Amounts capacity_{};
   std::vector<Amounts> fair_;
   std::vector<Amounts> allocated_;
