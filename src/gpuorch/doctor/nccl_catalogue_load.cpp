@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/base/yaml_reader.hpp"
 #include "gpuorch/doctor/nccl_catalogue.hpp"
 #include "gpuorch/doctor/nccl_catalogue_files.hpp"
 
@@ -231,12 +232,10 @@ CatalogueEntry generated(const std::string& file, const YAML::Node& n,
   return e;
 }
 
+// The one YAML reader of src/ (base/yaml_reader.hpp): syntax errors and binary content refused
+// as "file:line: what".
 YAML::Node parse(const std::string& name, const std::string& content) {
-  try {
-    return YAML::Load(content);
-  } catch (const YAML::Exception& e) {
-    base::fail_input(name, static_cast<std::size_t>(e.mark.line) + 1, e.msg);
-  }
+  return base::YamlReader(name).load(content);
 }
 
 }  // namespace

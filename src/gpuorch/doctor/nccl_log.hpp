@@ -2,8 +2,10 @@
 // An NCCL_DEBUG=INFO log (NCCL's own lines, plus PyTorch's ProcessGroupNCCL watchdog lines that
 // usually surround them) read into what a person looks for in it: the transport NCCL chose for
 // each peer connection, the rings and trees, the WARN lines, the network it picked, the ranks that
-// finished init, and the collective timeouts. Lines of other programs are skipped, so a whole job
-// log can be given.
+// finished init, and the collective timeouts; and every line the catalogue knows
+// (nccl_catalogue.hpp: NCCL's, RCCL's and PyTorch's messages with their meaning), counted per entry
+// with the facts they establish. Lines of other programs are skipped, so a whole job log can be
+// given.
 #include <cstddef>
 #include <map>
 #include <optional>

@@ -391,6 +391,7 @@ void read_line(NcclLog& log, const Catalogue& catalogue, ReadState& state, std::
                std::size_t line_no) {
   if (!line.empty() && line.back() == '\r') line.pop_back();
   if (line.size() > kNcclMaxLineBytes) return;
+  const std::size_t nccl_before = log.nccl_lines;
   for (std::size_t cut = second_line_at(line); cut != std::string::npos;
        cut = second_line_at(line)) {
     std::string head = line.substr(0, cut);
@@ -398,6 +399,8 @@ void read_line(NcclLog& log, const Catalogue& catalogue, ReadState& state, std::
     line.erase(0, cut);
   }
   read_one_line(log, catalogue, state, line, line_no);
+  // A line of the file counts once, however many NCCL lines were pasted into it.
+  log.nccl_lines = std::min(log.nccl_lines, nccl_before + 1);
 }
 
 void read_one_line(NcclLog& log, const Catalogue& catalogue, ReadState& state, std::string& line,
