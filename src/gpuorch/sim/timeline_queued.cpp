@@ -96,7 +96,10 @@ double oracle_run_time(const Job& j, int per_node) {
 class Queued final : public TimelinePolicy {
  public:
   explicit Queued(QueuedOptions o)
-      : options_(std::move(o)), run_(options_.queues, placement_name(options_)) {}
+      : options_(std::move(o)),
+        run_(options_.queues, placement_name(options_)),
+        waiting_(run_.tree().size()),
+        unlisted_(run_.tree().size()) {}
 
   Reallocations schedule(Seconds now, std::span<Job* const> active,
                          cluster::Cluster& cluster) override {
@@ -104,12 +107,15 @@ class Queued final : public TimelinePolicy {
     // A round is a function of the active jobs, their ranks and the cluster, and the cluster
     // changes only when jobs come or go: with the same jobs (and, for tiresias, no demotion)
     // the last round's decision stands. Most ticks of a long trace are such ticks.
-    // (Compared as pointers: one contiguous compare per tick, no visit of every job.)
-    const bool same_jobs =
-        std::equal(active.begin(), active.end(), last_active_.begin(), last_active_.end());
+    // (The engine's events say whether jobs came or went; without them, the active jobs are
+    // compared as pointers with the last round's.)
+    const TickEvents& e = events();
+    const bool same_jobs = e.known ? e.arrived.empty() && e.finished.empty()
+                                   : std::equal(active.begin(), active.end(), last_active_.begin(),
+                                                last_active_.end());
     const bool demoted = options_.order == "tiresias" && las_.would_demote(now);
     if (same_jobs && !demoted) return {};
-    last_active_.assign(active.begin(), active.end());
+    if (!e.known) last_active_.assign(active.begin(), active.end());
     const auto states =
         run_.states(active, [this](const Job& j) -> const workload::JobSpec& { return rigid(j); });
     if (options_.order == "sjf") {
@@ -146,10 +152,6 @@ class Queued final : public TimelinePolicy {
       if (it != running_.end() && *it == j) running_.erase(it);
     }
     for (Job* j : e.arrived) wait(*j, run_.state(*j, spec_of));
-    if (waiting_.size() < run_.tree().size()) {
-      waiting_.resize(run_.tree().size());
-      unlisted_.resize(run_.tree().size());
-    }
     std::vector<Job*> listed = running_;
     std::vector<sched::jobs::Resources> unlisted = unlisted_;
     const std::int64_t free = cluster.gpu_milli_capacity() - cluster.gpu_milli_used();
@@ -195,10 +197,6 @@ class Queued final : public TimelinePolicy {
     return {-s.spec->priority, s.rank, j.spec().id};
   }
   void wait(Job& j, const JobState& s) {
-    if (s.queue >= waiting_.size()) {
-      waiting_.resize(s.queue + 1);
-      unlisted_.resize(s.queue + 1);
-    }
     waiting_[s.queue].emplace(key(j, s), &j);
     unlisted_[s.queue] += gang(s);
   }
@@ -223,7 +221,7 @@ class Queued final : public TimelinePolicy {
   std::vector<std::unique_ptr<workload::JobSpec>> rigid_;  // by job id
   JobLayerRun run_;
   LasOrder las_;
-  std::vector<Job*> last_active_;  // the active jobs of the last round
+  std::vector<Job*> last_active_;  // the active jobs of the last round (without events)
   // strict_fifo's view, kept from the engine's events: the jobs with GPUs (by id), each queue's
   // waiting jobs in its order, and what they would hold.
   std::vector<Job*> running_;
