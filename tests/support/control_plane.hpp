@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,7 @@
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include "support/paths.hpp"
 
@@ -67,6 +69,53 @@ class ControlPlane {
     if (scheduler_started_) return;
     check("scheduler", run_script("scheduler"));
     scheduler_started_ = true;
+  }
+
+  // Why this machine cannot run real nodes (`scripts/k8s-testenv node check`: not root, a
+  // package missing, no cgroup v1, no kubelet and no Go); empty when it can. Tests skip on it.
+  static std::string real_nodes_unavailable() {
+    std::string command = quote(script());
+    command += " node check 2>&1";
+    std::string out;
+    FILE* pipe = ::popen(command.c_str(), "r");
+    if (pipe == nullptr) return "popen failed";
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, pipe) != nullptr) out += buf;
+    const int status = ::pclose(pipe);
+    if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out.empty() ? "scripts/k8s-testenv node check failed" : out;
+  }
+
+  // A real node (`scripts/k8s-testenv node add DIR NAME FLAGS...`: kubelet + containerd, Ready,
+  // InternalIP 127.0.0.1; with --gpus-from, the device plugin's GPUs in allocatable); removed
+  // with the control plane, or by the script's reaper should this process die. Returns the
+  // script's output; throws std::runtime_error with it on failure.
+  std::string add_node(const std::string& name, const std::vector<std::string>& flags = {}) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    std::string args = "node add ";
+    args += quote(dir_);
+    args += ' ';
+    args += quote(name);
+    for (const auto& f : flags) {
+      args += ' ';
+      args += quote(f);
+    }
+    Result r = run_args(args, "node-add");
+    check("node add", r);
+    return r.output;
+  }
+
+  // Stops node NAME and checks that nothing of it is left (processes, mounts, cgroups, bridge).
+  std::string remove_node(const std::string& name) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    std::string args = "node remove ";
+    args += quote(dir_);
+    args += ' ';
+    args += quote(name);
+    Result r = run_args(args, "node-remove");
+    check("node remove", r);
+    return r.output;
   }
 
   // Kueue's controller (scripts/k8s-testenv kueue-build, then kueue): its CRDs, its webhooks
@@ -132,22 +181,30 @@ class ControlPlane {
   // scripts/k8s-testenv VERB [DIR], its stdout and stderr together; the servers it starts watch
   // this process (GPUORCH_K8S_WATCH_PID), not the short-lived shell in between.
   Result run_script(const std::string& verb) const {
-    // Appended piece by piece: GCC 12 reports a false -Wrestrict for "literal" + std::string
-    // once this is inlined into some callers.
+    std::string args = verb;
+    if (verb != "build" && verb != "kueue-build") {
+      args += ' ';
+      args += quote(dir_);
+    }
+    return run_args(args, verb);
+  }
+
+  // scripts/k8s-testenv ARGS (already quoted), watched by this process.
+  Result run_args(const std::string& args, const std::string& name) const {
     std::string log = dir_;
     log += "/.fixture-";
-    log += verb;
+    log += name;
     log += ".out";
     std::string command = "GPUORCH_K8S_WATCH_PID=";
     command += std::to_string(owner_);
     command += ' ';
     command += quote(script());
     command += ' ';
-    command += verb;
-    if (verb != "build" && verb != "kueue-build") {
-      command += ' ';
-      command += quote(dir_);
-    }
+    command += args;
+    return run_shell(command, log);
+  }
+
+  static Result run_shell(std::string command, const std::string& log) {
     command += " >";
     command += quote(log);
     command += " 2>&1 </dev/null";

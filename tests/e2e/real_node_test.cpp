@@ -1,0 +1,248 @@
+// Real nodes (scripts/k8s-testenv node add: upstream kubelet v1.37.2, Debian's containerd and
+// runc, images made locally; docs/k8s-testenv.md, "Nodes"): a node joins and runs a container to
+// Succeeded whose log reads back through the API server, and removing it leaves nothing on the
+// machine; `gpuorch scheduler` places GPU pods on a node whose GPUs come from a recorded DGX H100
+// (`gpuorch device-plugin --topology ... --no-nvml`), the kubelet admits them, and each
+// container's NVIDIA_VISIBLE_DEVICES names exactly the GPUs the scheduler wrote on the pod.
+//
+// ctest label `real-node` (`ctest --preset asan -L real-node`); they skip, saying why, where the
+// machine cannot run a node (not root, a package missing: `scripts/k8s-testenv node check`).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gpuorch/k8s/api_client.hpp"
+#include "gpuorch/k8s/kubeconfig.hpp"
+#include "support/control_plane.hpp"
+#include "support/kube_objects.hpp"
+#include "support/paths.hpp"
+#include "support/scheduler_process.hpp"
+#include "support/test_support.hpp"
+
+namespace gpuorch {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+const std::string kPods = "/api/v1/namespaces/default/pods";
+const std::string kWorkloadImage = "docker.io/library/busybox:local";
+
+#define SKIP_WITHOUT_REAL_NODES()                                                       \
+  do {                                                                                  \
+    const std::string why = test::ControlPlane::real_nodes_unavailable();               \
+    if (!why.empty()) GTEST_SKIP() << "real nodes cannot run on this machine: " << why; \
+  } while (false)
+
+// Seconds since `start`, for the durations the tests print.
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+json busybox_pod(const std::string& name, const std::string& script) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", name}}},
+          {"spec",
+           {{"restartPolicy", "Never"},
+            {"terminationGracePeriodSeconds", 1},
+            {"containers", json::array({{{"name", "c"},
+                                         {"image", kWorkloadImage},
+                                         {"imagePullPolicy", "Never"},
+                                         {"command", {"sh", "-c", script}}}})}}}};
+}
+
+std::string phase(const json& pod) { return pod["status"].value("phase", ""); }
+bool finished(const json& pod) { return phase(pod) == "Succeeded" || phase(pod) == "Failed"; }
+
+std::string pod_log(k8s::ApiClient& api, const std::string& name) {
+  const auto r = api.request("GET", fmt::format("{}/{}/log", kPods, name), nullptr, "");
+  return r.status == 200 ? r.body : fmt::format("(log answered {}: {})", r.status, r.body);
+}
+
+// KEY=VALUE lines of a shell-sourceable env file written by the script (values unquoted here).
+std::map<std::string, std::string> read_env(const std::string& path) {
+  std::map<std::string, std::string> out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    const auto eq = line.find('=');
+    if (line.empty() || line[0] == '#' || eq == std::string::npos) continue;
+    out[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return out;
+}
+
+// What a removed node left on the machine, checked here independently of the script: processes
+// naming its folder, mounts under it, its cgroups in any hierarchy, its bridge.
+std::vector<std::string> leftovers(const std::map<std::string, std::string>& node) {
+  std::vector<std::string> found;
+  const std::string dir = node.at("NODE_DIR");
+  std::ifstream mounts("/proc/self/mountinfo");
+  for (std::string line; std::getline(mounts, line);) {
+    if (line.find(dir) != std::string::npos) found.push_back("mount: " + line);
+  }
+  std::error_code ec;
+  for (const auto& h : std::filesystem::directory_iterator("/sys/fs/cgroup", ec)) {
+    for (const std::string suffix : {"", ".daemons"}) {
+      const auto cg = h.path() / (node.at("NODE_CGROUP") + suffix);
+      if (std::filesystem::exists(cg, ec)) found.push_back("cgroup: " + cg.string());
+    }
+  }
+  if (std::filesystem::exists("/sys/class/net/" + node.at("NODE_BRIDGE"), ec)) {
+    found.push_back("bridge: " + node.at("NODE_BRIDGE"));
+  }
+  for (const auto& p : std::filesystem::directory_iterator("/proc", ec)) {
+    std::ifstream cmdline(p.path() / "cmdline", std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    std::replace(text.begin(), text.end(), '\0', ' ');
+    if (text.find(dir + "/") != std::string::npos) found.push_back("process: " + text);
+  }
+  if (std::filesystem::exists(dir, ec)) found.push_back("folder: " + dir);
+  return found;
+}
+
+TEST(RealNode, JoinsRunsAPodAndLeavesNothingWhenRemoved) {
+  SKIP_WITHOUT_REAL_NODES();
+  auto& cp = test::ControlPlane::shared();
+  k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
+  auto t0 = std::chrono::steady_clock::now();
+  cp.add_node("node1");
+  const double join_s = seconds_since(t0);
+  const json node = api.get("/api/v1/nodes/node1");
+  ASSERT_EQ(node["status"]["addresses"].size(), 1U) << node.dump();
+  EXPECT_EQ(node["status"]["addresses"][0].value("address", ""), "127.0.0.1");
+  EXPECT_EQ(node["status"]["nodeInfo"].value("kubeletVersion", ""), "v1.37.2");
+  EXPECT_NE(node["status"]["nodeInfo"].value("containerRuntimeVersion", "").find("containerd"),
+            std::string::npos);
+
+  t0 = std::chrono::steady_clock::now();
+  json pod = busybox_pod("hello", "echo hello from $(hostname); cat /proc/self/cgroup | grep pids");
+  pod["spec"]["nodeName"] = "node1";
+  api.create(kPods, pod);
+  pod = test::wait_for(api, kPods + "/hello", finished, 60s);
+  const double pod_s = seconds_since(t0);
+  ASSERT_EQ(phase(pod), "Succeeded") << pod.dump();
+  const std::string log = pod_log(api, "hello");
+  EXPECT_NE(log.find("hello from hello"), std::string::npos) << log;
+  const auto env = read_env(cp.dir() + "/nodes/node1.env");
+  ASSERT_TRUE(env.count("NODE_CGROUP")) << "no " << cp.dir() << "/nodes/node1.env";
+  // The container ran under the node's own cgroup root.
+  EXPECT_NE(log.find(env.at("NODE_CGROUP") + "/kubepods"), std::string::npos) << log;
+  ASSERT_TRUE(std::filesystem::exists("/sys/class/net/" + env.at("NODE_BRIDGE")));
+
+  // A pod still running when the node goes: its processes, mounts and network go too.
+  json sleeper = busybox_pod("sleeper", "sleep 300");
+  sleeper["spec"]["nodeName"] = "node1";
+  api.create(kPods, sleeper);
+  test::wait_for(
+      api, kPods + "/sleeper", [](const json& p) { return phase(p) == "Running"; }, 60s);
+  t0 = std::chrono::steady_clock::now();
+  cp.remove_node("node1");
+  const double remove_s = seconds_since(t0);
+  const auto left = leftovers(env);
+  EXPECT_TRUE(left.empty()) << fmt::format("{}", fmt::join(left, "\n"));
+  EXPECT_EQ(api.request("GET", "/api/v1/nodes/node1", nullptr, "").status, 404);
+  std::printf("real node: join %.1f s, pod created to Succeeded %.1f s, remove %.1f s\n", join_s,
+              pod_s, remove_s);
+}
+
+// GPU index -> UUID of a recorded host (topo.json).
+std::vector<std::string> recorded_uuids(const std::string& topo_json) {
+  std::ifstream in(topo_json);
+  const json topo = json::parse(in);
+  std::vector<std::string> uuids;
+  for (const auto& g : topo["gpus"]) {
+    const auto index = g.value("index", -1);
+    if (index >= static_cast<int>(uuids.size())) uuids.resize(index + 1);
+    uuids.at(index) = g.value("uuid", "");
+  }
+  return uuids;
+}
+
+std::set<std::string> split(const std::string& text, char sep) {
+  std::set<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, sep);) {
+    if (!item.empty()) out.insert(item);
+  }
+  return out;
+}
+
+TEST(RealNode, GpuorchPlacesGpuPodsThatTheKubeletRunsOnTheChosenGpus) {
+  SKIP_WITHOUT_REAL_NODES();
+  auto& cp = test::ControlPlane::shared();
+  k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
+  const std::string topo = std::string(test::fixtures_dir()) + "/topo/dgx-h100/expected/topo.json";
+  const auto uuids = recorded_uuids(topo);
+  ASSERT_EQ(uuids.size(), 8U);
+  auto t0 = std::chrono::steady_clock::now();
+  cp.add_node("dgx1", {"--gpus-from", topo, "--gpuorch", test::binary_path()});
+  const double join_s = seconds_since(t0);
+  const json node = api.get("/api/v1/nodes/dgx1");
+  EXPECT_EQ(node["status"]["allocatable"].value("nvidia.com/gpu", ""), "8") << node.dump();
+  EXPECT_EQ(node["metadata"]["labels"].value("nvidia.com/gpu.product", ""),
+            "NVIDIA-H100-80GB-HBM3");
+
+  test::TempDir dir;
+  test::SchedulerProcess scheduler(
+      {"--kubeconfig", cp.kubeconfig(), "--policy", "efd", "--listen", "127.0.0.1:0"},
+      dir.file("scheduler.log"));
+  // Three pods at once (2 + 4 + 1 GPUs): each gets its own GPUs, and the kubelet admits all.
+  const std::vector<std::pair<std::string, int>> pods{{"two", 2}, {"four", 4}, {"one", 1}};
+  t0 = std::chrono::steady_clock::now();
+  for (const auto& [name, gpus] : pods) {
+    json pod = busybox_pod(name, "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES; sleep 2");
+    pod["spec"]["schedulerName"] = "gpuorch";
+    pod["spec"]["containers"][0]["resources"] = {
+        {"requests",
+         {{"cpu", "100m"}, {"memory", "32Mi"}, {"nvidia.com/gpu", std::to_string(gpus)}}},
+        {"limits",
+         {{"cpu", "100m"}, {"memory", "32Mi"}, {"nvidia.com/gpu", std::to_string(gpus)}}}};
+    api.create(kPods, pod);
+  }
+  std::set<std::string> all_given;
+  for (const auto& [name, gpus] : pods) {
+    const json pod = test::wait_for(api, kPods + "/" + name, finished, 90s);
+    ASSERT_EQ(phase(pod), "Succeeded") << pod.dump() << "\n" << scheduler.log();
+    EXPECT_EQ(test::node_of(pod), "dgx1");
+    const std::string chosen = pod["metadata"]["annotations"].value("gpuorch.io/gpus", "");
+    std::set<std::string> expected;
+    for (const auto& index : split(chosen, ',')) expected.insert(uuids.at(std::stoul(index)));
+    EXPECT_EQ(expected.size(), static_cast<std::size_t>(gpus)) << name << ": " << chosen;
+    const std::string log = pod_log(api, name);
+    const std::string marker = "NVIDIA_VISIBLE_DEVICES=";
+    const auto at = log.find(marker);
+    ASSERT_NE(at, std::string::npos) << log;
+    const std::string visible =
+        log.substr(at + marker.size(), log.find('\n', at) - at - marker.size());
+    EXPECT_EQ(split(visible, ','), expected)
+        << name << ": gpuorch.io/gpus " << chosen << ", got " << visible;
+    for (const auto& u : expected) {
+      EXPECT_TRUE(all_given.insert(u).second) << u << " given to two pods";
+    }
+    EXPECT_FALSE(pod["metadata"]["annotations"].value("gpuorch.io/gpus-allocated", "").empty())
+        << "the device plugin did not follow the scheduler's choice: " << pod.dump();
+  }
+  const double pods_s = seconds_since(t0);
+  // The kubelet refused no admission (UnexpectedAdmissionError and the like are Failed pods
+  // with an event).
+  const json events = api.get("/api/v1/namespaces/default/events");
+  for (const auto& e : events["items"]) {
+    EXPECT_EQ(e.value("reason", "").find("Admission"), std::string::npos) << e.dump();
+  }
+  EXPECT_EQ(scheduler.stop(), 0) << scheduler.log();
+  std::printf("real GPU node: join with device plugin %.1f s, 3 pods created to Succeeded %.1f s\n",
+              join_s, pods_s);
+}
+
+}  // namespace
+}  // namespace gpuorch
