@@ -3,6 +3,7 @@
 // with nothing observed gives the linear prior.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <vector>
 
 #include "gpuorch/sim/timeline_speedup_fit.hpp"
@@ -106,6 +107,60 @@ TEST(TimelineSpeedupFitted, GoodputFollowsTheFitAndTheReportedNoise) {
   const std::size_t n = m.samples();
   m.observe(modelled(kTruth, 1, 1, 16));
   EXPECT_EQ(m.samples(), n);
+}
+
+TEST(TimelineSpeedupFitted, MeasuredCorrectionIsPerBatchWhereTheJobRan) {
+  // Two batches measured at 4 GPUs on one node, one 20 % slower and one 40 % slower than the
+  // model that generated them: the correction holds each at its own batch, interpolates in log
+  // batch between them, keeps the nearest outside them, and is 1 where nothing ran.
+  ThroughputFit fit(true);
+  fit.observe(modelled(kTruth, 1, 1, 64));
+  ThroughputSample slow = modelled(kTruth, 1, 4, 32);
+  ThroughputSample slower = modelled(kTruth, 1, 4, 128);
+  slow.step_time *= 1.2;
+  slower.step_time *= 1.4;
+  fit.observe(slow);
+  fit.observe(slower);
+  const auto ratio = [&](const ThroughputSample& s) {
+    return s.step_time / sync_step_time(fit.params(), s.nodes, s.replicas, s.local_batch);
+  };
+  EXPECT_DOUBLE_EQ(fit.correction(4, 1, 32), ratio(slow));
+  EXPECT_DOUBLE_EQ(fit.correction(4, 1, 128), ratio(slower));
+  EXPECT_NEAR(fit.correction(4, 1, 64), (ratio(slow) + ratio(slower)) / 2, 1e-12);
+  EXPECT_DOUBLE_EQ(fit.correction(4, 1, 8), ratio(slow));
+  EXPECT_DOUBLE_EQ(fit.correction(4, 1, 1024), ratio(slower));
+  EXPECT_DOUBLE_EQ(fit.correction(8, 2, 64), 1.0);
+  EXPECT_GT(ratio(slower), ratio(slow));
+  // Without `measured` there is no correction at all.
+  ThroughputFit plain(false);
+  plain.observe(slower);
+  EXPECT_DOUBLE_EQ(plain.correction(4, 1, 128), 1.0);
+}
+
+TEST(TimelineSpeedupFitted, ASharedFitCarriesOneJobsMeasurementsToTheNext) {
+  const BatchRange range{128, 4096, 32, 1024, 0};
+  auto shared = std::make_shared<ThroughputFit>(true);
+  FittedSpeedup first(range, shared);
+  FittedSpeedup second(range, shared);
+  for (const auto& s : grid(kTruth)) first.observe(s);
+  first.observe(GradientStats{1.0, 100.0});
+  // The second job has reported its gradient statistics but run nothing new: it predicts from
+  // what the first measured, exactly as the first does.
+  second.observe(GradientStats{1.0, 100.0});
+  ASSERT_TRUE(second.known());
+  EXPECT_EQ(second.samples(), grid(kTruth).size());
+  EXPECT_DOUBLE_EQ(second.goodput(8, 2), first.goodput(8, 2));
+  // A new measurement by the second refits the shared model and invalidates both memos.
+  const double before = first.goodput(16, 4);
+  ThroughputSample odd = modelled(kTruth, 4, 16, 96);
+  odd.step_time *= 3;
+  second.observe(odd);
+  EXPECT_NE(first.goodput(16, 4), before);
+  EXPECT_DOUBLE_EQ(first.goodput(16, 4), second.goodput(16, 4));
+  // A model of its own shares nothing.
+  FittedSpeedup alone(range, true);
+  alone.observe(GradientStats{1.0, 100.0});
+  EXPECT_FALSE(alone.known());
 }
 
 }  // namespace

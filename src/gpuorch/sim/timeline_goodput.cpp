@@ -72,7 +72,13 @@ SpeedupModel& JobSpeedups::of(const Job& job, bool adaptive) {
   // A job that has never run knows nothing (also when a policy object is reused for another
   // run and a new job lives where an old one did).
   if (!model || (job.restarts() < 0 && model->known())) {
-    model = std::make_unique<FittedSpeedup>(batch_range(job, adaptive), measured_);
+    if (pooled_) {
+      auto& pool = pools_[job.app()->name()];
+      if (!pool) pool = std::make_shared<ThroughputFit>(measured_);
+      model = std::make_unique<FittedSpeedup>(batch_range(job, adaptive), pool);
+    } else {
+      model = std::make_unique<FittedSpeedup>(batch_range(job, adaptive), measured_);
+    }
   }
   if (job.gpus() > 0) {
     const AppProfile& app = *job.app();

@@ -4,9 +4,11 @@
 // docs/sim-timeline.md). Both are SpeedupModels (timeline_speedup_model.hpp).
 #include <map>
 #include <memory>
+#include <string>
 #include <tuple>
 
 #include "gpuorch/sim/timeline_job.hpp"
+#include "gpuorch/sim/timeline_speedup_fitted.hpp"
 #include "gpuorch/sim/timeline_speedup_model.hpp"
 
 namespace gpuorch::sim {
@@ -30,9 +32,11 @@ class GoodputTable {
 // One speedup model per job, as a policy sees them.
 class JobSpeedups {
  public:
-  // `measured`: fitted models keep the job's measured speed where it has run (FittedSpeedup).
-  JobSpeedups(SpeedupSource source, int gpus_per_node, bool measured = false)
-      : source_(source), measured_(measured), table_(gpus_per_node) {}
+  // `measured`: fitted models keep the measured speed where a configuration has run
+  // (ThroughputFit). `pooled`: the fitted throughput part is shared by the jobs of one application
+  // (what one job measured, the next starts from); the gradient statistics stay per job.
+  JobSpeedups(SpeedupSource source, int gpus_per_node, bool measured = false, bool pooled = false)
+      : source_(source), measured_(measured), pooled_(pooled), table_(gpus_per_node) {}
   // `job`'s model (`adaptive`: the job tunes its batch). A fitted model is first told what the
   // job reports about the interval it has just run on its current placement: that
   // configuration's step and sync time, and its gradient statistics at the batch it ran.
@@ -42,8 +46,10 @@ class JobSpeedups {
  private:
   SpeedupSource source_;
   bool measured_;
+  bool pooled_;
   GoodputTable table_;
   std::map<const Job*, std::unique_ptr<SpeedupModel>> models_;
+  std::map<std::string, std::shared_ptr<ThroughputFit>> pools_;  // by application
 };
 
 }  // namespace gpuorch::sim

@@ -13,6 +13,7 @@
 // measured (fitted model only, no correction by measured step times), explore (fitted model
 // only, no exploration cap; `explore=double`: the cap without the user's request), move (a
 // resized job grows and shrinks next to its running replicas instead of being placed anew);
+// `lasgo:share=app` shares the fitted throughput among the jobs of one application;
 // `lasgo:scale=H` sets the GPU-hours at which a job's weight halves (16 was the best of
 // 0.25..64 on the artifact's load-1.0 workloads; the same as Tiresias's demotion threshold).
 #include <algorithm>
@@ -36,6 +37,7 @@ struct Parts {
   enum class Explore : std::uint8_t { kNone, kDouble, kRequest } explore = Explore::kRequest;
   bool measured = true;  // fitted models keep the measured speed where the job has run
   bool move = true;      // a resized job is placed anew, packed (off: it grows in place)
+  bool share = false;    // fitted throughput shared by the jobs of one application
 };
 
 class Lasgo final : public TimelinePolicy {
@@ -44,7 +46,7 @@ class Lasgo final : public TimelinePolicy {
       : total_(o.total_gpus),
         per_node_(o.gpus_per_node),
         parts_(parts),
-        speedups_(o.speedup, o.gpus_per_node, parts.measured),
+        speedups_(o.speedup, o.gpus_per_node, parts.measured, parts.share),
         run_(o.queues, std::string(sched::spread_policy(
                            parts.packing ? sched::ReplicaSpread::kFewestNodes
                                          : sched::ReplicaSpread::kMostFreeFirst))) {}
@@ -119,6 +121,8 @@ std::unique_ptr<TimelinePolicy> make_lasgo(const PolicyOptions& options,
     p.move = false;
   } else if (variant == "measured=off") {
     p.measured = false;
+  } else if (variant == "share=app") {
+    p.share = true;
   } else if (variant == "explore=double") {
     p.explore = Parts::Explore::kDouble;
   } else if (variant.rfind("scale=", 0) == 0) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <vector>
 
 namespace gpuorch::sim {
@@ -11,24 +12,40 @@ int ceil_eps(double x) { return static_cast<int>(std::ceil(x - 1e-8)); }
 
 }  // namespace
 
-void FittedSpeedup::observe(const ThroughputSample& sample) {
+bool ThroughputFit::observe(const ThroughputSample& sample) {
   const auto key = std::make_tuple(sample.nodes, sample.replicas, sample.local_batch);
-  if (!samples_.emplace(key, sample).second) return;
+  if (!samples_.emplace(key, sample).second) return false;
+  max_replicas_ = std::max(max_replicas_, sample.replicas);
+  ++version_;
   std::vector<ThroughputSample> all;
   all.reserve(samples_.size());
   for (const auto& [k, s] : samples_) all.push_back(s);
   params_ = fit_throughput(all);
-  memo_.clear();
-  if (!measured_) return;
+  if (!measured_) return true;
   correction_.clear();
-  std::map<std::pair<int, int>, std::pair<double, int>> sum;
+  // Samples iterate by (nodes, replicas, batch), so each configuration's ratios come in
+  // increasing batch order.
   for (const auto& s : all) {
-    auto& [ratio, count] = sum[{s.replicas, s.nodes}];
-    ratio += s.step_time / sync_step_time(params_, s.nodes, s.replicas, s.local_batch);
-    ++count;
+    correction_[{s.replicas, s.nodes}].emplace_back(
+        s.local_batch, s.step_time / sync_step_time(params_, s.nodes, s.replicas, s.local_batch));
   }
-  for (const auto& [where, v] : sum) correction_[where] = v.first / v.second;
+  return true;
 }
+
+double ThroughputFit::correction(int gpus, int nodes, double local) const {
+  const auto it = correction_.find({gpus, nodes});
+  if (it == correction_.end()) return 1.0;
+  const auto& r = it->second;
+  if (local <= r.front().first) return r.front().second;
+  if (local >= r.back().first) return r.back().second;
+  const auto hi = std::lower_bound(r.begin(), r.end(), local,
+                                   [](const auto& p, double l) { return p.first < l; });
+  const auto lo = std::prev(hi);
+  const double t = std::log(local / lo->first) / std::log(double(hi->first) / lo->first);
+  return lo->second + t * (hi->second - lo->second);
+}
+
+void FittedSpeedup::observe(const ThroughputSample& sample) { fit_->observe(sample); }
 
 void FittedSpeedup::observe(const GradientStats& stats) {
   if (stats_ == stats) return;
@@ -41,13 +58,17 @@ double FittedSpeedup::config_goodput(int gpus, int nodes, int local, int accum) 
   const double scale = batch / range_.init_batch;
   const double denom = stats_->var / scale + stats_->sqr;
   const double gain = denom > 0 ? (stats_->var + stats_->sqr) / denom : 1.0;
-  double step = step_time(params_, nodes, gpus, local, accum);
-  if (const auto it = correction_.find({gpus, nodes}); it != correction_.end()) step *= it->second;
+  const double step =
+      step_time(fit_->params(), nodes, gpus, local, accum) * fit_->correction(gpus, nodes, local);
   return gain / step;
 }
 
 double FittedSpeedup::goodput(int gpus, int nodes) {
   if (gpus <= 0 || !known()) return 0;
+  if (memo_version_ != fit_->version()) {
+    memo_.clear();
+    memo_version_ = fit_->version();
+  }
   const auto key = std::make_pair(gpus, nodes);
   if (const auto it = memo_.find(key); it != memo_.end()) return it->second;
   double best = 0;

@@ -1,33 +1,76 @@
 #pragma once
 // A job's speed learned from what it has run, as Pollux learns it (timeline-protocol.md §8):
-// every new (nodes, replicas, per-GPU batch) the job reports refits the throughput model; the
-// gradient statistics it last reported give the statistical efficiency of any batch size; the
-// goodput at a GPU and node count is the best over the artifact's 50 geometric batch candidates
-// (§8.3). Before the first sample the model is not known() and callers use the linear prior.
+// every new (nodes, replicas, per-GPU batch) reported refits the throughput model; the gradient
+// statistics the job last reported give the statistical efficiency of any batch size; the goodput
+// at a GPU and node count is the best over the artifact's 50 geometric batch candidates (§8.3).
+// Before the first sample the model is not known() and callers use the linear prior.
+//
+// The throughput part (how long a step takes where) depends on the model being trained and the
+// hardware, not on the job's progress, so it may be shared by the jobs of one application
+// (`JobSpeedups` with pooling): a new job of an application the cluster has run starts from what
+// its predecessors measured instead of exploring from one GPU. The gradient statistics stay the
+// job's own.
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "gpuorch/sim/timeline_speedup_fit.hpp"
 #include "gpuorch/sim/timeline_speedup_model.hpp"
 
 namespace gpuorch::sim {
 
+// Step times reported at distinct configurations and the throughput model fitted to them.
+class ThroughputFit {
+ public:
+  // `measured`: where a GPU and node count has been run, correction() is the mean ratio of the
+  // measured step time to the model's there, so a configuration that ran slower or faster than
+  // the smooth model says keeps its measured speed.
+  explicit ThroughputFit(bool measured = false) : measured_(measured) {}
+  // Adds a configuration not seen before and refits; false (nothing changes) otherwise.
+  bool observe(const ThroughputSample& sample);
+  [[nodiscard]] bool empty() const { return samples_.empty(); }
+  [[nodiscard]] std::size_t samples() const { return samples_.size(); }
+  [[nodiscard]] const ThroughputParams& params() const { return params_; }
+  // Measured over model step time at (gpus, nodes) with `local` samples per GPU, interpolated
+  // in log batch between the batches measured there (the nearest one outside them); 1 where
+  // nothing was measured at that GPU and node count.
+  [[nodiscard]] double correction(int gpus, int nodes, double local) const;
+  // The most GPUs any reported configuration had.
+  [[nodiscard]] int max_replicas() const { return max_replicas_; }
+  // Changes whenever params() or correction() may have: memos keyed on it stay valid.
+  [[nodiscard]] std::uint64_t version() const { return version_; }
+
+ private:
+  bool measured_;
+  std::map<std::tuple<int, int, int>, ThroughputSample> samples_;  // by nodes, replicas, batch
+  // (replicas, nodes) -> (local batch, measured / model), by batch
+  std::map<std::pair<int, int>, std::vector<std::pair<int, double>>> correction_;
+  ThroughputParams params_;
+  int max_replicas_ = 0;
+  std::uint64_t version_ = 0;
+};
+
 class FittedSpeedup final : public SpeedupModel {
  public:
-  // `measured`: where the job has run a GPU and node count, scale the model's step time there
-  // by what the job measured (the mean ratio over its samples there), so a configuration that
-  // ran slower or faster than the smooth model says keeps its measured speed.
+  // A model with its own throughput fit (`measured` as ThroughputFit's).
   explicit FittedSpeedup(const BatchRange& range, bool measured = false)
-      : range_(range), measured_(measured) {}
+      : FittedSpeedup(range, std::make_shared<ThroughputFit>(measured)) {}
+  // A model whose throughput fit is shared (by the jobs of one application).
+  FittedSpeedup(const BatchRange& range, std::shared_ptr<ThroughputFit> fit)
+      : range_(range), fit_(std::move(fit)) {}
 
-  [[nodiscard]] bool known() const override { return !samples_.empty() && stats_.has_value(); }
+  [[nodiscard]] bool known() const override { return !fit_->empty() && stats_.has_value(); }
   double goodput(int gpus, int nodes) override;
   void observe(const ThroughputSample& sample) override;
   void observe(const GradientStats& stats) override;
 
-  [[nodiscard]] const ThroughputParams& params() const { return params_; }
-  [[nodiscard]] std::size_t samples() const { return samples_.size(); }
+  [[nodiscard]] const ThroughputParams& params() const { return fit_->params(); }
+  [[nodiscard]] std::size_t samples() const { return fit_->samples(); }
+  [[nodiscard]] const ThroughputFit& fit() const { return *fit_; }
 
  private:
   // Predicted goodput (samples per second at the initial batch's efficiency) of one batch
@@ -35,12 +78,10 @@ class FittedSpeedup final : public SpeedupModel {
   [[nodiscard]] double config_goodput(int gpus, int nodes, int local, int accum) const;
 
   BatchRange range_;
-  bool measured_;
-  std::map<std::pair<int, int>, double> correction_;  // (replicas, nodes): measured / model
-  std::map<std::tuple<int, int, int>, ThroughputSample> samples_;  // by nodes, replicas, batch
+  std::shared_ptr<ThroughputFit> fit_;
   std::optional<GradientStats> stats_;
-  ThroughputParams params_;
-  std::map<std::pair<int, int>, double> memo_;  // (gpus, nodes) until the model changes
+  std::map<std::pair<int, int>, double> memo_;  // (gpus, nodes) while memo_version_ holds
+  std::uint64_t memo_version_ = 0;
 };
 
 }  // namespace gpuorch::sim
