@@ -35,6 +35,7 @@ std::unique_ptr<CLI::App> make_app(Action& action) {
   add_device_plugin(*app, action);
   add_manifests(*app, action);
   add_node_labeller(*app, action);
+  add_dra_driver(*app, action);
   add_launch(*app, action);
   add_doctor(*app, action);
   add_examples(*app);

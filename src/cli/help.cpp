@@ -59,6 +59,7 @@ const std::map<std::string, std::vector<std::string>>& examples() {
        {"gpuorch manifests --vendor nvidia --image registry.example/gpuorch:0.1.0 | kubectl apply "
         "-f -",
         "gpuorch manifests --vendor both --sharing time-slicing --replicas 4 -o deploy/",
+        "gpuorch manifests --vendor nvidia --dra -o deploy/     # GPUs as DRA devices",
         "gpuorch manifests --vendor nvidia --image registry.example/gpuorch:0.1.0 "
         "--image-pull-secret regcred --node-selector pool=gpu --toleration "
         "dedicated=gpu:NoSchedule --runtime-class nvidia --mig-strategy mixed --requests "
@@ -66,6 +67,9 @@ const std::map<std::string, std::vector<std::string>>& examples() {
       {"node-labeller",
        {"gpuorch node-labeller --config-file config.yaml --interval 60",
         "gpuorch node-labeller --dry-run      # print the labels, change nothing"}},
+      {"dra-driver",
+       {"gpuorch dra-driver --kubeconfig ~/.kube/config --node-name gpu-node-1",
+        "gpuorch dra-driver --topology topo.json --node-name n1 --dry-run   # the ResourceSlice"}},
       {"launch",
        {"gpuorch launch --standalone --nproc-per-node gpu -- python3 train.py --epochs 3",
         "gpuorch launch --standalone --nproc_per_node 2 train.py --epochs 3   # as torchrun",

@@ -146,6 +146,10 @@ void add_manifests(CLI::App& app, Action& action) {
   cmd->add_flag("--no-podgroup-crd", f->no_podgroup_crd,
                 "Leave out 00-podgroup-crd.yaml, the PodGroup CRD podgroups.scheduling.x-k8s.io "
                 "(included with the scheduler by default), when scheduler-plugins installed it");
+  cmd->add_flag("--dra", f->options.dra,
+                "The DRA driver instead of the device plugin DaemonSets: gpuorch dra-driver's "
+                "DaemonSet, RBAC for ResourceSlices and the DeviceClasses gpu.gpuorch.io and "
+                "mig.gpuorch.io (docs/dra.md)");
   cmd->add_option("-o,--output", f->out, "Write one file per object into DIR (default: stdout)");
   cmd->add_flag("--json", f->json, "JSON instead of YAML");
   cmd->callback([f, &action] { action = [f] { return run(*f); }; });

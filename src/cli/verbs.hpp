@@ -31,6 +31,8 @@ void add_device_plugin(CLI::App& app, Action& action);
 void add_manifests(CLI::App& app, Action& action);
 // `gpuorch node-labeller`: GFD-compatible labels kept true on the Node (docs/labeller.md)
 void add_node_labeller(CLI::App& app, Action& action);
+// `gpuorch dra-driver`: the node's GPUs as DRA devices, claims prepared through CDI (docs/dra.md)
+void add_dra_driver(CLI::App& app, Action& action);
 
 // `gpuorch scheduler`: the scheduler core on a Kubernetes cluster
 void add_scheduler(CLI::App& app, Action& action);

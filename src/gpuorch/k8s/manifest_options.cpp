@@ -64,7 +64,7 @@ struct Default {
 constexpr Default kDefaults[] = {
     {"device-plugin", "10m", "64Mi", "64Mi"}, {"exporter", "50m", "128Mi", "128Mi"},
     {"node-labeller", "10m", "64Mi", "64Mi"}, {"mps-control-daemon", "10m", "128Mi", "128Mi"},
-    {"scheduler", "100m", "256Mi", "1Gi"},
+    {"scheduler", "100m", "256Mi", "1Gi"},    {"dra-driver", "10m", "64Mi", "64Mi"},
 };
 
 }  // namespace
@@ -135,7 +135,7 @@ void parse_resources(std::string_view text, std::string_view flag,
                    [&](const char* c) { return component == c; })) {
     bad(
         fmt::format("no component '{}' (device-plugin, exporter, node-labeller, "
-                    "mps-control-daemon, scheduler)",
+                    "mps-control-daemon, scheduler, dra-driver)",
                     component));
   }
   ResourceOverride& r = resources[component];

@@ -6,16 +6,15 @@
 #include <cctype>
 
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/k8s/manifest_parts.hpp"
 
 namespace gpuorch::k8s {
-namespace {
-
-using Json = nlohmann::ordered_json;
+namespace manifest_parts {
 
 constexpr const char* kPluginDir = "/var/lib/kubelet/device-plugins";
 constexpr const char* kPodResourcesDir = "/var/lib/kubelet/pod-resources";
 
-Json metadata(const std::string& name, const ManifestOptions& o, bool namespaced = true) {
+Json metadata(const std::string& name, const ManifestOptions& o, bool namespaced) {
   Json m;
   m["name"] = name;
   if (namespaced) m["namespace"] = o.ns;
@@ -42,7 +41,7 @@ Json host_path_volume(const std::string& name, const std::string& path, const ch
 }
 
 Json daemonset(const std::string& name, const ManifestOptions& o, Json pod_spec,
-               Json pod_annotations = Json()) {
+               Json pod_annotations) {
   Json ds;
   ds["apiVersion"] = "apps/v1";
   ds["kind"] = "DaemonSet";
@@ -551,7 +550,9 @@ void emit(YAML::Emitter& out, const Json& j) {
   }
 }
 
-}  // namespace
+}  // namespace manifest_parts
+
+using namespace manifest_parts;
 
 std::string to_yaml(const Json& object) {
   YAML::Emitter out;
@@ -574,6 +575,12 @@ std::vector<Manifest> make_manifests(const ManifestOptions& o) {
   if (o.mig_strategy != MigStrategy::kNone && o.vendor == "amd") {
     base::fail_input(fmt::format("--mig-strategy {}: MIG is NVIDIA's; use --vendor nvidia or both",
                                  to_string(o.mig_strategy)));
+  }
+  if (o.dra && o.sharing != SharingKind::kNone) {
+    base::fail_input(
+        fmt::format("--sharing {} with --dra: the DRA driver has no sharing yet "
+                    "(docs/dra.md); leave --sharing out",
+                    o.sharing == SharingKind::kMps ? "mps" : "time-slicing"));
   }
   check_pod_options(o.pod, o.ns);
   std::vector<Manifest> out;
@@ -614,10 +621,11 @@ std::vector<Manifest> make_manifests(const ManifestOptions& o) {
   }
   for (const auto& v : vendors) {
     out.push_back({fmt::format("20-configmap-device-plugin-{}.yaml", v), config_map(o, v)});
-    out.push_back({fmt::format("21-device-plugin-{}.yaml", v), plugin_daemonset(o, v)});
+    if (!o.dra) out.push_back({fmt::format("21-device-plugin-{}.yaml", v), plugin_daemonset(o, v)});
   }
   if (o.sharing == SharingKind::kMps)
     out.push_back({"22-mps-control-daemon.yaml", mps_daemonset(o)});
+  if (o.dra) add_dra_manifests(o, out);
   out.push_back({"30-exporter.yaml", exporter_daemonset(o)});
   out.push_back({"31-exporter-service.yaml", exporter_service(o)});
   if (o.scheduler) out.push_back({"40-scheduler.yaml", scheduler_deployment(o)});

@@ -32,6 +32,9 @@ struct ManifestOptions {
   // than none, the NVIDIA containers that read GPUs get what seeing MIG devices takes
   // (NVIDIA_MIG_MONITOR_DEVICES=all and CAP_SYS_ADMIN).
   MigStrategy mig_strategy = MigStrategy::kNone;
+  // The DRA driver (docs/dra.md) instead of the device plugin DaemonSets: GPUs as DRA devices,
+  // with its DeviceClasses and RBAC. The plugin's ConfigMap stays: the labeller reads it.
+  bool dra = false;
   PodOptions pod;  // pull secrets and policy, placement, resources, RuntimeClass
 };
 

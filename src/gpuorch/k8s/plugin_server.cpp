@@ -5,19 +5,17 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <mutex>
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/k8s/allocate.hpp"
 #include "gpuorch/k8s/preferred.hpp"
+#include "gpuorch/k8s/private_socket.hpp"
 #include "gpuorch/k8s/wire.hpp"
 
 namespace gpuorch::k8s {
@@ -25,11 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-
-std::mutex& umask_mutex() {  // the umask is the process's: one socket bound at a time
-  static std::mutex m;
-  return m;
-}
 
 // One resource's DevicePlugin service. A new one is made for every (re)start, so a stream of a
 // kubelet that went away never sees the next kubelet's state.
@@ -208,29 +201,15 @@ struct PluginManager::Impl {
 
   bool serve(Endpoint& e) {
     e.path = (fs::path(options.directory) / e.resource->socket_name()).string();
-    std::error_code ec;
-    fs::remove(e.path, ec);  // a stale socket of an earlier run
     e.service = std::make_unique<DevicePluginService>(host, config, *e.resource, health,
                                                       options.directory, options.scheduled);
     grpc::ServerBuilder b;
-    b.AddListeningPort("unix:" + e.path, grpc::InsecureServerCredentials());
     b.RegisterService(e.service.get());
-    {
-      // The socket is the plugin's API (Allocate hands out devices): only its owner (the
-      // kubelet runs as root) may connect. gRPC binds it with the process umask (0777 under
-      // umask 0): bind under umask 0177, so it is born 0600, then chmod it to say so.
-      const std::lock_guard lock(umask_mutex());
-      const mode_t old = ::umask(0177);
-      e.server = b.BuildAndStart();
-      ::umask(old);
-    }
+    std::string error;
+    e.server = start_private_server(b, e.path, error);
     if (!e.server) {
-      log(fmt::format("cannot serve {} on {}", e.resource->name, e.path));
-      return false;
-    }
-    if (::chmod(e.path.c_str(), 0600) != 0) {
-      log(fmt::format("cannot make {} mode 0600: {}", e.path, std::strerror(errno)));
-      stop_endpoint(e);
+      log(fmt::format("cannot serve {}: {}", e.resource->name, error));
+      e.service.reset();
       return false;
     }
     e.registered = false;

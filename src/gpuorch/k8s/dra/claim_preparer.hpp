@@ -1,0 +1,58 @@
+#pragma once
+// NodePrepareResources and NodeUnprepareResources without the wire: a claim's allocation (read
+// through a ClaimSource: the API server in the driver, a map in tests) becomes a CDI spec file
+// and an entry of the checkpoint; Unprepare removes both. Both are idempotent: a claim prepared
+// before (by this process or one before it, through the checkpoint) is answered from the
+// checkpoint without asking the API server, and unpreparing a claim that is not prepared
+// succeeds. Calls are serialised: the kubelet may call for several pods at once, and each call
+// rewrites the one checkpoint.
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "gpuorch/k8s/dra/cdi_spec.hpp"
+#include "gpuorch/k8s/dra/checkpoint.hpp"
+#include "gpuorch/k8s/dra/claim_allocation.hpp"
+#include "gpuorch/topology/host.hpp"
+
+namespace gpuorch::k8s::dra {
+
+// The ResourceClaim object of namespace/name; throws (ApiError, std::runtime_error) when it
+// cannot be had.
+using ClaimSource = std::function<nlohmann::json(const std::string& ns, const std::string& name)>;
+
+struct PreparerOptions {
+  CdiOptions cdi;
+  std::string pool;             // the node's name: the pool of the driver's ResourceSlice
+  std::string checkpoint_path;  // "<plugin dir>/checkpoint.json"
+  std::function<void(const std::string&)> log;
+};
+
+class ClaimPreparer {
+ public:
+  // Reads the checkpoint; one that cannot be read is set aside as PATH.bad (logged) and the
+  // driver starts with none prepared: Unprepare still removes a claim's CDI file by its UID.
+  ClaimPreparer(topology::Host host, PreparerOptions options, ClaimSource source);
+
+  // The claim's devices, or throws std::runtime_error with the reason (the answer's `error`).
+  std::vector<PreparedDevice> prepare(const ClaimRef& claim);
+  // Throws std::runtime_error when the CDI file or the checkpoint cannot be written.
+  void unprepare(const ClaimRef& claim);
+
+  [[nodiscard]] PreparedClaims prepared() const;
+
+ private:
+  void write_cdi(const std::string& uid, const std::vector<AllocatedDevice>& devices,
+                 std::vector<PreparedDevice>* out) const;
+
+  topology::Host host_;
+  PreparerOptions options_;
+  ClaimSource source_;
+  mutable std::mutex mutex_;
+  PreparedClaims prepared_;
+};
+
+}  // namespace gpuorch::k8s::dra
