@@ -24,6 +24,7 @@
 #include "gpuorch/k8s/kubeconfig.hpp"
 #include "support/control_plane.hpp"
 #include "support/kube_objects.hpp"
+#include "support/net.hpp"
 #include "support/paths.hpp"
 #include "support/scheduler_process.hpp"
 #include "support/test_support.hpp"
@@ -242,6 +243,99 @@ TEST(RealNode, GpuorchPlacesGpuPodsThatTheKubeletRunsOnTheChosenGpus) {
   EXPECT_EQ(scheduler.stop(), 0) << scheduler.log();
   std::printf("real GPU node: join with device plugin %.1f s, 3 pods created to Succeeded %.1f s\n",
               join_s, pods_s);
+}
+
+// One worker pod of the training job: `gpuorch launch` (c10d rendezvous) running the launcher
+// tests' DDP script on Gloo. The image holds only busybox: the machine's /usr (Debian's python3
+// and python3-torch) and /etc/alternatives (where libblas.so.3 points) are mounted read-only, and
+// so are the gpuorch binary of this build and the script's folder. hostNetwork: the two nodes'
+// pod networks are not routed to each other (nothing here routes), so the pods meet on loopback,
+// each under its own address (127.0.0.1, 127.0.0.2): in a pod the launcher's pid is 1 and under
+// hostNetwork the host name is the machine's, so (host, pid) would name both nodes alike.
+json training_pod(const std::string& name, const std::string& node, int rank, int port) {
+  const std::string launch_dir = std::string(test::fixtures_dir()) + "/launch";
+  json pod = busybox_pod(name, "");
+  auto& c = pod["spec"]["containers"][0];
+  c["command"] = {"/opt/gpuorch/gpuorch",
+                  "launch",
+                  "--nnodes",
+                  "2",
+                  "--nproc-per-node",
+                  "1",
+                  "--rdzv-backend",
+                  "c10d",
+                  "--rdzv-endpoint",
+                  fmt::format("127.0.0.1:{}", port),
+                  "--rdzv-id",
+                  "real-node-ddp",
+                  "--local-addr",
+                  fmt::format("127.0.0.{}", rank + 1),
+                  "--",
+                  "/usr/bin/python3",
+                  "/opt/train/ddp_train.py",
+                  "--steps",
+                  "10"};
+  c["env"] = {{{"name", "GLOO_SOCKET_IFNAME"}, {"value", "lo"}},
+              {{"name", "GPUORCH_TORCH_BACKEND"}, {"value", "gloo"}}};
+  c["resources"] = {{"requests", {{"cpu", "100m"}, {"nvidia.com/gpu", "1"}}},
+                    {"limits", {{"nvidia.com/gpu", "1"}}}};
+  c["volumeMounts"] = {
+      {{"name", "usr"}, {"mountPath", "/usr"}, {"readOnly", true}},
+      {{"name", "alternatives"}, {"mountPath", "/etc/alternatives"}, {"readOnly", true}},
+      {{"name", "gpuorch"}, {"mountPath", "/opt/gpuorch/gpuorch"}, {"readOnly", true}},
+      {{"name", "train"}, {"mountPath", "/opt/train"}, {"readOnly", true}}};
+  auto host_path = [](const std::string& volume, const std::string& path, const std::string& type) {
+    return json{{"name", volume}, {"hostPath", {{"path", path}, {"type", type}}}};
+  };
+  pod["spec"]["volumes"] = {host_path("usr", "/usr", "Directory"),
+                            host_path("alternatives", "/etc/alternatives", "Directory"),
+                            host_path("gpuorch", test::binary_path(), "File"),
+                            host_path("train", launch_dir, "Directory")};
+  pod["spec"]["hostNetwork"] = true;
+  pod["spec"]["schedulerName"] = "gpuorch";
+  pod["spec"]["nodeSelector"] = {{"kubernetes.io/hostname", node}};
+  pod["metadata"]["labels"] = {{"app", "real-node-ddp"}};
+  return pod;
+}
+
+TEST(RealNode, TrainsADdpJobAcrossTwoNodes) {
+  SKIP_WITHOUT_REAL_NODES();
+  if (std::system("/usr/bin/python3 -c 'import torch.distributed' >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "python3-torch is not installed (/usr/bin/python3 cannot import torch)";
+  }
+  auto& cp = test::ControlPlane::shared();
+  k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
+  const std::string topo = std::string(test::fixtures_dir()) + "/topo/t4x2/expected/topo.json";
+  auto t0 = std::chrono::steady_clock::now();
+  cp.add_node("t4-a", {"--gpus-from", topo, "--gpuorch", test::binary_path()});
+  cp.add_node("t4-b", {"--gpus-from", topo, "--gpuorch", test::binary_path()});
+  const double join_s = seconds_since(t0);
+  test::TempDir dir;
+  test::SchedulerProcess scheduler(
+      {"--kubeconfig", cp.kubeconfig(), "--policy", "efd", "--listen", "127.0.0.1:0"},
+      dir.file("scheduler.log"));
+  const int port = test::free_loopback_port();
+  t0 = std::chrono::steady_clock::now();
+  api.create(kPods, training_pod("train-0", "t4-a", 0, port));
+  api.create(kPods, training_pod("train-1", "t4-b", 1, port));
+  for (const std::string name : {"train-0", "train-1"}) {
+    const json pod = test::wait_for(api, kPods + "/" + name, finished, 180s);
+    const std::string log = pod_log(api, name);
+    ASSERT_EQ(phase(pod), "Succeeded") << pod.dump() << "\n" << log << "\n" << scheduler.log();
+    EXPECT_EQ(test::node_of(pod), name == "train-0" ? "t4-a" : "t4-b");
+    EXPECT_EQ(pod["metadata"]["annotations"].value("gpuorch.io/gpus", "").size(), 1U);
+    EXPECT_NE(log.find("result         succeeded"), std::string::npos) << log;
+    EXPECT_NE(log.find("2 in all, 1 on this node"), std::string::npos) << log;
+    if (name == "train-0") {
+      EXPECT_NE(log.find("done: 2 ranks hold identical weights"), std::string::npos) << log;
+    }
+    std::printf("--- %s on %s ---\n%s", name.c_str(), test::node_of(pod).c_str(), log.c_str());
+  }
+  const double train_s = seconds_since(t0);
+  EXPECT_EQ(scheduler.stop(), 0) << scheduler.log();
+  std::printf(
+      "real nodes: 2 GPU nodes joined in %.1f s, 2-pod DDP job created to Succeeded %.1f s\n",
+      join_s, train_s);
 }
 
 }  // namespace
