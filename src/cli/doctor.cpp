@@ -240,8 +240,8 @@ void add_doctor(CLI::App& app, Action& action) {
   nccl->add_option("FILE", f->nccl_log, "The log (any job output that holds NCCL's lines)")
       ->required();
   nccl->add_option("--calibration", f->calibration,
-                   "A `gpuorch tune nccl --calibration` file: settings that switch P2P off are "
-                   "reported with the cost measured there")
+                   "A `gpuorch tune nccl --calibration` file: settings that switch P2P off or "
+                   "force NCCL_ALGO / NCCL_PROTO are reported with the cost measured there")
       ->check(CLI::ExistingFile);
   add_json(*nccl, *f);
   nccl->callback([f, &action] { action = [f] { return run_nccl_log(*f); }; });

@@ -224,7 +224,7 @@ int run_tune(const TuneFlags& f, const std::string& command_line) {
     return 1;
   }
   Runner run(f);
-  const auto settings = comm::settings_to_sweep(algos, protos);
+  const auto settings = comm::settings_to_sweep(algos, protos, true);
   std::vector<comm::TuneResult> results;
   std::vector<comm::CollectiveFigures> coll_figures;
   for (const auto& c : colls) {
@@ -246,7 +246,7 @@ int run_tune(const TuneFlags& f, const std::string& command_line) {
           continue;
         }
         if (s == 0 && rep == 0) {
-          coll_figures.push_back({c, gpus, comm::figures_from_bench(j)});
+          coll_figures.push_back({c, gpus, comm::figures_from_bench(j), {}});
         }
         for (const auto& r : j.at("results")) {
           const auto& o = r.at("out_of_place");
@@ -256,6 +256,7 @@ int run_tune(const TuneFlags& f, const std::string& command_line) {
       }
     }
     results.push_back(comm::analyze_tuning(c, settings, failed, samples));
+    coll_figures.back().settings = comm::setting_curves(settings, failed, samples);
   }
   const std::string header = fmt::format("gpuorch tune nccl on {} ({} GPUs, {}), {} UTC: {}",
                                          host.hostname, gpus, run.library, utc_now(), command_line);

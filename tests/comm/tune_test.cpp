@@ -33,6 +33,39 @@ TEST(Tune, SettingsDefaultFirst) {
   EXPECT_EQ(kSettings[4].name(), "Tree/Simple");
 }
 
+TEST(Tune, EachAloneAddsTheSettingsThatForceOnlyOneVariable) {
+  const auto s = settings_to_sweep({"Ring", "Tree"}, {"LL", "Simple"}, true);
+  ASSERT_EQ(s.size(), 9u);
+  EXPECT_EQ(s[4].name(), "Tree/Simple");
+  EXPECT_EQ(s[5].name(), "Ring/*");
+  EXPECT_EQ(s[6].name(), "Tree/*");
+  EXPECT_EQ(s[7].name(), "*/LL");
+  EXPECT_EQ(s[8].name(), "*/Simple");
+  EXPECT_TRUE(s[7].algo.empty());
+}
+
+TEST(Tune, SettingCurvesAreTheMeansOverRepeatsOfTheSettingsThatRan) {
+  // Three repeats with spread 2 around the base: the mean is the base; Ring/Simple failed.
+  const auto curves = setting_curves(
+      kSettings, {"", "", "exit code 1", "", ""},
+      samples({{10, 100, 300}, {20, 100, 300}, {0, 0, 0}, {9, 90, 200}, {10, 130, 300}}, 2.0));
+  ASSERT_EQ(curves.size(), 4u);
+  EXPECT_EQ(curves[1].setting.name(), "Ring/LL");
+  EXPECT_EQ(curves[2].setting.name(), "Tree/LL");
+  ASSERT_EQ(curves[3].points.size(), 3u);
+  EXPECT_DOUBLE_EQ(curves[3].points[0][0], 1024.0);
+  EXPECT_DOUBLE_EQ(curves[3].points[1][1], 130.0);
+  EXPECT_DOUBLE_EQ(curves[3].points[2][2], 1.0);
+  Figures f;
+  const auto j = calibration_json({"h", "NCCL", "t", "cmd"}, {}, {{"all_reduce", 2, f, curves}});
+  const auto& ss = j["collectives"][0]["settings"];
+  ASSERT_EQ(ss.size(), 4u);
+  EXPECT_EQ(ss[0]["setting"], "default");
+  EXPECT_EQ(ss[2]["NCCL_ALGO"], "Tree");
+  EXPECT_EQ(ss[2]["NCCL_PROTO"], "LL");
+  EXPECT_EQ(ss[3]["points"][1][1], 130.0);
+}
+
 TEST(Tune, WithinNoiseTheDefaultStays) {
   // Tree/LL is 1 GB/s better on average, but the repeats overlap (spread 2).
   const auto r = analyze_tuning(
@@ -103,7 +136,7 @@ TEST(Calibration, FiguresFromBenchJson) {
   EXPECT_NEAR(f.bandwidth_gbps, (1ull << 30) / 3e-3 / 1e9, 1e-9);
   EXPECT_EQ(f.points.size(), 2u);
   const auto j = calibration_json({"h", "NCCL 2.28.9", "2026-11-30T00:00:00Z", "cmd"},
-                                  {{"nvlink", "NV18", 0, 1, "", f}}, {{"all_reduce", 2, f}});
+                                  {{"nvlink", "NV18", 0, 1, "", f}}, {{"all_reduce", 2, f, {}}});
   EXPECT_EQ(j["schema"], "gpuorch.calibration/1");
   EXPECT_EQ(j["paths"][0]["type"], "nvlink");
   EXPECT_EQ(j["paths"][0]["gpus"], nlohmann::json({0, 1}));

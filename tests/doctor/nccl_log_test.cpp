@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "doctor/doctor_test_util.hpp"
+#include "gpuorch/base/atomic_file.hpp"
 #include "gpuorch/doctor/nccl_log_check.hpp"
 #include "support/paths.hpp"
 #include "support/test_support.hpp"
@@ -219,11 +220,54 @@ TEST(NcclLog, ACalibrationFileGivesTheMeasuredCost) {
       << p2p->what;
   const auto algo = find_id(findings, "nccl.env-algo-forced");
   ASSERT_TRUE(algo);
-  EXPECT_NE(algo->what.find("no figures per algorithm or protocol"), std::string::npos);
+  // That recording predates the per-setting curves: doctor says so instead of a figure.
+  EXPECT_NE(algo->what.find("has no per-setting curves"), std::string::npos) << algo->what;
   EXPECT_EQ(test::input_error([] {
               doctor::read_calibration(doctor_fixture("nccl/warn.log"));
             }).substr(0, 10),
             doctor_fixture("nccl/warn.log").substr(0, 10));
+}
+
+TEST(NcclLog, ForcedAlgorithmAndProtocolArePricedFromTheirMeasuredCurves) {
+  // env-fast-paths-off.log forces NCCL_ALGO=Tree and NCCL_PROTO=LL; the file measured that pair
+  // against NCCL's choice on all_reduce (picked over all_gather, which it also measured).
+  const std::string calib = doctor_fixture("calibration/settings.json");
+  const auto options = doctor::read_calibration(calib);
+  ASSERT_EQ(options.calibrated_settings.size(), 5U);
+  const auto findings = doctor::check_nccl_log(
+      doctor::read_nccl_log(doctor_fixture("nccl/env-fast-paths-off.log")), options);
+  for (const char* id : {"nccl.env-algo-forced", "nccl.env-proto-forced"}) {
+    const auto f = find_id(findings, id);
+    ASSERT_TRUE(f) << id;
+    EXPECT_NE(f->what.find("measured on made (" + calib +
+                           ", all_reduce on 2 GPUs): with NCCL_ALGO=Tree NCCL_PROTO=LL 150.0 GB/s "
+                           "at 1 GiB against 300.0 GB/s with NCCL's choice (2.00x slower), at 64 "
+                           "KiB 5.00 against 4.00 GB/s (1.25x faster); it loses most at 16 MiB "
+                           "(5.00x slower)"),
+              std::string::npos)
+        << f->what;
+  }
+  // A setting the file did not measure is named with the command that measures it.
+  doctor::NcclCheckOptions only_ring = options;
+  std::erase_if(only_ring.calibrated_settings,
+                [](const doctor::CalibratedSetting& s) { return s.algo == "Tree"; });
+  const auto unmeasured = find_id(
+      doctor::check_nccl_log(
+          doctor::read_nccl_log(doctor_fixture("nccl/env-fast-paths-off.log")), only_ring),
+      "nccl.env-algo-forced");
+  ASSERT_TRUE(unmeasured);
+  EXPECT_NE(unmeasured->what.find("did not measure NCCL_ALGO=Tree NCCL_PROTO=LL against NCCL's "
+                                  "choice: `gpuorch tune nccl --algos Tree --protos LL` does"),
+            std::string::npos)
+      << unmeasured->what;
+  // A malformed curve is one line naming the file and the collective.
+  const std::string bad = ::testing::TempDir() + "/bad-calibration.json";
+  base::write_file_atomically(
+      bad,
+      R"({"schema": "gpuorch.calibration/1", "collectives": [{"collective": "all_reduce",)"
+      R"( "settings": [{"NCCL_ALGO": "Tree", "points": [[0, 1]]}]}]})");
+  EXPECT_EQ(test::input_error([&] { doctor::read_calibration(bad); }),
+            bad + ": collective all_reduce: a point is not [bytes > 0, busbw_gbps >= 0, ...]");
 }
 
 TEST(NcclLog, AMissingSocketInterfaceNamesTheSetting) {

@@ -74,6 +74,15 @@ nlohmann::ordered_json calibration_json(const CalibrationMeta& meta,
   for (const auto& x : collectives) {
     nlohmann::ordered_json e{{"collective", x.collective}, {"ranks", x.ranks}};
     e.update(figures_json(x.figures));
+    if (!x.settings.empty()) {
+      auto& ss = e["settings"] = nlohmann::ordered_json::array();
+      for (const auto& curve : x.settings) {
+        ss.push_back({{"setting", curve.setting.name()},
+                      {"NCCL_ALGO", curve.setting.algo},
+                      {"NCCL_PROTO", curve.setting.proto},
+                      {"points", curve.points}});
+      }
+    }
     c.push_back(std::move(e));
   }
   return j;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "gpuorch/comm/tune.hpp"
 #include "gpuorch/topology/path.hpp"
 
 namespace gpuorch::comm {
@@ -34,7 +35,10 @@ struct PathFigures {
 struct CollectiveFigures {
   std::string collective;
   int ranks = 0;
-  Figures figures;
+  Figures figures;  // NCCL's default, first repeat
+  // Every setting `tune nccl` ran (the default too), mean over the repeats: what forcing
+  // NCCL_ALGO / NCCL_PROTO costs or gains per size (doctor nccl-log --calibration quotes it).
+  std::vector<SettingCurve> settings;
 };
 
 struct CalibrationMeta {

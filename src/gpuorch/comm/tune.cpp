@@ -34,10 +34,39 @@ std::string NcclSetting::name() const {
 }
 
 std::vector<NcclSetting> settings_to_sweep(const std::vector<std::string>& algos,
-                                           const std::vector<std::string>& protos) {
+                                           const std::vector<std::string>& protos,
+                                           bool each_alone) {
   std::vector<NcclSetting> out{{}};
   for (const auto& a : algos) {
     for (const auto& p : protos) out.push_back({a, p});
+  }
+  if (each_alone) {
+    for (const auto& a : algos) out.push_back({a, ""});
+    for (const auto& p : protos) out.push_back({"", p});
+  }
+  return out;
+}
+
+std::vector<SettingCurve> setting_curves(const std::vector<NcclSetting>& settings,
+                                         const std::vector<std::string>& failed,
+                                         const std::vector<TuneSample>& samples) {
+  std::vector<SettingCurve> out;
+  for (std::size_t s = 0; s < settings.size(); ++s) {
+    if (s < failed.size() && !failed[s].empty()) continue;
+    std::map<std::size_t, std::array<double, 3>> by_size;  // busbw sum, time sum, count
+    for (const auto& x : samples) {
+      if (x.setting != s) continue;
+      auto& a = by_size[x.bytes];
+      a[0] += x.busbw;
+      a[1] += x.time_us;
+      a[2] += 1;
+    }
+    if (by_size.empty()) continue;
+    SettingCurve c{settings[s], {}};
+    for (const auto& [bytes, a] : by_size) {
+      c.points.push_back({double(bytes), a[0] / a[2], a[1] / a[2]});
+    }
+    out.push_back(std::move(c));
   }
   return out;
 }
@@ -119,8 +148,9 @@ std::string tune_env_file(const std::vector<TuneResult>& results, const std::str
       for (const auto& g : r.ranges) {
         if (!g.beats_default) continue;
         const NcclSetting& s = r.settings[g.best];
-        out += fmt::format("#   {}..{} B: NCCL_ALGO={} NCCL_PROTO={}\n", g.from, g.to, s.algo,
-                           s.proto);
+        out += fmt::format("#   {}..{} B:{}{}\n", g.from, g.to,
+                           s.algo.empty() ? "" : " NCCL_ALGO=" + s.algo,
+                           s.proto.empty() ? "" : " NCCL_PROTO=" + s.proto);
       }
     } else if (chosen == nullptr) {
       chosen = &r;

@@ -3,6 +3,7 @@
 // message size, against NCCL's own choice, with the repeat-to-repeat spread as the noise floor.
 // The sweep (child processes, one communicator per setting) lives in the CLI; this is the
 // arithmetic, the env file and the JSON, testable without a GPU.
+#include <array>
 #include <cstddef>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -17,9 +18,12 @@ struct NcclSetting {
   std::string name() const;  // "default", "Ring/LL128"
 };
 
-// Every setting to try: NCCL's default first, then algos x protos.
+// Every setting to try: NCCL's default first, then algos x protos; with `each_alone`, then each
+// algorithm with NCCL choosing the protocol and each protocol with NCCL choosing the algorithm
+// (what a job that sets only NCCL_ALGO or only NCCL_PROTO runs, which doctor prices).
 std::vector<NcclSetting> settings_to_sweep(const std::vector<std::string>& algos,
-                                           const std::vector<std::string>& protos);
+                                           const std::vector<std::string>& protos,
+                                           bool each_alone = false);
 
 // One size of one repeat of one setting: out-of-place busbw and time.
 struct TuneSample {
@@ -62,6 +66,16 @@ struct TuneResult {
   std::size_t recommended = 0;
   double noise = 0;  // largest relative spread (max-min)/mean of the default over the sizes
 };
+
+// One setting's curve: per size, the mean over the repeats of out-of-place busbw and time.
+struct SettingCurve {
+  NcclSetting setting;
+  std::vector<std::array<double, 3>> points;  // bytes, busbw GB/s, time us
+};
+// The curves of the settings that ran (failed[s] empty), in the settings' order.
+std::vector<SettingCurve> setting_curves(const std::vector<NcclSetting>& settings,
+                                         const std::vector<std::string>& failed,
+                                         const std::vector<TuneSample>& samples);
 
 TuneResult analyze_tuning(const std::string& collective, const std::vector<NcclSetting>& settings,
                           const std::vector<std::string>& failed,

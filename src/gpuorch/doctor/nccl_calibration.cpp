@@ -9,6 +9,44 @@
 #include "gpuorch/doctor/nccl_log_check.hpp"
 
 namespace gpuorch::doctor {
+namespace {
+
+// A collective's per-setting curves (`tune nccl` writes them since the setting sweep); files
+// without them are still calibration files.
+void read_settings(const std::string& path, const nlohmann::json& c,
+                   std::vector<CalibratedSetting>& out) {
+  if (!c.is_object() || !c.contains("settings")) return;
+  const auto bad = [&](const char* what) {
+    base::fail_input(
+        fmt::format("{}: collective {}: {}", path, c.value("collective", std::string("?")), what));
+  };
+  if (!c["settings"].is_array()) bad("settings is not an array");
+  for (const auto& s : c["settings"]) {
+    if (!s.is_object() || !s.contains("points") || !s["points"].is_array()) {
+      bad("a setting without points");
+    }
+    const auto text = [&](const char* key) {
+      if (!s.contains(key)) return std::string();
+      if (!s[key].is_string()) bad("NCCL_ALGO and NCCL_PROTO must be strings");
+      return s[key].get<std::string>();
+    };
+    CalibratedSetting x;
+    x.collective = c.value("collective", std::string());
+    x.ranks = c.contains("ranks") && c["ranks"].is_number_integer() ? c["ranks"].get<int>() : 0;
+    x.algo = text("NCCL_ALGO");
+    x.proto = text("NCCL_PROTO");
+    for (const auto& p : s["points"]) {
+      if (!p.is_array() || p.size() < 2 || !p[0].is_number() || !p[1].is_number() ||
+          p[0].get<double>() <= 0 || p[1].get<double>() < 0) {
+        bad("a point is not [bytes > 0, busbw_gbps >= 0, ...]");
+      }
+      x.points.push_back({p[0].get<double>(), p[1].get<double>()});
+    }
+    out.push_back(std::move(x));
+  }
+}
+
+}  // namespace
 
 NcclCheckOptions read_calibration(const std::string& path) {
   // A calibration file is a few KiB; 16 MiB bounds a wrong path (a log, a device).
@@ -28,6 +66,9 @@ NcclCheckOptions read_calibration(const std::string& path) {
   NcclCheckOptions o;
   o.calibration_file = path;
   o.calibration_host = j.value("host", std::string("?"));
+  if (j.contains("collectives") && j["collectives"].is_array()) {
+    for (const auto& c : j["collectives"]) read_settings(path, c, o.calibrated_settings);
+  }
   if (!j.contains("paths") || !j["paths"].is_array()) return o;
   for (const auto& p : j["paths"]) {
     if (!p.is_object() || !p.contains("bandwidth_gbps") || !p["bandwidth_gbps"].is_number()) {

@@ -5,6 +5,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
+#include <cctype>
 
 #include "gpuorch/doctor/nccl_log_findings.hpp"
 
@@ -44,15 +46,106 @@ std::string measured_p2p_cost(const NcclCheckOptions& o) {
       direct->bandwidth_gbps / host->bandwidth_gbps);
 }
 
-std::string measured_cost(const std::string& finding, const NcclCheckOptions& o) {
+std::string size_name(double bytes) {
+  const auto b = static_cast<unsigned long long>(bytes);
+  if (b >= (1ull << 30) && b % (1ull << 30) == 0) return fmt::format("{} GiB", b >> 30);
+  if (b >= (1ull << 20) && b % (1ull << 20) == 0) return fmt::format("{} MiB", b >> 20);
+  if (b >= (1ull << 10) && b % (1ull << 10) == 0) return fmt::format("{} KiB", b >> 10);
+  return fmt::format("{} B", b);
+}
+
+bool same_name(const std::string& a, const std::string& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    return std::tolower(static_cast<unsigned char>(x)) ==
+           std::tolower(static_cast<unsigned char>(y));
+  });
+}
+
+std::string forced_value(const NcclLog& log, const char* entry) {
+  const CatalogueHit* h = hit_of(log, entry);
+  return h != nullptr && !h->values.empty() ? h->values[0] : std::string();
+}
+
+// "x.xx times slower" or "faster", forced against NCCL's choice.
+std::string ratio_words(double forced, double chosen) {
+  if (forced <= 0) return "it moved nothing";
+  const double r = chosen / forced;
+  if (r >= 1) return fmt::format("{:.2f}x slower", r);
+  return fmt::format("{:.2f}x faster", 1 / r);
+}
+
+// What the forced NCCL_ALGO / NCCL_PROTO of this log measured against NCCL's own choice, from the
+// calibration file's per-setting curves (all_reduce first: what data-parallel training runs).
+std::string measured_setting_cost(const NcclLog& log, const NcclCheckOptions& o) {
+  const std::string algo = forced_value(log, "env.algo-forced");
+  const std::string proto = forced_value(log, "env.proto-forced");
+  std::vector<std::string> forced_vars;
+  if (!algo.empty()) forced_vars.push_back(fmt::format("NCCL_ALGO={}", algo));
+  if (!proto.empty()) forced_vars.push_back(fmt::format("NCCL_PROTO={}", proto));
+  const std::string setting = fmt::format("{}", fmt::join(forced_vars, " "));
+  const CalibratedSetting* forced = nullptr;
+  const CalibratedSetting* chosen = nullptr;
+  for (const char* preferred : {"all_reduce", ""}) {
+    for (const auto& c : o.calibrated_settings) {
+      if (*preferred != '\0' && c.collective != preferred) continue;
+      if (!forced && same_name(c.algo, algo) && same_name(c.proto, proto)) forced = &c;
+    }
+    if (forced) break;
+  }
+  if (forced) {
+    for (const auto& c : o.calibrated_settings) {
+      if (c.collective == forced->collective && c.algo.empty() && c.proto.empty()) chosen = &c;
+    }
+  }
+  if (!forced || !chosen) {
+    if (o.calibrated_settings.empty()) {
+      return fmt::format(
+          "; the calibration file {} has no per-setting curves (written before `gpuorch tune "
+          "nccl` measured each setting): run it again to price {}",
+          o.calibration_file, setting);
+    }
+    return fmt::format(
+        "; the calibration file {} did not measure {} against NCCL's choice: `gpuorch tune nccl "
+        "--algos {} --protos {}` does",
+        o.calibration_file, setting, algo.empty() ? "Ring,Tree" : algo,
+        proto.empty() ? "LL,LL128,Simple" : proto);
+  }
+  // Sizes both measured, smallest to largest.
+  std::vector<std::array<double, 3>> both;  // bytes, forced, chosen
+  for (const auto& p : forced->points) {
+    for (const auto& q : chosen->points) {
+      if (q.bytes == p.bytes) both.push_back({p.bytes, p.busbw_gbps, q.busbw_gbps});
+    }
+  }
+  if (both.empty()) return {};
+  std::sort(both.begin(), both.end());
+  const auto& large = both.back();
+  const auto& small = both.front();
+  const auto worst = std::max_element(both.begin(), both.end(), [](const auto& a, const auto& b) {
+    return a[2] * b[1] < b[2] * a[1];  // chosen/forced, compared without dividing by 0
+  });
+  std::string out = fmt::format(
+      "; measured on {} ({}, {} on {} GPUs): with {} {:.1f} GB/s at {} against {:.1f} GB/s with "
+      "NCCL's choice ({})",
+      o.calibration_host, o.calibration_file, forced->collective, forced->ranks, setting, large[1],
+      size_name(large[0]), large[2], ratio_words(large[1], large[2]));
+  if (both.size() > 1) {
+    out += fmt::format(", at {} {:.2f} against {:.2f} GB/s ({})", size_name(small[0]), small[1],
+                       small[2], ratio_words(small[1], small[2]));
+  }
+  if (worst->at(2) > worst->at(1) && worst != both.end() - 1 && worst != both.begin()) {
+    out += fmt::format("; it loses most at {} ({})", size_name(worst->at(0)),
+                       ratio_words(worst->at(1), worst->at(2)));
+  }
+  return out;
+}
+
+std::string measured_cost(const NcclLog& log, const std::string& finding,
+                          const NcclCheckOptions& o) {
   if (o.calibration_file.empty()) return {};
   if (finding == "nccl.env-p2p-disabled") return measured_p2p_cost(o);
   if (finding == "nccl.env-algo-forced" || finding == "nccl.env-proto-forced") {
-    return fmt::format(
-        "; the calibration file {} holds one curve per collective (NCCL's default), no figures "
-        "per algorithm or protocol: `gpuorch tune nccl` measures each setting against the default "
-        "per size",
-        o.calibration_file);
+    return measured_setting_cost(log, o);
   }
   return {};
 }
@@ -75,7 +168,7 @@ Finding finding_of(const NcclLog& log, const CatalogueHit& h, const NcclCheckOpt
   f.what = fill(e.meaning);
   if (!e.cause.empty()) f.what += "; likely cause: " + fill(e.cause);
   if (!e.cost.empty()) {
-    f.what += "; cost: " + fill(e.cost) + measured_cost(e.finding, options);
+    f.what += "; cost: " + fill(e.cost) + measured_cost(log, e.finding, options);
   }
   const CatalogueFormat& format = e.formats[h.format];
   f.evidence =

@@ -15,10 +15,23 @@ struct CalibratedPath {
   double bandwidth_gbps = 0;
 };
 
+// One NCCL_ALGO / NCCL_PROTO setting a calibration file measured for a collective.
+struct CalibratedSetting {
+  std::string collective;
+  int ranks = 0;
+  std::string algo, proto;  // "" where NCCL chose
+  struct Point {
+    double bytes = 0, busbw_gbps = 0;
+  };
+  std::vector<Point> points;  // by size
+};
+
 struct NcclCheckOptions {
-  // From --calibration: what switching a fast path off measured on a host, quoted as its cost.
+  // From --calibration: what switching a fast path off, or forcing an algorithm or protocol,
+  // measured on a host, quoted as its cost.
   std::string calibration_file, calibration_host;
   std::vector<CalibratedPath> calibrated_paths;
+  std::vector<CalibratedSetting> calibrated_settings;
 };
 
 std::vector<Finding> check_nccl_log(const NcclLog& log, const NcclCheckOptions& options = {});
