@@ -123,16 +123,21 @@ MessageFormat compile_format(const std::string& format, bool anywhere) {
         kMinKey));
   }
   // NCCL ends some messages with '.', some writers add blanks or a '\r'; both are tolerated.
-  m.re = std::regex(anywhere ? body : "^" + body + R"([\s.]*$)");
+  m.pattern = anywhere ? body : "^" + body + R"([\s.]*$)";
   return m;
+}
+
+const std::regex& MessageFormat::re() const {
+  std::call_once(compiled_->once, [this] { compiled_->re.emplace(pattern); });
+  return *compiled_->re;
 }
 
 std::optional<std::vector<std::string>> match_format(const MessageFormat& f,
                                                      std::string_view text) {
   if (text.find(f.key) == std::string_view::npos) return std::nullopt;
   std::match_results<std::string_view::const_iterator> m;
-  const bool ok = f.anywhere ? std::regex_search(text.begin(), text.end(), m, f.re)
-                             : std::regex_match(text.begin(), text.end(), m, f.re);
+  const bool ok = f.anywhere ? std::regex_search(text.begin(), text.end(), m, f.re())
+                             : std::regex_match(text.begin(), text.end(), m, f.re());
   if (!ok) return std::nullopt;
   std::vector<std::string> values;
   for (std::size_t i = 1; i < m.size(); ++i) values.push_back(m[i].str());

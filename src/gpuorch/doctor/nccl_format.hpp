@@ -3,6 +3,8 @@
 // device %lx") turned into a matcher for the lines it prints. The catalogue keeps the format itself
 // (a fact about the library) rather than a hand-written regular expression, so an entry reads as
 // the message does and a version's change of wording is a second format, not a regex edit.
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <regex>
 #include <string>
@@ -21,7 +23,17 @@ struct MessageFormat {
   std::size_t conversions = 0;
   std::size_t fixed = 0;  // characters of fixed text: the more, the more specific the format
   bool anywhere = false;  // the text may sit inside a longer line (PyTorch's messages)
-  std::regex re;
+  std::string pattern;    // the regular expression, valid by construction
+  // Compiled on first use: doctor loads 1,500 formats and a log meets a few dozen, and compiling
+  // them all was most of its start-up. Copies share one compiled expression.
+  [[nodiscard]] const std::regex& re() const;
+
+ private:
+  struct Compiled {
+    std::once_flag once;
+    std::optional<std::regex> re;
+  };
+  std::shared_ptr<Compiled> compiled_ = std::make_shared<Compiled>();
 };
 
 // Throws std::invalid_argument("...") for a conversion this reader does not know or a format with
