@@ -178,6 +178,26 @@ std::set<std::string> split(const std::string& text, char sep) {
   return out;
 }
 
+// The UUIDs of the GPUs gpuorch's scheduler wrote on the pod (gpuorch.io/gpus: indices).
+std::set<std::string> chosen_uuids(const json& pod, const std::vector<std::string>& uuids) {
+  std::set<std::string> out;
+  const json& annotations = pod["metadata"]["annotations"];
+  if (!annotations.is_object()) return out;
+  for (const auto& index : split(annotations.value("gpuorch.io/gpus", ""), ',')) {
+    out.insert(uuids.at(std::stoul(index)));
+  }
+  return out;
+}
+
+// NVIDIA_VISIBLE_DEVICES as the container printed it (a line NVIDIA_VISIBLE_DEVICES=...).
+std::set<std::string> visible_devices(const std::string& log) {
+  const std::string marker = "NVIDIA_VISIBLE_DEVICES=";
+  const auto at = log.find(marker);
+  if (at == std::string::npos) return {};
+  const auto begin = at + marker.size();
+  return split(log.substr(begin, log.find('\n', begin) - begin), ',');
+}
+
 TEST(RealNode, GpuorchPlacesGpuPodsThatTheKubeletRunsOnTheChosenGpus) {
   SKIP_WITHOUT_REAL_NODES();
   auto& cp = test::ControlPlane::shared();
@@ -215,18 +235,10 @@ TEST(RealNode, GpuorchPlacesGpuPodsThatTheKubeletRunsOnTheChosenGpus) {
     const json pod = test::wait_for(api, kPods + "/" + name, finished, 90s);
     ASSERT_EQ(phase(pod), "Succeeded") << pod.dump() << "\n" << scheduler.log();
     EXPECT_EQ(test::node_of(pod), "dgx1");
-    const std::string chosen = pod["metadata"]["annotations"].value("gpuorch.io/gpus", "");
-    std::set<std::string> expected;
-    for (const auto& index : split(chosen, ',')) expected.insert(uuids.at(std::stoul(index)));
-    EXPECT_EQ(expected.size(), static_cast<std::size_t>(gpus)) << name << ": " << chosen;
+    const std::set<std::string> expected = chosen_uuids(pod, uuids);
+    EXPECT_EQ(expected.size(), static_cast<std::size_t>(gpus)) << name << ": " << pod.dump();
     const std::string log = pod_log(api, name);
-    const std::string marker = "NVIDIA_VISIBLE_DEVICES=";
-    const auto at = log.find(marker);
-    ASSERT_NE(at, std::string::npos) << log;
-    const std::string visible =
-        log.substr(at + marker.size(), log.find('\n', at) - at - marker.size());
-    EXPECT_EQ(split(visible, ','), expected)
-        << name << ": gpuorch.io/gpus " << chosen << ", got " << visible;
+    EXPECT_EQ(visible_devices(log), expected) << name << ": " << log << "\n" << pod.dump();
     for (const auto& u : expected) {
       EXPECT_TRUE(all_given.insert(u).second) << u << " given to two pods";
     }
@@ -256,7 +268,10 @@ json training_pod(const std::string& name, const std::string& node, int rank, in
   const std::string launch_dir = std::string(test::fixtures_dir()) + "/launch";
   json pod = busybox_pod(name, "");
   auto& c = pod["spec"]["containers"][0];
-  c["command"] = {"/opt/gpuorch/gpuorch",
+  c["command"] = {"sh",
+                  "-c",
+                  "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES; exec \"$0\" \"$@\"",
+                  "/opt/gpuorch/gpuorch",
                   "launch",
                   "--nnodes",
                   "2",
@@ -306,6 +321,7 @@ TEST(RealNode, TrainsADdpJobAcrossTwoNodes) {
   auto& cp = test::ControlPlane::shared();
   k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
   const std::string topo = std::string(test::fixtures_dir()) + "/topo/t4x2/expected/topo.json";
+  const auto uuids = recorded_uuids(topo);
   auto t0 = std::chrono::steady_clock::now();
   cp.add_node("t4-a", {"--gpus-from", topo, "--gpuorch", test::binary_path()});
   cp.add_node("t4-b", {"--gpus-from", topo, "--gpuorch", test::binary_path()});
@@ -323,13 +339,17 @@ TEST(RealNode, TrainsADdpJobAcrossTwoNodes) {
     const std::string log = pod_log(api, name);
     ASSERT_EQ(phase(pod), "Succeeded") << pod.dump() << "\n" << log << "\n" << scheduler.log();
     EXPECT_EQ(test::node_of(pod), name == "train-0" ? "t4-a" : "t4-b");
-    EXPECT_EQ(pod["metadata"]["annotations"].value("gpuorch.io/gpus", "").size(), 1U);
+    const auto given = chosen_uuids(pod, uuids);
+    EXPECT_EQ(given.size(), 1U) << pod.dump();
+    EXPECT_EQ(visible_devices(log), given) << log;
     EXPECT_NE(log.find("result         succeeded"), std::string::npos) << log;
     EXPECT_NE(log.find("2 in all, 1 on this node"), std::string::npos) << log;
     if (name == "train-0") {
       EXPECT_NE(log.find("done: 2 ranks hold identical weights"), std::string::npos) << log;
     }
-    std::printf("--- %s on %s ---\n%s", name.c_str(), test::node_of(pod).c_str(), log.c_str());
+    std::printf("--- %s on %s, gpuorch.io/gpus %s ---\n%s", name.c_str(),
+                test::node_of(pod).c_str(),
+                pod["metadata"]["annotations"].value("gpuorch.io/gpus", "").c_str(), log.c_str());
   }
   const double train_s = seconds_since(t0);
   EXPECT_EQ(scheduler.stop(), 0) << scheduler.log();
