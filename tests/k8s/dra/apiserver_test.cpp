@@ -1,10 +1,8 @@
 // gpuorch dra-driver against the real kube-apiserver (scripts/k8s-testenv): resource.k8s.io/v1 is
 // served, the recorded DGX H100's ResourceSlice passes the API server's validation and is kept
 // equal to the host, and a claim allocated on the API server is prepared over the driver's socket.
-#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
-#include "dra/v1/api.grpc.pb.h"
 #include "gpuorch/k8s/api_path.hpp"
 #include "gpuorch/k8s/dra/driver_server.hpp"
 #include "gpuorch/k8s/dra/resource_slice.hpp"
@@ -13,6 +11,7 @@
 #include "gpuorch/k8s/manifests.hpp"
 #include "k8s/api_error_of.hpp"
 #include "k8s/apply_support.hpp"
+#include "k8s/dra/api_driver.hpp"
 #include "k8s/k8s_support.hpp"
 #include "support/control_plane.hpp"
 #include "support/test_support.hpp"
@@ -33,23 +32,6 @@ std::map<std::string, json> dra_manifests() {
   std::map<std::string, json> out;
   for (const auto& m : make_manifests(o)) out[m.file] = json::parse(m.object.dump());
   return out;
-}
-
-// Two GPUs of one NVLink domain, as issue 34's example claim asks.
-json two_gpu_claim(const std::string& ns) {
-  return {
-      {"apiVersion", "resource.k8s.io/v1"},
-      {"kind", "ResourceClaim"},
-      {"metadata", {{"name", "two-gpus"}, {"namespace", ns}}},
-      {"spec",
-       {{"devices",
-         {{"requests", json::array({{{"name", "gpus"},
-                                     {"exactly",
-                                      {{"deviceClassName", kDriverName},
-                                       {"allocationMode", "ExactCount"},
-                                       {"count", 2}}}}})},
-          {"constraints", json::array({{{"requests", json::array({"gpus"})},
-                                        {"matchAttribute", "gpu.gpuorch.io/nvlinkDomain"}}})}}}}}};
 }
 
 TEST(DraApiServer, TheDgxH100SliceIsAcceptedAndAnAllocatedClaimPrepares) {
@@ -112,7 +94,8 @@ TEST(DraApiServer, TheDgxH100SliceIsAcceptedAndAnAllocatedClaimPrepares) {
     ASSERT_EQ(e.status(), 409) << e.what();
   }
   const std::string claims = namespaced_path(kResourceApi, ns, "resourceclaims");
-  json claim = api.create(claims, two_gpu_claim(ns));
+  // Two GPUs of one NVLink domain, as issue 34's example claim asks.
+  json claim = api.create(claims, gpu_claim(ns, "two-gpus", 2, "gpu.gpuorch.io/nvlinkDomain"));
   claim["status"]["allocation"] = {
       {"devices",
        {{"results",
@@ -131,35 +114,13 @@ TEST(DraApiServer, TheDgxH100SliceIsAcceptedAndAnAllocatedClaimPrepares) {
   claim = api.replace(claim_path + "/status", claim);
   const std::string uid = claim["metadata"]["uid"];
 
-  test::TempDir dir;
-  for (const char* d : {"registry", "plugin", "cdi"})
-    std::filesystem::create_directories(dir.path() / d);
-  PreparerOptions po;
-  po.cdi = {kDriverName, dir.file("cdi"), dir.file("dev")};
-  po.pool = kNode;
-  po.checkpoint_path = dir.file("plugin/checkpoint.json");
-  ClaimPreparer preparer(host, po, [&api](const std::string& n, const std::string& name) {
-    return api.get(namespaced_path(kResourceApi, n, "resourceclaims", name));
-  });
-  DriverServer server(preparer, {kDriverName, dir.file("registry"), dir.file("plugin"), 128, {}});
-  auto stub = v1::DRAPlugin::NewStub(
-      grpc::CreateChannel("unix:" + server.dra_socket(), grpc::InsecureChannelCredentials()));
-  v1::NodePrepareResourcesRequest req;
-  auto* c = req.add_claims();
-  c->set_namespace_(ns);
-  c->set_name("two-gpus");
-  c->set_uid(uid);
-  v1::NodePrepareResourcesResponse resp;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + 30s);
-  ASSERT_TRUE(stub->NodePrepareResources(&ctx, req, &resp).ok());
-  const auto& answer = resp.claims().at(uid);
+  ApiDriver driver(api, host, kNode);
+  const auto answer = driver.prepare(ns, "two-gpus", uid);
   ASSERT_EQ(answer.error(), "");
   ASSERT_EQ(answer.devices_size(), 2);
   EXPECT_EQ(answer.devices(0).device_name(), "gpu-2");
   EXPECT_EQ(answer.devices(1).device_name(), "gpu-3");
-  json spec =
-      json::parse(test::read_text(dir.file(fmt::format("cdi/gpu.gpuorch.io-claim_{}.json", uid))));
+  json spec = json::parse(test::read_text(driver.cdi_spec(uid)));
   const std::string env = spec["devices"][0]["containerEdits"]["env"].dump();
   EXPECT_NE(env.find("NVIDIA_VISIBLE_DEVICES=" + host.gpus[2].uuid + "," + host.gpus[3].uuid),
             std::string::npos)
