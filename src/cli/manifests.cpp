@@ -24,6 +24,7 @@ struct ManifestFlags {
   bool json = false;
   bool no_scheduler = false;
   bool no_podgroup_crd = false;
+  bool no_queue_crd = false;
 };
 
 int run(ManifestFlags f) {
@@ -44,6 +45,7 @@ int run(ManifestFlags f) {
   for (const auto& r : f.limits) k8s::parse_resources(r, "--limits", f.options.pod.resources);
   f.options.scheduler = !f.no_scheduler;
   f.options.podgroup_crd = !f.no_podgroup_crd;
+  f.options.queue_crd = !f.no_queue_crd;
   const auto manifests = k8s::make_manifests(f.options);
   const auto text = [&](const k8s::Manifest& m) {
     return f.json ? m.object.dump(2) + "\n" : k8s::to_yaml(m.object);
@@ -146,6 +148,9 @@ void add_manifests(CLI::App& app, Action& action) {
   cmd->add_flag("--no-podgroup-crd", f->no_podgroup_crd,
                 "Leave out 00-podgroup-crd.yaml, the PodGroup CRD podgroups.scheduling.x-k8s.io "
                 "(included with the scheduler by default), when scheduler-plugins installed it");
+  cmd->add_flag("--no-queue-crd", f->no_queue_crd,
+                "Leave out 00-queue-crd.yaml, the Queue CRD queues.scheduling.run.ai (included "
+                "with the scheduler by default), when KAI-Scheduler installed it");
   cmd->add_flag("--dra", f->options.dra,
                 "The DRA driver instead of the device plugin DaemonSets: gpuorch dra-driver's "
                 "DaemonSet, RBAC for ResourceSlices and the DeviceClasses gpu.gpuorch.io and "

@@ -18,11 +18,13 @@
 #include <thread>
 #include <vector>
 
+#include "gpuorch/io/queue_yaml.hpp"
 #include "gpuorch/k8s/api_client.hpp"
 #include "gpuorch/k8s/kubeconfig.hpp"
 #include "gpuorch/k8s/manifests.hpp"
 #include "k8s/apply_support.hpp"
 #include "support/control_plane.hpp"
+#include "support/paths.hpp"
 #include "support/test_support.hpp"
 
 namespace gpuorch::k8s {
@@ -35,6 +37,7 @@ using test_apply::Resource;
 using test_apply::resource_of;
 
 constexpr const char* kCrd = "podgroups.scheduling.x-k8s.io";
+constexpr const char* kCrds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/";
 constexpr const char* kCrdPath =
     "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/podgroups.scheduling.x-k8s.io";
 
@@ -111,8 +114,8 @@ bool eventually(const std::function<bool()>& ok, std::chrono::seconds limit) {
   return ok();
 }
 
-bool crd_established(ApiClient& api) {
-  const json crd = api.get(kCrdPath);
+bool crd_established(ApiClient& api, const std::string& name) {
+  const json crd = api.get(kCrds + name);
   for (const auto& c : crd.value("status", json::object()).value("conditions", json::array())) {
     if (c.value("type", "") == "Established" && c.value("status", "") == "True") return true;
   }
@@ -170,8 +173,10 @@ TEST(ManifestsApply, EveryObjectAcceptedAndPodGroupsServed) {
           const json got = create_or_replace(api, r, w.object);
           EXPECT_EQ(got["metadata"]["name"], w.object["metadata"]["name"]);
           if (kind == "CustomResourceDefinition") {
-            EXPECT_TRUE(eventually([&] { return crd_established(api); }, std::chrono::seconds(20)))
-                << api.get(kCrdPath)["status"].dump();
+            const std::string name = w.object["metadata"]["name"];
+            EXPECT_TRUE(
+                eventually([&] { return crd_established(api, name); }, std::chrono::seconds(20)))
+                << api.get(kCrds + name)["status"].dump();
           }
           continue;
         }
@@ -276,6 +281,56 @@ TEST(ManifestsApply, EveryObjectAcceptedAndPodGroupsServed) {
       status_of([&] { api.create(groups + "?fieldValidation=Strict", bad, true); });
   EXPECT_TRUE(unknown == 400 || unknown == 422) << unknown;
   EXPECT_EQ(api.get(groups)["items"].size(), 1u);
+
+  // Queues: the files `gpuorch sim timeline --queues` reads (KAI's Queue) apply to the cluster as
+  // they are, strictly validated, and read back from the API server they are the same queues to
+  // the same reader.
+  const std::string queues = "/apis/scheduling.run.ai/v2/queues";
+  for (const char* fixture : {"/timeline/elastic_queues.yaml", "/timeline/tenant_queues.yaml"}) {
+    SCOPED_TRACE(fixture);
+    const std::string path = std::string(test::fixtures_dir()) + fixture;
+    const auto want = io::load_queues(path);
+    std::string back;  // the objects as the API server returns them, one YAML document each
+    for (const YAML::Node& doc : YAML::LoadAllFromFile(path)) {
+      const json q = yaml_to_json(doc);
+      const std::string name = q["metadata"]["name"];
+      status_of([&] { api.remove(queues + "/" + name); });
+      ASSERT_TRUE(eventually(
+          [&] {
+            try {
+              api.create(queues + "?fieldValidation=Strict", q);
+              return true;
+            } catch (const ApiError& e) {
+              // The new kind's handler may answer 404 for a moment; the delete just above may
+              // still be under way (409).
+              if (e.status() != 404 && e.status() != 409) throw;
+              return false;
+            }
+          },
+          std::chrono::seconds(20)));
+      back += api.get(queues + "/" + name).dump() + "\n---\n";
+    }
+    const auto got = io::parse_queues(back, "read back");
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].name, want[i].name);
+      EXPECT_EQ(got[i].parent, want[i].parent);
+      EXPECT_EQ(got[i].priority, want[i].priority);
+      for (const auto& [g, w] : {std::pair{got[i].gpu, want[i].gpu},
+                                 {got[i].cpu, want[i].cpu},
+                                 {got[i].memory, want[i].memory}}) {
+        EXPECT_EQ(g.quota, w.quota) << got[i].name;
+        EXPECT_EQ(g.limit, w.limit) << got[i].name;
+        EXPECT_EQ(g.over_quota_weight, w.over_quota_weight) << got[i].name;
+      }
+    }
+  }
+  // The schema: a quota that is not a number, a negative weight.
+  json bad_queue = json::parse(R"({"apiVersion": "scheduling.run.ai/v2", "kind": "Queue",
+    "metadata": {"name": "bad"}, "spec": {"resources": {"gpu": {"quota": "four"}}}})");
+  EXPECT_EQ(status_of([&] { api.create(queues, bad_queue, true); }), 422);
+  bad_queue["spec"]["resources"]["gpu"] = {{"quota", 4}, {"overQuotaWeight", -1}};
+  EXPECT_EQ(status_of([&] { api.create(queues, bad_queue, true); }), 422);
 }
 
 // Asks the API server whether the scheduler's service account may do something.

@@ -242,6 +242,45 @@ TEST(Manifests, PodGroupCrdInItsOwnFile) {
   }
 }
 
+TEST(Manifests, QueueCrdIsKaisQueueInItsOwnFile) {
+  ManifestOptions o;
+  auto ms = make_manifests(o);
+  const Json* crd = find(ms, "CustomResourceDefinition", "queues.scheduling.run.ai");
+  ASSERT_NE(crd, nullptr);
+  std::string file;
+  for (const auto& m : ms) {
+    if (&m.object == crd) file = m.file;
+  }
+  EXPECT_EQ(file, "00-queue-crd.yaml");
+  EXPECT_EQ((*crd)["spec"]["group"], "scheduling.run.ai");
+  EXPECT_EQ((*crd)["spec"]["scope"], "Cluster");  // as KAI's: queues belong to no namespace
+  EXPECT_EQ((*crd)["spec"]["names"]["kind"], "Queue");
+  ASSERT_EQ((*crd)["spec"]["versions"].size(), 1u);
+  const Json& v = (*crd)["spec"]["versions"][0];
+  EXPECT_EQ(v["name"], "v2");
+  EXPECT_TRUE(v["subresources"].contains("status"));
+  const Json& spec = v["schema"]["openAPIV3Schema"]["properties"]["spec"];
+  EXPECT_EQ(spec["properties"]["parentQueue"]["type"], "string");
+  EXPECT_EQ(spec["properties"]["priority"]["type"], "integer");
+  for (const char* r : {"gpu", "cpu", "memory"}) {
+    const Json& res = spec["properties"]["resources"]["properties"][r]["properties"];
+    for (const char* f : {"quota", "limit", "overQuotaWeight"}) {
+      EXPECT_EQ(res[f]["type"], "number") << r << "." << f;
+    }
+  }
+  // KAI's other fields stay as written.
+  EXPECT_EQ(spec["x-kubernetes-preserve-unknown-fields"], true);
+
+  o.queue_crd = false;
+  ms = make_manifests(o);
+  EXPECT_EQ(find(ms, "CustomResourceDefinition", "queues.scheduling.run.ai"), nullptr);
+  EXPECT_NE(find(ms, "CustomResourceDefinition", "podgroups.scheduling.x-k8s.io"), nullptr);
+  o.queue_crd = true;
+  o.scheduler = false;
+  EXPECT_EQ(find(make_manifests(o), "CustomResourceDefinition", "queues.scheduling.run.ai"),
+            nullptr);
+}
+
 TEST(Manifests, SchedulerFlags) {
   test::TempDir dir;
   auto r = test::run_cli({"manifests", "-o", dir.file("all")}, dir);
@@ -252,9 +291,15 @@ TEST(Manifests, SchedulerFlags) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir.file("nocrd/00-podgroup-crd.yaml")));
   EXPECT_TRUE(std::filesystem::exists(dir.file("nocrd/40-scheduler.yaml")));
+  EXPECT_TRUE(std::filesystem::exists(dir.file("nocrd/00-queue-crd.yaml")));
+  r = test::run_cli({"manifests", "--no-queue-crd", "-o", dir.file("noqueue")}, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("noqueue/00-queue-crd.yaml")));
+  EXPECT_TRUE(std::filesystem::exists(dir.file("noqueue/00-podgroup-crd.yaml")));
   r = test::run_cli({"manifests", "--no-scheduler", "-o", dir.file("none")}, dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir.file("none/00-podgroup-crd.yaml")));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("none/00-queue-crd.yaml")));
   EXPECT_FALSE(std::filesystem::exists(dir.file("none/40-scheduler.yaml")));
   EXPECT_FALSE(std::filesystem::exists(dir.file("none/04-clusterrole-scheduler.yaml")));
 }

@@ -60,7 +60,8 @@ workload::QueueResource resource(const YamlReader& yaml, const YAML::Node& r,
 }
 
 workload::QueueSpec queue(const YamlReader& yaml, const YAML::Node& doc) {
-  yaml.only_keys(doc, "a Queue", {"apiVersion", "kind", "metadata", "spec"});
+  // `status` is what a cluster reports (`kubectl get queues -o yaml`); it is not read.
+  yaml.only_keys(doc, "a Queue", {"apiVersion", "kind", "metadata", "spec", "status"});
   const std::string api = doc["apiVersion"] ? yaml.scalar(doc["apiVersion"], "apiVersion") : "";
   if (api != "scheduling.run.ai/v2") {
     yaml.fail(doc, fmt::format("apiVersion '{}' is not scheduling.run.ai/v2 (KAI's Queue)",

@@ -28,6 +28,9 @@ Json rbac(const char* kind, const std::string& name, const ManifestOptions& o, b
 Json binding_of(const char* kind, const char* role_kind, const std::string& name,
                 const std::string& account, const ManifestOptions& o, bool namespaced);
 
+// queues.scheduling.run.ai (KAI-Scheduler's Queue, v2), cluster-scoped (manifests_queue.cpp).
+Json queue_crd(const ManifestOptions& o);
+
 // The DRA driver's objects (`gpuorch manifests --dra`, docs/dra.md): its ServiceAccount,
 // ClusterRole(Binding), the DeviceClasses gpu.gpuorch.io and mig.gpuorch.io, and the DaemonSet.
 void add_dra_manifests(const ManifestOptions& o, std::vector<Manifest>& out);

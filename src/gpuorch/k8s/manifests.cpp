@@ -590,6 +590,7 @@ std::vector<Manifest> make_manifests(const ManifestOptions& o) {
   ns["metadata"] = metadata(o.ns, o, false);
   out.push_back({"00-namespace.yaml", ns});
   if (o.scheduler && o.podgroup_crd) out.push_back({"00-podgroup-crd.yaml", podgroup_crd(o)});
+  if (o.scheduler && o.queue_crd) out.push_back({"00-queue-crd.yaml", queue_crd(o)});
   std::vector<std::string> accounts = {"gpuorch-device-plugin", "gpuorch-exporter",
                                        "gpuorch-node-labeller"};
   if (o.scheduler) accounts.emplace_back("gpuorch-scheduler");

@@ -25,9 +25,10 @@ struct ManifestOptions {
   int exporter_port = 9400;
   // `gpuorch scheduler`: ServiceAccount, ClusterRole(Binding), leader-election Role(Binding) and
   // Deployment; with it the PodGroup CRD unless podgroup_crd is false (scheduler-plugins may have
-  // installed it already).
+  // installed it already), and the Queue CRD unless queue_crd is false (KAI-Scheduler's own).
   bool scheduler = true;
   bool podgroup_crd = true;
+  bool queue_crd = true;
   // flags.migStrategy of the NVIDIA plugin's ConfigMap and the labeller's MIG_STRATEGY; other
   // than none, the NVIDIA containers that read GPUs get what seeing MIG devices takes
   // (NVIDIA_MIG_MONITOR_DEVICES=all and CAP_SYS_ADMIN).
