@@ -28,6 +28,13 @@ Json rbac(const char* kind, const std::string& name, const ManifestOptions& o, b
 Json binding_of(const char* kind, const char* role_kind, const std::string& name,
                 const std::string& account, const ManifestOptions& o, bool namespaced);
 
+// One printer column of a CRD version (`kubectl get` shows it).
+Json crd_column(const char* name, const char* type, const char* path);
+// A CRD named plural.group with one served and stored version, with a status subresource.
+Json custom_resource_definition(const std::string& group, Json names, const char* scope,
+                                const char* version_name, Json schema, Json columns,
+                                const ManifestOptions& o);
+
 // queues.scheduling.run.ai (KAI-Scheduler's Queue, v2), cluster-scoped (manifests_queue.cpp).
 Json queue_crd(const ManifestOptions& o);
 

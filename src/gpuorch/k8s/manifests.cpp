@@ -23,6 +23,32 @@ Json metadata(const std::string& name, const ManifestOptions& o, bool namespaced
 }
 
 // Nothing a GPU agent needs: no privilege escalation, no capabilities, a read-only root.
+Json crd_column(const char* name, const char* type, const char* path) {
+  return Json{{"name", name}, {"type", type}, {"jsonPath", path}};
+}
+
+Json custom_resource_definition(const std::string& group, Json names, const char* scope,
+                                const char* version_name, Json schema, Json columns,
+                                const ManifestOptions& o) {
+  Json version;
+  version["name"] = version_name;
+  version["served"] = true;
+  version["storage"] = true;
+  version["subresources"] = {{"status", Json::object()}};
+  version["additionalPrinterColumns"] = std::move(columns);
+  version["schema"]["openAPIV3Schema"] = std::move(schema);
+  Json crd;
+  crd["apiVersion"] = "apiextensions.k8s.io/v1";
+  crd["kind"] = "CustomResourceDefinition";
+  crd["metadata"] =
+      metadata(fmt::format("{}.{}", names["plural"].get<std::string>(), group), o, false);
+  crd["spec"]["group"] = group;
+  crd["spec"]["names"] = std::move(names);
+  crd["spec"]["scope"] = scope;
+  crd["spec"]["versions"] = Json::array({version});
+  return crd;
+}
+
 Json restricted_security() {
   return {{"allowPrivilegeEscalation", false},
           {"readOnlyRootFilesystem", true},
@@ -430,34 +456,19 @@ Json podgroup_crd(const ManifestOptions& o) {
                           {"metadata", {{"type", "object"}}},
                           {"spec", {{"type", "object"}, {"properties", spec_props}}},
                           {"status", {{"type", "object"}, {"properties", status_props}}}};
-  auto column = [](const char* name, const char* type, const char* path) {
-    return Json{{"name", name}, {"type", type}, {"jsonPath", path}};
-  };
-  Json version;
-  version["name"] = "v1alpha1";
-  version["served"] = true;
-  version["storage"] = true;
-  version["subresources"] = {{"status", Json::object()}};
-  version["additionalPrinterColumns"] =
-      Json::array({column("Phase", "string", ".status.phase"),
-                   column("MinMember", "integer", ".spec.minMember"),
-                   column("Scheduled", "integer", ".status.scheduled"),
-                   column("Running", "integer", ".status.running"),
-                   column("Age", "date", ".metadata.creationTimestamp")});
-  version["schema"]["openAPIV3Schema"] = std::move(schema);
-  Json crd;
-  crd["apiVersion"] = "apiextensions.k8s.io/v1";
-  crd["kind"] = "CustomResourceDefinition";
-  crd["metadata"] = metadata("podgroups.scheduling.x-k8s.io", o, false);
-  crd["spec"]["group"] = "scheduling.x-k8s.io";
-  crd["spec"]["names"] = {{"kind", "PodGroup"},
-                          {"listKind", "PodGroupList"},
-                          {"plural", "podgroups"},
-                          {"singular", "podgroup"},
-                          {"shortNames", Json::array({"pg", "pgs"})}};
-  crd["spec"]["scope"] = "Namespaced";
-  crd["spec"]["versions"] = Json::array({version});
-  return crd;
+  Json names = {{"kind", "PodGroup"},
+                {"listKind", "PodGroupList"},
+                {"plural", "podgroups"},
+                {"singular", "podgroup"},
+                {"shortNames", Json::array({"pg", "pgs"})}};
+  return custom_resource_definition(
+      "scheduling.x-k8s.io", std::move(names), "Namespaced", "v1alpha1", std::move(schema),
+      Json::array({crd_column("Phase", "string", ".status.phase"),
+                   crd_column("MinMember", "integer", ".spec.minMember"),
+                   crd_column("Scheduled", "integer", ".status.scheduled"),
+                   crd_column("Running", "integer", ".status.running"),
+                   crd_column("Age", "date", ".metadata.creationTimestamp")}),
+      o);
 }
 
 // NVIDIA's runtime acts on containers that set NVIDIA_VISIBLE_DEVICES; those get the RuntimeClass.

@@ -56,30 +56,15 @@ Json queue_crd(const ManifestOptions& o) {
         {"properties", spec_props},
         {"x-kubernetes-preserve-unknown-fields", true}}},
       {"status", {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}}};
-  auto column = [](const char* name, const char* type, const char* path) {
-    return Json{{"name", name}, {"type", type}, {"jsonPath", path}};
-  };
-  Json version;
-  version["name"] = "v2";
-  version["served"] = true;
-  version["storage"] = true;
-  version["subresources"] = {{"status", Json::object()}};
-  version["additionalPrinterColumns"] =
-      Json::array({column("Parent", "string", ".spec.parentQueue"),
-                   column("GPU quota", "number", ".spec.resources.gpu.quota"),
-                   column("GPU limit", "number", ".spec.resources.gpu.limit"),
-                   column("Age", "date", ".metadata.creationTimestamp")});
-  version["schema"]["openAPIV3Schema"] = std::move(schema);
-  Json crd;
-  crd["apiVersion"] = "apiextensions.k8s.io/v1";
-  crd["kind"] = "CustomResourceDefinition";
-  crd["metadata"] = metadata("queues.scheduling.run.ai", o, false);
-  crd["spec"]["group"] = "scheduling.run.ai";
-  crd["spec"]["names"] = {
-      {"kind", "Queue"}, {"listKind", "QueueList"}, {"plural", "queues"}, {"singular", "queue"}};
-  crd["spec"]["scope"] = "Cluster";
-  crd["spec"]["versions"] = Json::array({version});
-  return crd;
+  return custom_resource_definition(
+      "scheduling.run.ai",
+      {{"kind", "Queue"}, {"listKind", "QueueList"}, {"plural", "queues"}, {"singular", "queue"}},
+      "Cluster", "v2", std::move(schema),
+      Json::array({crd_column("Parent", "string", ".spec.parentQueue"),
+                   crd_column("GPU quota", "number", ".spec.resources.gpu.quota"),
+                   crd_column("GPU limit", "number", ".spec.resources.gpu.limit"),
+                   crd_column("Age", "date", ".metadata.creationTimestamp")}),
+      o);
 }
 
 }  // namespace gpuorch::k8s::manifest_parts
