@@ -358,5 +358,41 @@ TEST(RealNode, TrainsADdpJobAcrossTwoNodes) {
       join_s, train_s);
 }
 
+// Bad input to `scripts/k8s-testenv node`, start --nodes and kubelet-build: one line, exit 2,
+// nothing made (no root needed: checked before anything runs).
+TEST(K8sTestenvNodeUsage, BadInputIsOneLineAndExitTwo) {
+  test::TempDir dir;
+  const std::string script = std::string(test::source_dir()) + "/scripts/k8s-testenv";
+  const std::string topo = std::string(test::fixtures_dir()) + "/topo/t4x2/expected/topo.json";
+  const std::vector<std::vector<std::string>> cases{
+      {"node"},
+      {"node", "frob"},
+      {"node", "add"},
+      {"node", "add", dir.path().string(), "n1"},  // no control plane there
+      {"node", "add", dir.path().string(), "Bad_Name"},
+      {"node", "add", dir.path().string(), "n1", "--labels", "no-equals-sign"},
+      {"node", "add", dir.path().string(), "n1", "--gpus-from", dir.file("missing.json")},
+      {"node", "add", dir.path().string(), "n1", "--gpus-from"},
+      {"node", "add", dir.path().string(), "n1", "--frob"},
+      {"node", "remove", dir.path().string(), "n1", "--gpus-from", topo},
+      {"node", "check", "extra"},
+      {"start", "--nodes", "many", dir.file("cp")},
+      {"start", "--nodes", "99", dir.file("cp")},
+      {"run", "--nodes"},
+      {"kubelet-build", "extra"},
+  };
+  for (const auto& args : cases) {
+    std::vector<std::string> argv{script};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const auto r = test::run_command(argv, dir);
+    const std::string what = fmt::format("{}", fmt::join(args, " "));
+    EXPECT_EQ(r.exit_code, 2) << what << ": " << r.err;
+    EXPECT_EQ(test::lines_of(r.err).size(), 1U) << what << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("k8s-testenv: ", 0), 0U) << what << ": " << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("logs")));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("cp")));
+}
+
 }  // namespace
 }  // namespace gpuorch
