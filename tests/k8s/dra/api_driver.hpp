@@ -11,9 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "dra/v1/api.grpc.pb.h"
 #include "gpuorch/k8s/api_client.hpp"
 #include "gpuorch/k8s/api_path.hpp"
+#include "gpuorch/k8s/dra/dra_api.hpp"
 #include "gpuorch/k8s/dra/driver_server.hpp"
 #include "gpuorch/k8s/dra/resource_slice.hpp"
 #include "support/test_support.hpp"
@@ -55,24 +55,24 @@ class ApiDriver {
     server_ = std::make_unique<DriverServer>(
         *preparer_,
         DriverServerOptions{kDriverName, dir_.file("registry"), dir_.file("plugin"), 128, {}});
-    stub_ = v1::DRAPlugin::NewStub(
+    stub_ = drapb::DRAPlugin::NewStub(
         grpc::CreateChannel("unix:" + server_->dra_socket(), grpc::InsecureChannelCredentials()));
   }
 
   // NodePrepareResources for one claim, as the kubelet calls it; the claim's answer (a failed
   // call is an answer with its error).
-  v1::NodePrepareResourceResponse prepare(const std::string& ns, const std::string& name,
-                                          const std::string& uid) {
-    v1::NodePrepareResourcesRequest req;
+  drapb::NodePrepareResourceResponse prepare(const std::string& ns, const std::string& name,
+                                             const std::string& uid) {
+    drapb::NodePrepareResourcesRequest req;
     auto* c = req.add_claims();
     c->set_namespace_(ns);
     c->set_name(name);
     c->set_uid(uid);
-    v1::NodePrepareResourcesResponse resp;
+    drapb::NodePrepareResourcesResponse resp;
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
     const grpc::Status s = stub_->NodePrepareResources(&ctx, req, &resp);
-    v1::NodePrepareResourceResponse answer;
+    drapb::NodePrepareResourceResponse answer;
     if (!s.ok()) {
       answer.set_error("the call failed: " + s.error_message());
     } else if (resp.claims().count(uid) == 0) {
@@ -92,7 +92,7 @@ class ApiDriver {
   test::TempDir dir_;
   std::unique_ptr<ClaimPreparer> preparer_;
   std::unique_ptr<DriverServer> server_;
-  std::unique_ptr<v1::DRAPlugin::Stub> stub_;
+  std::unique_ptr<drapb::DRAPlugin::Stub> stub_;
 };
 
 }  // namespace gpuorch::k8s::dra

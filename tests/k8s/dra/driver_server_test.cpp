@@ -10,7 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "dra/v1/api.grpc.pb.h"
+#include "gpuorch/k8s/dra/dra_api.hpp"
 #include "gpuorch/k8s/dra/resource_slice.hpp"
 #include "k8s/k8s_support.hpp"
 #include "pluginregistration/v1/api.grpc.pb.h"
@@ -65,7 +65,7 @@ class DraDriver : public ::testing::Test {
     server = std::make_unique<DriverServer>(
         *preparer,
         DriverServerOptions{kDriverName, dir.file("registry"), dir.file("plugin"), 128, po.log});
-    stub = v1::DRAPlugin::NewStub(
+    stub = drapb::DRAPlugin::NewStub(
         grpc::CreateChannel("unix:" + server->dra_socket(), grpc::InsecureChannelCredentials()));
   }
 
@@ -76,11 +76,11 @@ class DraDriver : public ::testing::Test {
     start();
   }
 
-  v1::NodePrepareResourcesResponse prepare(const std::vector<v1::Claim>& cs,
-                                           grpc::Status* status = nullptr) {
-    v1::NodePrepareResourcesRequest req;
+  drapb::NodePrepareResourcesResponse prepare(const std::vector<drapb::Claim>& cs,
+                                              grpc::Status* status = nullptr) {
+    drapb::NodePrepareResourcesRequest req;
     for (const auto& c : cs) *req.add_claims() = c;
-    v1::NodePrepareResourcesResponse resp;
+    drapb::NodePrepareResourcesResponse resp;
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + 10s);
     const auto s = stub->NodePrepareResources(&ctx, req, &resp);
@@ -92,10 +92,10 @@ class DraDriver : public ::testing::Test {
     return resp;
   }
 
-  v1::NodeUnprepareResourcesResponse unprepare(const v1::Claim& c) {
-    v1::NodeUnprepareResourcesRequest req;
+  drapb::NodeUnprepareResourcesResponse unprepare(const drapb::Claim& c) {
+    drapb::NodeUnprepareResourcesRequest req;
     *req.add_claims() = c;
-    v1::NodeUnprepareResourcesResponse resp;
+    drapb::NodeUnprepareResourcesResponse resp;
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + 10s);
     const auto s = stub->NodeUnprepareResources(&ctx, req, &resp);
@@ -103,8 +103,9 @@ class DraDriver : public ::testing::Test {
     return resp;
   }
 
-  static v1::Claim claim(const std::string& ns, const std::string& uid, const std::string& name) {
-    v1::Claim c;
+  static drapb::Claim claim(const std::string& ns, const std::string& uid,
+                            const std::string& name) {
+    drapb::Claim c;
     c.set_namespace_(ns);
     c.set_uid(uid);
     c.set_name(name);
@@ -121,7 +122,7 @@ class DraDriver : public ::testing::Test {
   std::vector<std::string> log;
   std::unique_ptr<ClaimPreparer> preparer;
   std::unique_ptr<DriverServer> server;
-  std::unique_ptr<v1::DRAPlugin::Stub> stub;
+  std::unique_ptr<drapb::DRAPlugin::Stub> stub;
 };
 
 TEST_F(DraDriver, RegistrationNamesTheDraServiceAndItsSocket) {
@@ -136,6 +137,11 @@ TEST_F(DraDriver, RegistrationNamesTheDraServiceAndItsSocket) {
   EXPECT_EQ(info.endpoint(), dir.file("plugin/dra.sock"));
   ASSERT_EQ(info.supported_versions_size(), 1);
   EXPECT_EQ(info.supported_versions(0), "v1.DRAPlugin");
+  // What kubelet v1.37.2 calls (its api_grpc.pb.go): the registration's "v1.DRAPlugin" is a short
+  // name, the gRPC service is the proto package's; a wrong package answers Unimplemented.
+  EXPECT_STREQ(drapb::DRAPlugin::service_full_name(), "k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin");
+  EXPECT_STREQ(pluginregistration::Registration::service_full_name(),
+               "pluginregistration.Registration");
   grpc::ClientContext ctx2;
   pluginregistration::RegistrationStatus st;
   st.set_plugin_registered(true);
@@ -265,7 +271,8 @@ TEST_F(DraDriver, MalformedPeersNeitherCrashNorHoldTheDriver) {
     ctx.set_deadline(std::chrono::system_clock::now() + 10s);
     grpc::Slice slice(body);
     const grpc::ByteBuffer request(&slice, 1);
-    auto call = generic.PrepareUnaryCall(&ctx, "/v1.DRAPlugin/NodePrepareResources", request, &cq);
+    auto call = generic.PrepareUnaryCall(
+        &ctx, "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources", request, &cq);
     call->StartCall();
     grpc::ByteBuffer response;
     grpc::Status status;
@@ -280,7 +287,7 @@ TEST_F(DraDriver, MalformedPeersNeitherCrashNorHoldTheDriver) {
     }
   }
   // More claims than one call may carry.
-  std::vector<v1::Claim> many(129, claim("ns1", kUid, "c1"));
+  std::vector<drapb::Claim> many(129, claim("ns1", kUid, "c1"));
   grpc::Status too_many;
   (void)prepare(many, &too_many);
   EXPECT_EQ(too_many.error_code(), grpc::StatusCode::INVALID_ARGUMENT);

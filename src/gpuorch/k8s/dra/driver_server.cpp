@@ -6,9 +6,9 @@
 #include <atomic>
 #include <filesystem>
 
-#include "dra/v1/api.grpc.pb.h"
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/base/printable.hpp"
+#include "gpuorch/k8s/dra/dra_api.hpp"
 #include "gpuorch/k8s/private_socket.hpp"
 #include "pluginregistration/v1/api.grpc.pb.h"
 
@@ -18,22 +18,23 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-// The gRPC services this driver serves, as the kubelet names them in a registration.
+// The DRA service as a registration names it: the kubelet's short name for the gRPC service
+// k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin (proto/dra/v1 says why they differ).
 constexpr const char* kDraService = "v1.DRAPlugin";
 
-ClaimRef ref_of(const v1::Claim& c) { return {c.namespace_(), c.uid(), c.name()}; }
+ClaimRef ref_of(const drapb::Claim& c) { return {c.namespace_(), c.uid(), c.name()}; }
 
-class DraService final : public v1::DRAPlugin::Service {
+class DraService final : public drapb::DRAPlugin::Service {
  public:
   DraService(ClaimPreparer& preparer, int max_claims)
       : preparer_(preparer), max_claims_(max_claims) {}
 
   grpc::Status NodePrepareResources(grpc::ServerContext*,
-                                    const v1::NodePrepareResourcesRequest* req,
-                                    v1::NodePrepareResourcesResponse* out) override {
+                                    const drapb::NodePrepareResourcesRequest* req,
+                                    drapb::NodePrepareResourcesResponse* out) override {
     if (const auto s = check_size(req->claims_size()); !s.ok()) return s;
     for (const auto& c : req->claims()) {
-      v1::NodePrepareResourceResponse answer;
+      drapb::NodePrepareResourceResponse answer;
       try {
         for (const auto& d : preparer_.prepare(ref_of(c))) {
           auto* dev = answer.add_devices();
@@ -52,11 +53,11 @@ class DraService final : public v1::DRAPlugin::Service {
   }
 
   grpc::Status NodeUnprepareResources(grpc::ServerContext*,
-                                      const v1::NodeUnprepareResourcesRequest* req,
-                                      v1::NodeUnprepareResourcesResponse* out) override {
+                                      const drapb::NodeUnprepareResourcesRequest* req,
+                                      drapb::NodeUnprepareResourcesResponse* out) override {
     if (const auto s = check_size(req->claims_size()); !s.ok()) return s;
     for (const auto& c : req->claims()) {
-      v1::NodeUnprepareResourceResponse answer;
+      drapb::NodeUnprepareResourceResponse answer;
       try {
         preparer_.unprepare(ref_of(c));
       } catch (const std::exception& e) {

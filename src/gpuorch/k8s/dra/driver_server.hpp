@@ -1,5 +1,6 @@
 #pragma once
-// The kubelet's two sockets of `gpuorch dra-driver`: the DRA service (v1.DRAPlugin) on
+// The kubelet's two sockets of `gpuorch dra-driver`: the DRA service (gRPC
+// k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin, "v1.DRAPlugin" in a registration) on
 // <plugin dir>/dra.sock, and the plugin registration service on
 // <plugins_registry>/<driver>-reg.sock, which the kubelet's plugin watcher finds, asks GetInfo
 // (type DRAPlugin, the driver's name, the DRA socket, "v1.DRAPlugin") and answers with

@@ -1,0 +1,140 @@
+// gpuorch dra-driver with a real kubelet (scripts/k8s-testenv node add: kubelet v1.37.2,
+// containerd 1.6; docs/k8s-testenv.md): the kubelet's plugin watcher registers the driver, a pod
+// with a claim for two GPUs of one NVLink domain is allocated by kube-scheduler's DRA allocator,
+// the kubelet calls NodePrepareResources before the container starts and NodeUnprepareResources
+// once the pod is gone. Label real-node (the RealNode prefix); skips where the machine cannot run
+// a node.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "gpuorch/k8s/api_client.hpp"
+#include "gpuorch/k8s/api_path.hpp"
+#include "gpuorch/k8s/dra/checkpoint.hpp"
+#include "gpuorch/k8s/dra/resource_slice.hpp"
+#include "gpuorch/k8s/kubeconfig.hpp"
+#include "gpuorch/k8s/manifests.hpp"
+#include "k8s/apply_support.hpp"
+#include "k8s/dra/api_driver.hpp"
+#include "k8s/k8s_support.hpp"
+#include "support/control_plane.hpp"
+#include "support/kube_objects.hpp"
+#include "support/scheduler_process.hpp"
+#include "support/test_support.hpp"
+
+namespace gpuorch {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+const std::string kPods = "/api/v1/namespaces/default/pods";
+
+// Polls `ready` every 100 ms until `timeout`.
+bool eventually(const std::function<bool()>& ready, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (ready()) return true;
+    std::this_thread::sleep_for(100ms);
+  }
+  return false;
+}
+
+json claim_pod() {
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", "dra-pod"}, {"namespace", "default"}}},
+      {"spec",
+       {{"restartPolicy", "Never"},
+        {"terminationGracePeriodSeconds", 1},
+        {"resourceClaims", json::array({{{"name", "gpus"}, {"resourceClaimName", "two-gpus"}}})},
+        {"containers",
+         json::array(
+             {{{"name", "c"},
+               {"image", "docker.io/library/busybox:local"},
+               {"imagePullPolicy", "Never"},
+               {"command",
+                {"sh", "-c", "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES; sleep 3"}},
+               {"resources", {{"claims", json::array({{{"name", "gpus"}}})}}}}})}}}};
+}
+
+TEST(RealNodeDra, TheKubeletRegistersTheDriverAndPreparesAndUnpreparesAClaim) {
+  const std::string why = test::ControlPlane::real_nodes_unavailable();
+  if (!why.empty()) GTEST_SKIP() << "real nodes cannot run on this machine: " << why;
+  auto& cp = test::ControlPlane::shared();
+  cp.start_kube_scheduler();
+  cp.add_node("dra1");
+  k8s::ApiClient api(k8s::load_cluster_config(cp.kubeconfig()));
+
+  // The kubelet's root dir is the node's own (--root-dir), so are its plugin folders.
+  const std::string root = cp.dir() + "/nodes/dra1/kubelet";
+  test::TempDir dir;
+  const std::string plugin_dir = root + "/plugins/gpu.gpuorch.io";
+  test::SchedulerProcess driver(
+      {"--topology", test::topo_json_path("dgx-h100"), "--node-name", "dra1", "--kubeconfig",
+       cp.kubeconfig(), "--plugins-registry", root + "/plugins_registry", "--plugin-dir",
+       plugin_dir, "--cdi-dir", dir.file("cdi")},
+      dir.file("driver.log"), "dra-driver");
+  ASSERT_TRUE(eventually(
+      [&] { return driver.log().find("registered with the kubelet") != std::string::npos; }, 60s))
+      << driver.log();
+
+  k8s::ManifestOptions mo;
+  mo.dra = true;
+  for (const auto& m : k8s::make_manifests(mo)) {
+    if (m.file != "23-deviceclass-gpu.yaml") continue;
+    const json cls = json::parse(m.object.dump());
+    (void)k8s::test_apply::create_or_replace(api, k8s::test_apply::resource_of(api, cls), cls);
+  }
+  const std::string claims =
+      k8s::namespaced_path(k8s::dra::kResourceApi, "default", "resourceclaims");
+  api.create(claims, k8s::dra::gpu_claim("default", "two-gpus", 2, "gpu.gpuorch.io/nvlinkDomain"));
+  const auto t0 = std::chrono::steady_clock::now();
+  api.create(kPods, claim_pod());
+  // Running: the kubelet prepared the claim before starting the container; the driver has it in
+  // its checkpoint with the allocated devices, and its CDI spec written.
+  (void)test::wait_for(
+      api, kPods + "/dra-pod",
+      [](const json& p) { return p["status"].value("phase", "") != "Pending"; }, 90s);
+  const json claim = api.get(claims + "/two-gpus");
+  const std::string uid = claim["metadata"]["uid"];
+  std::set<std::string> allocated;
+  for (const auto& r : claim["status"]["allocation"]["devices"]["results"]) {
+    allocated.insert(r["device"].get<std::string>());
+  }
+  ASSERT_EQ(allocated.size(), 2U) << claim.dump();
+  const auto prepared = k8s::dra::load_checkpoint(plugin_dir + "/checkpoint.json");
+  ASSERT_EQ(prepared.count(uid), 1U) << driver.log();
+  std::set<std::string> devices;
+  for (const auto& d : prepared.at(uid).devices) devices.insert(d.device);
+  EXPECT_EQ(devices, allocated);
+  EXPECT_TRUE(std::filesystem::exists(dir.file("cdi/gpu.gpuorch.io-claim_" + uid + ".json")));
+  const json pod = test::wait_for(
+      api, kPods + "/dra-pod",
+      [](const json& p) {
+        const std::string phase = p["status"].value("phase", "");
+        return phase == "Succeeded" || phase == "Failed";
+      },
+      90s);
+  const double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(pod["status"].value("phase", ""), "Succeeded") << pod.dump() << "\n" << driver.log();
+  const auto r = api.request("GET", kPods + "/dra-pod/log", nullptr, "");
+  std::printf("real node DRA: pod created to Succeeded %.1f s; container printed: %s", run_s,
+              r.body.c_str());
+
+  // The pod ended, the kubelet unprepares: the CDI spec and the checkpoint entry go.
+  EXPECT_TRUE(eventually(
+      [&] { return k8s::dra::load_checkpoint(plugin_dir + "/checkpoint.json").count(uid) == 0; },
+      90s))
+      << driver.log();
+  EXPECT_FALSE(std::filesystem::exists(dir.file("cdi/gpu.gpuorch.io-claim_" + uid + ".json")));
+  EXPECT_EQ(driver.stop(), 0) << driver.log();
+  api.remove(kPods + "/dra-pod?gracePeriodSeconds=0");
+  cp.remove_node("dra1");
+}
+
+}  // namespace
+}  // namespace gpuorch
