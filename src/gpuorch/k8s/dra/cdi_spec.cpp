@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <set>
 #include <stdexcept>
 
 #include "gpuorch/k8s/dra/resource_slice.hpp"
@@ -55,7 +56,13 @@ CdiClaim cdi_claim(const topology::Host& host, const CdiOptions& o, const std::s
   json cdi_devices = json::array();
   json common_nodes = json::array();
   bool any_amd = false;
+  std::set<const SliceDevice*> written;
   for (const SliceDevice* d : chosen) {
+    const std::string name = fmt::format("{}-{}", uid, d->name);
+    out.device_ids.push_back(kind + "=" + name);
+    // A device named twice (two results of one device) is one CDI device: names are unique in
+    // a spec.
+    if (!written.insert(d).second) continue;
     const auto& g = host.gpus[static_cast<std::size_t>(d->gpu)];
     json nodes = json::array();
     json env = json::array({fmt::format("GPUORCH_DRA_CLAIM_UID={}", uid)});
@@ -70,9 +77,7 @@ CdiClaim cdi_claim(const topology::Host& host, const CdiOptions& o, const std::s
     }
     json edits{{"env", env}};
     if (!nodes.empty()) edits["deviceNodes"] = nodes;
-    const std::string name = fmt::format("{}-{}", uid, d->name);
     cdi_devices.push_back({{"name", name}, {"containerEdits", edits}});
-    out.device_ids.push_back(kind + "=" + name);
   }
   if (!nvidia.empty()) {
     for (const char* p : {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"}) {
