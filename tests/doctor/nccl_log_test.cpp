@@ -251,10 +251,10 @@ TEST(NcclLog, ForcedAlgorithmAndProtocolArePricedFromTheirMeasuredCurves) {
   doctor::NcclCheckOptions only_ring = options;
   std::erase_if(only_ring.calibrated_settings,
                 [](const doctor::CalibratedSetting& s) { return s.algo == "Tree"; });
-  const auto unmeasured = find_id(
-      doctor::check_nccl_log(
-          doctor::read_nccl_log(doctor_fixture("nccl/env-fast-paths-off.log")), only_ring),
-      "nccl.env-algo-forced");
+  const auto unmeasured =
+      find_id(doctor::check_nccl_log(
+                  doctor::read_nccl_log(doctor_fixture("nccl/env-fast-paths-off.log")), only_ring),
+              "nccl.env-algo-forced");
   ASSERT_TRUE(unmeasured);
   EXPECT_NE(unmeasured->what.find("did not measure NCCL_ALGO=Tree NCCL_PROTO=LL against NCCL's "
                                   "choice: `gpuorch tune nccl --algos Tree --protos LL` does"),
@@ -263,11 +263,27 @@ TEST(NcclLog, ForcedAlgorithmAndProtocolArePricedFromTheirMeasuredCurves) {
   // A malformed curve is one line naming the file and the collective.
   const std::string bad = ::testing::TempDir() + "/bad-calibration.json";
   base::write_file_atomically(
-      bad,
-      R"({"schema": "gpuorch.calibration/1", "collectives": [{"collective": "all_reduce",)"
-      R"( "settings": [{"NCCL_ALGO": "Tree", "points": [[0, 1]]}]}]})");
+      bad, R"({"schema": "gpuorch.calibration/1", "collectives": [{"collective": "all_reduce",)"
+           R"( "settings": [{"NCCL_ALGO": "Tree", "points": [[0, 1]]}]}]})");
   EXPECT_EQ(test::input_error([&] { doctor::read_calibration(bad); }),
             bad + ": collective all_reduce: a point is not [bytes > 0, busbw_gbps >= 0, ...]");
+  // Wrong types and sizes no message has are one line too, never a JSON library exception.
+  for (const auto& [text, line] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"schema": "gpuorch.calibration/1", "host": 7})", ": 'host' is not a string"},
+           {R"({"schema": 1})",
+            ": not a calibration file (schema gpuorch.calibration/1, `gpuorch tune nccl "
+            "--calibration`)"},
+           {R"({"schema": "gpuorch.calibration/1", "collectives": [{"collective": 5,)"
+            R"( "settings": []}]})",
+            ": 'collective' is not a string"},
+           {R"({"schema": "gpuorch.calibration/1", "collectives": [{"collective": "x",)"
+            R"( "settings": [{"points": [[1e300, 1]]}]}]})",
+            ": collective x: a point is not [bytes > 0, busbw_gbps >= 0, ...]"},
+           {R"({"schema": "gpuorch.calibration/1", "paths": [{"type": [], "bandwidth_gbps": 1}]})",
+            ": 'type' is not a string"}}) {
+    base::write_file_atomically(bad, text);
+    EXPECT_EQ(test::input_error([&] { doctor::read_calibration(bad); }), bad + line) << text;
+  }
 }
 
 TEST(NcclLog, AMissingSocketInterfaceNamesTheSetting) {
