@@ -257,6 +257,68 @@ TEST(RealNode, GpuorchPlacesGpuPodsThatTheKubeletRunsOnTheChosenGpus) {
               join_s, pods_s);
 }
 
+// A kubelet restart on a GPU node: the device plugin registers again, the allocations of running
+// pods survive (their GPUs are not handed out again), and a pod that would over-commit the GPUs
+// through nodeName is refused by the restarted kubelet (its accounting came back from its
+// checkpoint).
+TEST(RealNode, KubeletRestartKeepsAllocationsAndThePluginRegistersAgain) {
+  SKIP_WITHOUT_REAL_NODES();
+  auto& cp = test::ControlPlane::shared();
+  k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
+  const std::string topo = std::string(test::fixtures_dir()) + "/topo/dgx-h100/expected/topo.json";
+  const auto uuids = recorded_uuids(topo);
+  cp.add_node("dgx2", {"--gpus-from", topo, "--gpuorch", test::binary_path()});
+  test::TempDir dir;
+  test::SchedulerProcess scheduler(
+      {"--kubeconfig", cp.kubeconfig(), "--policy", "efd", "--listen", "127.0.0.1:0"},
+      dir.file("scheduler.log"));
+  auto gpu_pod = [](const std::string& name, int gpus) {
+    json pod = busybox_pod(name, "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES; sleep 300");
+    pod["spec"]["containers"][0]["resources"] = {
+        {"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}};
+    // Its own node (tests run in one process share one control plane and its nodes).
+    pod["spec"]["nodeSelector"] = {{"kubernetes.io/hostname", "dgx2"}};
+    return pod;
+  };
+  auto running = [](const json& p) { return phase(p) == "Running"; };
+  json before = gpu_pod("before", 4);
+  before["spec"]["schedulerName"] = "gpuorch";
+  api.create(kPods, before);
+  before = test::wait_for(api, kPods + "/before", running, 60s);
+  ASSERT_EQ(phase(before), "Running") << before.dump() << scheduler.log();
+
+  const auto t0 = std::chrono::steady_clock::now();
+  cp.restart_kubelet("dgx2");
+  const double restart_s = seconds_since(t0);
+
+  json after = gpu_pod("after", 4);
+  after["spec"]["schedulerName"] = "gpuorch";
+  api.create(kPods, after);
+  after = test::wait_for(api, kPods + "/after", running, 60s);
+  ASSERT_EQ(phase(after), "Running") << after.dump() << scheduler.log();
+  // The pod started before the restart still runs, on the same GPUs.
+  before = api.get(kPods + "/before");
+  EXPECT_EQ(phase(before), "Running") << before.dump();
+  const auto gpus_before = visible_devices(pod_log(api, "before"));
+  const auto gpus_after = visible_devices(pod_log(api, "after"));
+  EXPECT_EQ(gpus_before, chosen_uuids(before, uuids));
+  EXPECT_EQ(gpus_after, chosen_uuids(after, uuids));
+  ASSERT_EQ(gpus_before.size(), 4U);
+  ASSERT_EQ(gpus_after.size(), 4U);
+  for (const auto& u : gpus_after) EXPECT_EQ(gpus_before.count(u), 0U) << u << " given twice";
+
+  // All 8 GPUs are taken: one more, bound by hand, is refused by the kubelet.
+  json extra = gpu_pod("extra", 1);
+  extra["spec"]["nodeName"] = "dgx2";
+  api.create(kPods, extra);
+  extra = test::wait_for(api, kPods + "/extra", finished, 60s);
+  EXPECT_EQ(phase(extra), "Failed") << extra.dump();
+  EXPECT_EQ(extra["status"].value("reason", ""), "UnexpectedAdmissionError") << extra.dump();
+  EXPECT_EQ(scheduler.stop(), 0) << scheduler.log();
+  std::printf("real GPU node: kubelet restarted and the plugin registered again in %.1f s\n",
+              restart_s);
+}
+
 // One worker pod of the training job: `gpuorch launch` (c10d rendezvous) running the launcher
 // tests' DDP script on Gloo. The image holds only busybox: the machine's /usr (Debian's python3
 // and python3-torch) and /etc/alternatives (where libblas.so.3 points) are mounted read-only, and

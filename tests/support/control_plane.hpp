@@ -92,30 +92,16 @@ class ControlPlane {
   // with the control plane, or by the script's reaper should this process die. Returns the
   // script's output; throws std::runtime_error with it on failure.
   std::string add_node(const std::string& name, const std::vector<std::string>& flags = {}) {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    std::string args = "node add ";
-    args += quote(dir_);
-    args += ' ';
-    args += quote(name);
-    for (const auto& f : flags) {
-      args += ' ';
-      args += quote(f);
-    }
-    Result r = run_args(args, "node-add");
-    check("node add", r);
-    return r.output;
+    return node_command("add", name, flags);
   }
 
   // Stops node NAME and checks that nothing of it is left (processes, mounts, cgroups, bridge).
-  std::string remove_node(const std::string& name) {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    std::string args = "node remove ";
-    args += quote(dir_);
-    args += ' ';
-    args += quote(name);
-    Result r = run_args(args, "node-remove");
-    check("node remove", r);
-    return r.output;
+  std::string remove_node(const std::string& name) { return node_command("remove", name); }
+
+  // Restarts node NAME's kubelet (its containers keep running); returns once it answers /healthz
+  // and, on a node with GPUs, the device plugin has registered with it again.
+  std::string restart_kubelet(const std::string& name) {
+    return node_command("restart-kubelet", name);
   }
 
   // Kueue's controller (scripts/k8s-testenv kueue-build, then kueue): its CRDs, its webhooks
@@ -187,6 +173,28 @@ class ControlPlane {
       args += quote(dir_);
     }
     return run_args(args, verb);
+  }
+
+  // scripts/k8s-testenv node SUB DIR NAME FLAGS...; its output, or std::runtime_error with it.
+  std::string node_command(const std::string& sub, const std::string& name,
+                           const std::vector<std::string>& flags = {}) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    std::string args = "node ";
+    args += sub;
+    args += ' ';
+    args += quote(dir_);
+    args += ' ';
+    args += quote(name);
+    for (const auto& f : flags) {
+      args += ' ';
+      args += quote(f);
+    }
+    std::string log_name = "node-";
+    log_name += sub;
+    Result r = run_args(args, log_name);
+    log_name[4] = ' ';  // "node SUB" in the message
+    check(log_name, r);
+    return r.output;
   }
 
   // scripts/k8s-testenv ARGS (already quoted), watched by this process.
