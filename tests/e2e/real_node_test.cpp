@@ -26,6 +26,7 @@
 #include "support/kube_objects.hpp"
 #include "support/net.hpp"
 #include "support/paths.hpp"
+#include "support/podgroup_crd.hpp"
 #include "support/scheduler_process.hpp"
 #include "support/test_support.hpp"
 
@@ -371,7 +372,8 @@ json training_pod(const std::string& name, const std::string& node, int rank, in
   pod["spec"]["hostNetwork"] = true;
   pod["spec"]["schedulerName"] = "gpuorch";
   pod["spec"]["nodeSelector"] = {{"kubernetes.io/hostname", node}};
-  pod["metadata"]["labels"] = {{"app", "real-node-ddp"}};
+  // One gang: the PodGroup "ddp" (minMember 2), placed all or nothing.
+  pod["metadata"]["labels"] = {{"app", "real-node-ddp"}, {"scheduling.x-k8s.io/pod-group", "ddp"}};
   return pod;
 }
 
@@ -388,6 +390,12 @@ TEST(RealNode, TrainsADdpJobAcrossTwoNodes) {
   cp.add_node("t4-a", {"--gpus-from", topo, "--gpuorch", test::binary_path()});
   cp.add_node("t4-b", {"--gpus-from", topo, "--gpuorch", test::binary_path()});
   const double join_s = seconds_since(t0);
+  const std::string groups = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups";
+  test::install_podgroup_crd(api, groups);
+  api.create(groups, {{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+                      {"kind", "PodGroup"},
+                      {"metadata", {{"name", "ddp"}}},
+                      {"spec", {{"minMember", 2}, {"scheduleTimeoutSeconds", 120}}}});
   test::TempDir dir;
   test::SchedulerProcess scheduler(
       {"--kubeconfig", cp.kubeconfig(), "--policy", "efd", "--listen", "127.0.0.1:0"},
@@ -414,6 +422,8 @@ TEST(RealNode, TrainsADdpJobAcrossTwoNodes) {
                 pod["metadata"]["annotations"].value("gpuorch.io/gpus", "").c_str(), log.c_str());
   }
   const double train_s = seconds_since(t0);
+  EXPECT_NE(scheduler.log().find("gang default/ddp: 2 members placed"), std::string::npos)
+      << scheduler.log();
   EXPECT_EQ(scheduler.stop(), 0) << scheduler.log();
   std::printf(
       "real nodes: 2 GPU nodes joined in %.1f s, 2-pod DDP job created to Succeeded %.1f s\n",
