@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gpuorch/k8s/api_client.hpp"
@@ -327,32 +328,34 @@ TEST(RealNode, KubeletRestartKeepsAllocationsAndThePluginRegistersAgain) {
 // pod networks are not routed to each other (nothing here routes), so the pods meet on loopback,
 // each under its own address (127.0.0.1, 127.0.0.2): in a pod the launcher's pid is 1 and under
 // hostNetwork the host name is the machine's, so (host, pid) would name both nodes alike.
-json training_pod(const std::string& name, const std::string& node, int rank, int port) {
+json training_pod(const std::string& name, const std::string& node, int rank, int port,
+                  const std::vector<std::string>& train_args = {"--steps", "10"}) {
   const std::string launch_dir = std::string(test::fixtures_dir()) + "/launch";
   json pod = busybox_pod(name, "");
   auto& c = pod["spec"]["containers"][0];
-  c["command"] = {"sh",
-                  "-c",
-                  "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES; exec \"$0\" \"$@\"",
-                  "/opt/gpuorch/gpuorch",
-                  "launch",
-                  "--nnodes",
-                  "2",
-                  "--nproc-per-node",
-                  "1",
-                  "--rdzv-backend",
-                  "c10d",
-                  "--rdzv-endpoint",
-                  fmt::format("127.0.0.1:{}", port),
-                  "--rdzv-id",
-                  "real-node-ddp",
-                  "--local-addr",
-                  fmt::format("127.0.0.{}", rank + 1),
-                  "--",
-                  "/usr/bin/python3",
-                  "/opt/train/ddp_train.py",
-                  "--steps",
-                  "10"};
+  c["command"] = {
+      "sh",
+      "-c",
+      "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES; exec \"$0\" \"$@\"",
+      "/opt/gpuorch/gpuorch",
+      "launch",
+      "--nnodes",
+      "2",
+      "--nproc-per-node",
+      "1",
+      "--rdzv-backend",
+      "c10d",
+      "--rdzv-endpoint",
+      fmt::format("127.0.0.1:{}", port),
+      "--rdzv-id",
+      "real-node-ddp",
+      "--local-addr",
+      fmt::format("127.0.0.{}", rank + 1),
+      "--",
+      "/usr/bin/python3",
+      "/opt/train/ddp_train.py",
+  };
+  for (const auto& a : train_args) c["command"].push_back(a);
   c["env"] = {{{"name", "GLOO_SOCKET_IFNAME"}, {"value", "lo"}},
               {{"name", "GPUORCH_TORCH_BACKEND"}, {"value", "gloo"}}};
   c["resources"] = {{"requests", {{"cpu", "100m"}, {"nvidia.com/gpu", "1"}}},
@@ -428,6 +431,50 @@ TEST(RealNode, TrainsADdpJobAcrossTwoNodes) {
   std::printf(
       "real nodes: 2 GPU nodes joined in %.1f s, 2-pod DDP job created to Succeeded %.1f s\n",
       join_s, train_s);
+}
+
+// A node removed mid-job: the pod on it dies with it, and the job fails cleanly on the node that
+// is left (its rank loses its peer, the launcher stops the worker and exits non-zero: the pod is
+// Failed, not hanging); nothing of the removed node stays on the machine.
+TEST(RealNode, ANodeRemovedMidJobFailsTheJobCleanly) {
+  SKIP_WITHOUT_REAL_NODES();
+  if (std::system("/usr/bin/python3 -c 'import torch.distributed' >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "python3-torch is not installed (/usr/bin/python3 cannot import torch)";
+  }
+  auto& cp = test::ControlPlane::shared();
+  k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
+  const std::string topo = std::string(test::fixtures_dir()) + "/topo/t4x2/expected/topo.json";
+  cp.add_node("t4-c", {"--gpus-from", topo, "--gpuorch", test::binary_path()});
+  cp.add_node("t4-d", {"--gpus-from", topo, "--gpuorch", test::binary_path()});
+  const int port = test::free_loopback_port();
+  // Bound by hand (no scheduler needed for this one); slow steps, so the job is mid-run.
+  const std::vector<std::string> slow{"--steps", "600", "--step-sleep", "0.1"};
+  json a = training_pod("long-0", "t4-c", 0, port, slow);
+  json b = training_pod("long-1", "t4-d", 1, port, slow);
+  for (json* p : {&a, &b}) {
+    (*p)["spec"].erase("schedulerName");
+    (*p)["spec"]["nodeName"] = (*p)["spec"]["nodeSelector"]["kubernetes.io/hostname"];
+    (*p)["spec"].erase("nodeSelector");
+    (*p)["metadata"]["labels"].erase("scheduling.x-k8s.io/pod-group");
+    api.create(kPods, *p);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 90s;
+  while (pod_log(api, "long-0").find("step 5 loss") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(200ms);
+  }
+  ASSERT_NE(pod_log(api, "long-0").find("step 5 loss"), std::string::npos)
+      << pod_log(api, "long-0") << pod_log(api, "long-1");
+  const auto t0 = std::chrono::steady_clock::now();
+  cp.remove_node("t4-d");
+  const json left = test::wait_for(api, kPods + "/long-0", finished, 120s);
+  const double fail_s = seconds_since(t0);
+  const std::string log = pod_log(api, "long-0");
+  EXPECT_EQ(phase(left), "Failed") << left.dump() << "\n" << log;
+  EXPECT_NE(log.find("result         failed"), std::string::npos) << log;
+  EXPECT_EQ(log.find("step 599 loss"), std::string::npos) << log;
+  std::printf("real nodes: node removed mid-job; the pod left was Failed %.1f s later\n%s", fail_s,
+              log.substr(log.size() > 1500 ? log.size() - 1500 : 0).c_str());
 }
 
 // Bad input to `scripts/k8s-testenv node`, start --nodes and kubelet-build: one line, exit 2,
