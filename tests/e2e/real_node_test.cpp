@@ -46,6 +46,15 @@ const std::string kWorkloadImage = "docker.io/library/busybox:local";
     if (!why.empty()) GTEST_SKIP() << "real nodes cannot run on this machine: " << why; \
   } while (false)
 
+// The training tests also need Debian's python3-torch on the machine (mounted into the pods).
+#define SKIP_WITHOUT_REAL_NODES_OR_TORCH()                                                     \
+  do {                                                                                         \
+    SKIP_WITHOUT_REAL_NODES();                                                                 \
+    if (std::system("/usr/bin/python3 -c 'import torch.distributed' >/dev/null 2>&1") != 0) {  \
+      GTEST_SKIP() << "python3-torch is not installed (/usr/bin/python3 cannot import torch)"; \
+    }                                                                                          \
+  } while (false)
+
 // Seconds since `start`, for the durations the tests print.
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -381,10 +390,7 @@ json training_pod(const std::string& name, const std::string& node, int rank, in
 }
 
 TEST(RealNode, TrainsADdpJobAcrossTwoNodes) {
-  SKIP_WITHOUT_REAL_NODES();
-  if (std::system("/usr/bin/python3 -c 'import torch.distributed' >/dev/null 2>&1") != 0) {
-    GTEST_SKIP() << "python3-torch is not installed (/usr/bin/python3 cannot import torch)";
-  }
+  SKIP_WITHOUT_REAL_NODES_OR_TORCH();
   auto& cp = test::ControlPlane::shared();
   k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
   const std::string topo = std::string(test::fixtures_dir()) + "/topo/t4x2/expected/topo.json";
@@ -437,10 +443,7 @@ TEST(RealNode, TrainsADdpJobAcrossTwoNodes) {
 // is left (its rank loses its peer, the launcher stops the worker and exits non-zero: the pod is
 // Failed, not hanging); nothing of the removed node stays on the machine.
 TEST(RealNode, ANodeRemovedMidJobFailsTheJobCleanly) {
-  SKIP_WITHOUT_REAL_NODES();
-  if (std::system("/usr/bin/python3 -c 'import torch.distributed' >/dev/null 2>&1") != 0) {
-    GTEST_SKIP() << "python3-torch is not installed (/usr/bin/python3 cannot import torch)";
-  }
+  SKIP_WITHOUT_REAL_NODES_OR_TORCH();
   auto& cp = test::ControlPlane::shared();
   k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
   const std::string topo = std::string(test::fixtures_dir()) + "/topo/t4x2/expected/topo.json";
