@@ -480,6 +480,72 @@ TEST(RealNode, ANodeRemovedMidJobFailsTheJobCleanly) {
               log.substr(log.size() > 1500 ? log.size() - 1500 : 0).c_str());
 }
 
+// The same, elastic (`--nnodes 1:2`, restarts allowed, checkpoints in the pod): the node that is
+// left drops the silent one (15 s without a heartbeat), re-forms the rendezvous alone, resumes
+// from its checkpoint and finishes: its pod Succeeds with world size 1.
+TEST(RealNode, AnElasticJobFinishesOnTheNodeLeftWhenOneIsRemoved) {
+  SKIP_WITHOUT_REAL_NODES_OR_TORCH();
+  auto& cp = test::ControlPlane::shared();
+  k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
+  const std::string topo = std::string(test::fixtures_dir()) + "/topo/t4x2/expected/topo.json";
+  cp.add_node("t4-e", {"--gpus-from", topo, "--gpuorch", test::binary_path()});
+  cp.add_node("t4-f", {"--gpus-from", topo, "--gpuorch", test::binary_path()});
+  const int port = test::free_loopback_port();
+  auto elastic = [port](const std::string& name, const std::string& node, int rank) {
+    json p = training_pod(name, node, rank, port,
+                          {"--steps", "60", "--step-sleep", "0.1", "--ckpt-dir", "/ckpt"});
+    auto& command = p["spec"]["containers"][0]["command"];
+    json edited = json::array();
+    for (std::size_t i = 0; i < command.size(); ++i) {
+      if (command[i] == "--nnodes") {
+        edited.push_back("--nnodes");
+        edited.push_back("1:2");
+        edited.push_back("--max-restarts");
+        edited.push_back("3");
+        edited.push_back("--rdzv-conf");
+        edited.push_back("last_call_timeout=2");
+        ++i;  // the old count
+        continue;
+      }
+      edited.push_back(command[i]);
+    }
+    command = edited;
+    p["spec"]["containers"][0]["volumeMounts"].push_back(
+        {{"name", "ckpt"}, {"mountPath", "/ckpt"}});
+    p["spec"]["volumes"].push_back({{"name", "ckpt"}, {"emptyDir", json::object()}});
+    p["spec"].erase("schedulerName");
+    p["spec"].erase("nodeSelector");
+    p["spec"]["nodeName"] = node;
+    p["metadata"]["labels"].erase("scheduling.x-k8s.io/pod-group");
+    return p;
+  };
+  // long-0 first: its agent serves the rendezvous store, so the store outlives long-1's node.
+  api.create(kPods, elastic("elastic-0", "t4-e", 0));
+  auto wait_log = [&api](const std::string& pod, const std::string& text, std::chrono::seconds t) {
+    const auto deadline = std::chrono::steady_clock::now() + t;
+    while (pod_log(api, pod).find(text) == std::string::npos &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(200ms);
+    }
+    return pod_log(api, pod).find(text) != std::string::npos;
+  };
+  ASSERT_TRUE(wait_log("elastic-0", "(served here)", 60s)) << pod_log(api, "elastic-0");
+  api.create(kPods, elastic("elastic-1", "t4-f", 1));
+  ASSERT_TRUE(wait_log("elastic-0", "step 5 loss", 90s)) << pod_log(api, "elastic-0");
+  ASSERT_NE(pod_log(api, "elastic-0").find("world 2"), std::string::npos)
+      << pod_log(api, "elastic-0");
+  const auto t0 = std::chrono::steady_clock::now();
+  cp.remove_node("t4-f");
+  const json left = test::wait_for(api, kPods + "/elastic-0", finished, 120s);
+  const double finish_s = seconds_since(t0);
+  const std::string log = pod_log(api, "elastic-0");
+  EXPECT_EQ(phase(left), "Succeeded") << left.dump() << "\n" << log;
+  EXPECT_NE(log.find("start: world 1"), std::string::npos) << log;
+  EXPECT_NE(log.find("result         succeeded"), std::string::npos) << log;
+  std::printf("real nodes: node removed mid-job; the elastic job finished alone %.1f s later\n%s",
+              finish_s, log.substr(log.size() > 2500 ? log.size() - 2500 : 0).c_str());
+}
+
 // Bad input to `scripts/k8s-testenv node`, start --nodes and kubelet-build: one line, exit 2,
 // nothing made (no root needed: checked before anything runs).
 TEST(K8sTestenvNodeUsage, BadInputIsOneLineAndExitTwo) {
