@@ -40,6 +40,7 @@ struct SchedulerFlags {
   int startup_timeout = 20;
   int sync_timeout = 120;
   std::string topology_levels;
+  bool queues = false;
   bool leader_elect = false;
   std::string lease_namespace;
   std::string lease_name = "gpuorch-scheduler";
@@ -118,6 +119,7 @@ int run(const SchedulerFlags& f) {
   options.startup_timeout = std::chrono::seconds(f.startup_timeout);
   options.sync_timeout = std::chrono::seconds(f.sync_timeout);
   options.log = base::log;
+  options.queues = f.queues;
   for (std::size_t start = 0; start < f.topology_levels.size();) {
     std::size_t end = f.topology_levels.find(',', start);
     if (end == std::string::npos) end = f.topology_levels.size();
@@ -214,6 +216,11 @@ void add_scheduler(CLI::App& app, Action& action) {
   cmd->add_option("--topology-levels", flags->topology_levels,
                   "Node label keys, outermost first, that gangs are kept under, e.g. "
                   "topology.kubernetes.io/zone,example.com/rack,kubernetes.io/hostname");
+  cmd->add_flag("--queues", flags->queues,
+                "Decide through the job layer over the cluster's Queues (KAI-Scheduler's "
+                "scheduling.run.ai/v2, the CRD of gpuorch manifests; pods name theirs with the "
+                "label kai.scheduler/queue, default: the queue 'default'): a queue never passes "
+                "its limit, and a pod that waits says which queue and why. No preemption yet");
   cmd->add_flag("--leader-elect", flags->leader_elect,
                 "Run as one of several replicas: only the holder of a coordination.k8s.io Lease "
                 "schedules");

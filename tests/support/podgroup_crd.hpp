@@ -1,6 +1,7 @@
 #pragma once
-// The PodGroup CRD (scheduling.x-k8s.io/v1alpha1) as `gpuorch manifests` ships it, installed on
-// the test control plane once and served before the caller goes on.
+// The CRDs `gpuorch manifests` ships (the PodGroup's, scheduling.x-k8s.io/v1alpha1, and the
+// Queue's, scheduling.run.ai/v2), installed on the test control plane once, with `served_path`
+// served before the caller goes on.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -32,7 +33,7 @@ inline void install_podgroup_crd(k8s::ApiClient& api, const std::string& served_
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
   }
-  ADD_FAILURE() << "PodGroup API never served";
+  ADD_FAILURE() << served_path << " never served";
 }
 
 }  // namespace gpuorch::test

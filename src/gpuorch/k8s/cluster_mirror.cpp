@@ -194,6 +194,81 @@ ClusterMirror::GangResult ClusterMirror::schedule_gang(const std::vector<PodObje
   return out;
 }
 
+ClusterMirror::Admission ClusterMirror::admit(
+    const sched::jobs::QueueTree& queues, std::size_t queue, const std::vector<PodObject>& members,
+    const std::function<std::optional<std::size_t>(const PodObject&)>& queue_of) {
+  Admission out;
+  if (members.empty()) return out;
+  // Every bound pod is a running job of one replica in its queue: what the queues hold. Specs
+  // and states are reserved first, so the pointers between them stay valid.
+  std::vector<workload::JobSpec> specs;
+  std::vector<sched::jobs::JobState> states;
+  specs.reserve(placed_.size() + 1);
+  states.reserve(placed_.size() + 1);
+  for (const auto& [uid, b] : placed_) {
+    if (!b.placement) continue;
+    const auto q = queue_of(b.pod);
+    if (!q) continue;
+    workload::JobSpec& s = specs.emplace_back();
+    s.name = b.pod.key();
+    s.replica = b.pod.spec;
+    s.priority = b.pod.priority;
+    sched::jobs::JobState& st = states.emplace_back();
+    st.spec = &s;
+    st.queue = *q;
+    st.placements = {*b.placement};
+    st.running_since = 0;
+  }
+  workload::JobSpec& job = specs.emplace_back();
+  job.name = members.front().gang.empty() ? members.front().key() : members.front().gang;
+  job.replica = members.front().spec;
+  job.min_replicas = job.max_replicas = static_cast<int>(members.size());
+  job.priority = members.front().priority;
+  sched::jobs::JobState& pending = states.emplace_back();
+  pending.spec = &job;
+  pending.queue = queue;
+  // The core places the members as schedule() and schedule_gang() do (filters, the policy's
+  // score, the GPU picker, topology levels for gangs), counted as bound.
+  auto placer =
+      [&](const workload::JobSpec&, int count, std::span<const cluster::Placement>,
+          sched::jobs::PlacementFailure* why) -> std::optional<std::vector<cluster::Placement>> {
+    if (static_cast<std::size_t>(count) != members.size()) return std::nullopt;
+    if (members.size() == 1) {
+      const Result r = schedule(members.front());
+      if (r.decision.outcome == sched::Outcome::kPlaced) {
+        out.placement.placed = true;
+        out.placement.nodes = {r.node};
+        out.placement.gpus = {r.decision.placement.gpus};
+        return std::vector<cluster::Placement>{r.decision.placement};
+      }
+      if (why != nullptr) {
+        why->infeasible = r.decision.outcome == sched::Outcome::kInfeasible;
+        why->message = unschedulable_message(r, resolver_->resolve(members.front().spec),
+                                             cluster_->node_count());
+      }
+      return std::nullopt;
+    }
+    out.placement = schedule_gang(members);
+    if (!out.placement.placed) {
+      if (why != nullptr) why->message = out.placement.message;
+      return std::nullopt;
+    }
+    std::vector<cluster::Placement> placements;
+    for (const auto& m : members) placements.push_back(*placed_.at(m.uid).placement);
+    return placements;
+  };
+  sched::jobs::JobLayer layer(*cluster_, queues, placer);
+  sched::jobs::RoundOptions options;
+  options.preempt = false;
+  layer.round(std::span<sched::jobs::JobState>(states), options);
+  if (pending.replicas() == 0) {
+    out.placement.placed = false;
+    out.waiting = pending.waiting;
+    out.why = pending.why;
+  }
+  return out;
+}
+
 std::string unschedulable_message(const ClusterMirror::Result& r, const sched::PodRequest& request,
                                   std::size_t nodes) {
   std::string reasons = r.decision.diagnosis.explain(request);

@@ -4,6 +4,7 @@
 // and tie-break ranking `gpuorch sim fill` uses. Nodes are fixed in a Cluster, so a change of
 // the node set rebuilds it (rare); pods come and go incrementally.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -14,6 +15,7 @@
 #include "gpuorch/cluster/cluster.hpp"
 #include "gpuorch/k8s/pod_object.hpp"
 #include "gpuorch/sched/fragmentation.hpp"
+#include "gpuorch/sched/jobs/job_layer.hpp"
 #include "gpuorch/sched/policy.hpp"
 #include "gpuorch/sched/scheduler.hpp"
 #include "gpuorch/workload/target_workload.hpp"
@@ -72,6 +74,22 @@ class ClusterMirror {
   };
   // All members or none (sched::place_gang); placed members are counted as bound (assumed).
   GangResult schedule_gang(const std::vector<PodObject>& members);
+
+  // The job layer's verdict on a pending job in leaf `queue` of `queues` (`gpuorch scheduler
+  // --queues`): `members` (one pod, or a gang's pending members, all or none) start when the
+  // queue and its parents stay within their limits and the core places every member (as
+  // schedule() / schedule_gang() do, counted as bound); what the queues hold is what the bound
+  // pods hold, each in the leaf `queue_of` gives it (nullopt: counted in none). No preemption
+  // yet: a job that finds no room waits with the layer's reason (RoundOptions::preempt off).
+  // Accounted as `members.size()` replicas of the first member's request.
+  struct Admission {
+    GangResult placement;  // placed: each member's node and GPUs
+    sched::jobs::WaitReason waiting = sched::jobs::WaitReason::kNone;
+    std::string why;  // waiting: the layer's line
+  };
+  Admission admit(const sched::jobs::QueueTree& queues, std::size_t queue,
+                  const std::vector<PodObject>& members,
+                  const std::function<std::optional<std::size_t>(const PodObject&)>& queue_of);
 
   [[nodiscard]] const cluster::Cluster& cluster() const { return *cluster_; }
 

@@ -314,6 +314,7 @@ PodObject pod_from_json(const json& obj) {
   p.spec.name = p.key();
   const json& annotations = field(meta, "annotations");
   p.gpus = gpu_list(str(annotations, kGpusAnnotation));
+  p.queue = str(field(meta, "labels"), kQueueLabel);
   if (const std::string g = str(field(meta, "labels"), kPodGroupLabel); !g.empty()) {
     p.gang = p.ns + "/" + g;
   } else if (const std::string v = str(annotations, kGroupNameAnnotation); !v.empty()) {

@@ -19,6 +19,8 @@ inline constexpr const char* kGpusAnnotation = "gpuorch.io/gpus";
 // Gangs: scheduler-plugins' PodGroup label and Volcano's annotation.
 inline constexpr const char* kPodGroupLabel = "scheduling.x-k8s.io/pod-group";
 inline constexpr const char* kGroupNameAnnotation = "scheduling.k8s.io/group-name";
+// The queue a pod's job belongs to, as KAI-Scheduler names it (a Queue of scheduling.run.ai/v2).
+inline constexpr const char* kQueueLabel = "kai.scheduler/queue";
 
 struct PodObject {
   std::string uid;
@@ -32,6 +34,7 @@ struct PodObject {
   workload::PodSpec spec;  // spec.name is "namespace/name"
   std::vector<int> gpus;   // from gpuorch.io/gpus, when a gpuorch scheduler placed it
   std::string gang;        // "namespace/group", empty when not in a gang
+  std::string queue;       // label kai.scheduler/queue; empty: the default queue
   std::string error;       // why the request cannot be understood; the pod is then not placed
   bool deleting = false;   // metadata.deletionTimestamp set
   // spec.schedulingGates: while any is there the pod is not to be scheduled (Kueue's

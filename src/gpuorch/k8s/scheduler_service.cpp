@@ -6,6 +6,7 @@
 #include <memory>
 #include <thread>
 
+#include "gpuorch/base/printable.hpp"
 #include "gpuorch/k8s/api_path.hpp"
 #include "gpuorch/k8s/binding.hpp"
 #include "gpuorch/k8s/informer.hpp"
@@ -92,10 +93,27 @@ bool SchedulerService::discover_podgroups(const std::atomic<bool>& stop) {
   return true;
 }
 
+bool SchedulerService::discover_queues(const std::atomic<bool>& stop) {
+  static constexpr const char* kPath = "/apis/scheduling.run.ai/v2";
+  try {
+    return patient_get(api_, kPath, options_.startup_timeout, stop, options_.log,
+                       [this] { beat(); })
+        .has_value();
+  } catch (const ApiError& e) {
+    if (e.status() == 404) {
+      throw std::runtime_error(
+          "--queues: the API server does not serve scheduling.run.ai/v2 (the Queue CRD of "
+          "`gpuorch manifests`, or KAI-Scheduler's, is not installed)");
+    }
+    throw std::runtime_error(fmt::format("the API server refused {}: {}", kPath, e.what()));
+  }
+}
+
 void SchedulerService::run(const std::atomic<bool>& stop) {
   beat();
   // PodGroups only where their API is served (the CRD is installed); gangs wait otherwise.
   if (!discover_podgroups(stop)) return;
+  if (options_.queues && !discover_queues(stop)) return;
   auto handlers = [this](Event::Kind kind) {
     InformerHandlers h;
     h.on_add = h.on_update = [this, kind](const json& o) {
@@ -114,14 +132,17 @@ void SchedulerService::run(const std::atomic<bool>& stop) {
                 "status.phase!=Succeeded,status.phase!=Failed");
   Informer groups(api_, "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
                   handlers(Event::Kind::kPodGroup));
+  Informer queues(api_, "/apis/scheduling.run.ai/v2/queues", handlers(Event::Kind::kQueue));
   // The threads stop on `quit`: set when `stop` is, and when this loop gives up on its own.
   std::atomic<bool> quit{false};
   std::string failure;
   {
     std::vector<std::jthread> threads;
+    threads.reserve(4 + static_cast<std::size_t>(std::max(1, options_.binders)));
     threads.emplace_back([&] { nodes.run(quit); });
     threads.emplace_back([&] { pods.run(quit); });
     if (podgroups_served_) threads.emplace_back([&] { groups.run(quit); });
+    if (options_.queues) threads.emplace_back([&] { queues.run(quit); });
     for (int i = 0; i < std::max(1, options_.binders); ++i) {
       threads.emplace_back([&] { bind_loop(quit); });
     }
@@ -187,8 +208,16 @@ void SchedulerService::handle(Event& e) {
     case Event::Kind::kPodGroup:
       handle_podgroup(e.object, e.type == Event::Type::kDelete);
       break;
+    case Event::Kind::kQueue:
+      if (const std::string refused = queues_.update(e.object, e.type == Event::Type::kDelete);
+          !refused.empty()) {
+        log(refused, base::Severity::kWarning);
+      }
+      cluster_changed_ = true;  // a limit raised may let a pod go
+      break;
     case Event::Kind::kSynced:
-      if (++synced_informers_ >= (podgroups_served_ ? 3 : 2) && !synced_) {
+      if (++synced_informers_ >= (podgroups_served_ ? 3 : 2) + (options_.queues ? 1 : 0) &&
+          !synced_) {
         synced_ = true;
         log(fmt::format("synced: {} nodes, {} pods", nodes_.size(), pods_.size()));
       }
@@ -433,6 +462,15 @@ void SchedulerService::decide(const PodObject& pod) {
     return;
   }
   if (!ensure_built(pod)) return;
+  if (options_.queues) {
+    const ClusterMirror::GangResult g = place_job({pod});
+    if (!g.placed) {
+      report_unschedulable(pod, g.message);
+      return;
+    }
+    queue_bind(pod, g.nodes.front(), g.gpus.front());
+    return;
+  }
   const ClusterMirror::Result r = mirror_.schedule(pod);
   if (r.decision.outcome != sched::Outcome::kPlaced) {
     sched::RequestResolver resolver(mirror_.cluster());
@@ -465,6 +503,31 @@ bool SchedulerService::ensure_built(const PodObject& pod) {
     return false;
   }
   return true;
+}
+
+ClusterMirror::GangResult SchedulerService::place_job(const std::vector<PodObject>& members) {
+  const std::string& name = members.front().queue;
+  const auto leaf = queues_.leaf(name);
+  if (!leaf) {
+    ClusterMirror::GangResult r;
+    r.message = fmt::format(
+        "queue '{}' (label {}) is not a leaf Queue of the cluster (scheduling.run.ai/v2); "
+        "waiting for it",
+        base::printable(name), kQueueLabel);
+    return r;
+  }
+  // What the queues hold is what the bound pods hold, each in its queue (one that names no leaf
+  // queue counts in none).
+  const auto queue_of = [this](const PodObject& p) { return queues_.leaf(p.queue); };
+  ClusterMirror::Admission a = mirror_.admit(queues_.tree(), *leaf, members, queue_of);
+  if (!a.placement.placed && a.placement.message.empty()) {
+    // The layer's line names the queue (or its parent) that holds the job back.
+    a.placement.message =
+        fmt::format("queue admission: {} ({})", a.why, sched::jobs::wait_key(a.waiting));
+  } else if (!a.placement.placed) {
+    a.placement.message = fmt::format("queue {}: {}", queues_.tree().spec(*leaf).name, a.why);
+  }
+  return a.placement;
 }
 
 void SchedulerService::queue_bind(const PodObject& pod, const std::string& node,
@@ -538,12 +601,13 @@ void SchedulerService::schedule_gang(const std::string& gang) {
     return;
   }
   if (!ensure_built(pending.front())) return;
-  const ClusterMirror::GangResult r = mirror_.schedule_gang(pending);
+  const ClusterMirror::GangResult r =
+      options_.queues ? place_job(pending) : mirror_.schedule_gang(pending);
   if (!r.placed) {
     std::string message = fmt::format(
-        "gang {} ({} pending, minMember {}) cannot be placed whole, so none of it is: "
-        "member {}: {}",
-        gang, pending.size(), g.min_member, r.failed_pod, r.message);
+        "gang {} ({} pending, minMember {}) cannot be placed whole, so none of it is: {}{}", gang,
+        pending.size(), g.min_member, r.failed_pod.empty() ? "" : "member " + r.failed_pod + ": ",
+        r.message);
     const auto waited = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - since);
     if (g.timeout_seconds > 0 && waited.count() > g.timeout_seconds) {
       message += fmt::format(

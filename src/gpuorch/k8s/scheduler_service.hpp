@@ -29,6 +29,7 @@
 #include "gpuorch/base/log.hpp"
 #include "gpuorch/k8s/api_client.hpp"
 #include "gpuorch/k8s/cluster_mirror.hpp"
+#include "gpuorch/k8s/cluster_queues.hpp"
 #include "gpuorch/k8s/pod_object.hpp"
 #include "gpuorch/k8s/retried_writes.hpp"
 #include "gpuorch/sched/backoff.hpp"
@@ -51,6 +52,10 @@ struct SchedulerServiceOptions {
   std::chrono::seconds sync_timeout{120};
   // The decision loop counts as stuck (alive() false) when it has not come round for this long.
   std::chrono::seconds stale_after{30};
+  // Decide through the job layer over the cluster's Queues (scheduling.run.ai/v2, label
+  // kai.scheduler/queue; docs/scheduler.md): limits hold, reasons are the layer's. No
+  // preemption yet.
+  bool queues = false;
   base::LogSink log;  // one line per bind/failure; may be empty
 };
 
@@ -89,7 +94,15 @@ class SchedulerService {
 
  private:
   struct Event {
-    enum class Kind : std::uint8_t { kNode, kPod, kPodGroup, kBindDone, kBindFailed, kSynced } kind;
+    enum class Kind : std::uint8_t {
+      kNode,
+      kPod,
+      kPodGroup,
+      kQueue,
+      kBindDone,
+      kBindFailed,
+      kSynced
+    } kind;
     enum class Type : std::uint8_t { kUpsert, kDelete } type = Type::kUpsert;
     nlohmann::json object;
     std::string uid;
@@ -109,6 +122,12 @@ class SchedulerService {
   void handle_podgroup(const nlohmann::json& obj, bool deleted);
   // Whether the PodGroup API is served; retried with backoff (false: stopped meanwhile).
   bool discover_podgroups(const std::atomic<bool>& stop);
+  // With --queues, the Queue API must be served (retried like the PodGroup discovery; a 404 is
+  // a start-up error: the user asked for queues the cluster does not have).
+  bool discover_queues(const std::atomic<bool>& stop);
+  // --queues: the job layer's admission of a job's pending members (ClusterMirror::admit) in the
+  // queue their label names; not placed: the reason in `message`.
+  ClusterMirror::GangResult place_job(const std::vector<PodObject>& members);
   void beat();
   void decide(const PodObject& pod);
   void report_gated(const PodObject& pod);
@@ -160,6 +179,7 @@ class SchedulerService {
   std::unordered_set<std::string> binding_;  // uid: a bind is in flight
   sched::Backoff backoff_;                   // failures in a row, and who waits them out
   RetriedWrites writes_;                     // conditions, Events, PodGroup status not yet taken
+  ClusterQueues queues_;                     // --queues: the cluster's Queue objects
   std::unordered_set<std::string> preferences_logged_;  // uid: its ignored soft constraints
   std::atomic<std::int64_t> heartbeat_ns_{0};           // steady clock of the last round
   // PodGroups (scheduling.x-k8s.io/v1alpha1) by "namespace/name".

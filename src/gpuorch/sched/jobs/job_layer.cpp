@@ -766,7 +766,7 @@ RoundStats JobLayer::round(std::span<JobState* const> jobs, const RoundOptions& 
   r.resize();
   const auto selected = r.by_rank();
   const auto candidates = r.allocate(selected);
-  if (!options.sized) r.reclaim_and_preempt(candidates);
+  if (!options.sized && options.preempt) r.reclaim_and_preempt(candidates);
   // What the order left out of a queue's share may still run on what nobody wants, over the
   // share (and the first to give it back); not in a queue whose share is the whole cluster,
   // where the order alone decides (Tiresias's count budget).

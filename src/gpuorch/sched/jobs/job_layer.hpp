@@ -110,6 +110,10 @@ struct RoundOptions {
   // Write each waiting or preempted job's one-line explanation (JobState::why); a simulator
   // that reports only the reasons turns it off.
   bool explain = true;
+  // Run the post-filters (reclaim, priority preemption, and any added) for jobs that found no
+  // room; off for a caller that cannot take resources back yet (a cluster without evictions):
+  // such jobs then wait with their reason, and nothing running is touched.
+  bool preempt = true;
 };
 
 // Why a gang found no placement.

@@ -1,0 +1,36 @@
+#pragma once
+// The cluster's Queues (KAI-Scheduler's scheduling.run.ai/v2, the CRD `gpuorch manifests` ships)
+// as the job layer's queue tree, for `gpuorch scheduler --queues`. The objects are read by the
+// same reader as `sim timeline --queues` (io/queue_yaml.hpp), so a cluster and the simulator agree
+// on every field. A set of Queues the reader refuses (a cycle, an undefined parent, a quota above
+// its limit) keeps the last good tree, and the reason is logged once. Pods without the label
+// kai.scheduler/queue belong to the leaf `default`, added without quota or limit when the cluster
+// defines no queue of that name.
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "gpuorch/sched/jobs/queue_tree.hpp"
+
+namespace gpuorch::k8s {
+
+inline constexpr const char* kDefaultQueue = "default";
+
+class ClusterQueues {
+ public:
+  ClusterQueues();
+  // A Queue object added, changed or deleted; returns a line to log when the set it makes is
+  // refused (the tree stays as it was), "" otherwise.
+  std::string update(const nlohmann::json& queue, bool deleted);
+  [[nodiscard]] const sched::jobs::QueueTree& tree() const { return tree_; }
+  // The leaf a pod's label names (empty: the default queue); nullopt when it is no leaf queue.
+  [[nodiscard]] std::optional<std::size_t> leaf(const std::string& name) const;
+
+ private:
+  std::map<std::string, nlohmann::json> objects_;  // by name
+  sched::jobs::QueueTree tree_;
+  std::string refused_;  // the last refusal logged
+};
+
+}  // namespace gpuorch::k8s
