@@ -228,34 +228,49 @@ TEST(RealNode, GpuorchPlacesGpuPodsThatTheKubeletRunsOnTheChosenGpus) {
   test::SchedulerProcess scheduler(
       {"--kubeconfig", cp.kubeconfig(), "--policy", "efd", "--listen", "127.0.0.1:0"},
       dir.file("scheduler.log"));
-  // Three pods at once (2 + 4 + 1 GPUs): each gets its own GPUs, and the kubelet admits all.
-  const std::vector<std::pair<std::string, int>> pods{{"two", 2}, {"four", 4}, {"one", 1}};
-  t0 = std::chrono::steady_clock::now();
-  for (const auto& [name, gpus] : pods) {
-    json pod = busybox_pod(name, "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES; sleep 2");
-    pod["spec"]["schedulerName"] = "gpuorch";
-    pod["spec"]["containers"][0]["resources"] = {
-        {"requests",
-         {{"cpu", "100m"}, {"memory", "32Mi"}, {"nvidia.com/gpu", std::to_string(gpus)}}},
-        {"limits",
-         {{"cpu", "100m"}, {"memory", "32Mi"}, {"nvidia.com/gpu", std::to_string(gpus)}}}};
-    api.create(kPods, pod);
-  }
-  std::set<std::string> all_given;
-  for (const auto& [name, gpus] : pods) {
-    const json pod = test::wait_for(api, kPods + "/" + name, finished, 90s);
-    ASSERT_EQ(phase(pod), "Succeeded") << pod.dump() << "\n" << scheduler.log();
-    EXPECT_EQ(test::node_of(pod), "dgx1");
-    const std::set<std::string> expected = chosen_uuids(pod, uuids);
-    EXPECT_EQ(expected.size(), static_cast<std::size_t>(gpus)) << name << ": " << pod.dump();
-    const std::string log = pod_log(api, name);
-    EXPECT_EQ(visible_devices(log), expected) << name << ": " << log << "\n" << pod.dump();
-    for (const auto& u : expected) {
-      EXPECT_TRUE(all_given.insert(u).second) << u << " given to two pods";
+  // Pods of different sizes created at once (2 + 4 + 1 GPUs), then a pod with a required node
+  // affinity on the recording's GPU model label: each gets exactly the GPUs the scheduler wrote,
+  // no GPU twice, and the kubelet admits all. (Two pending pods of the same size at once are not
+  // here: the kubelet's Allocate does not say which pod it is for, and the plugin can hand each
+  // the other's GPUs; see "Found by these tests".)
+  using Wave = std::vector<std::pair<std::string, int>>;
+  auto run_wave = [&](const Wave& wave) {
+    for (const auto& [name, gpus] : wave) {
+      json pod = busybox_pod(name, "echo NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES; sleep 2");
+      pod["spec"]["schedulerName"] = "gpuorch";
+      pod["spec"]["containers"][0]["resources"] = {
+          {"requests",
+           {{"cpu", "100m"}, {"memory", "32Mi"}, {"nvidia.com/gpu", std::to_string(gpus)}}},
+          {"limits",
+           {{"cpu", "100m"}, {"memory", "32Mi"}, {"nvidia.com/gpu", std::to_string(gpus)}}}};
+      if (name == "affine") {
+        pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+           ["nodeSelectorTerms"] = json::array(
+               {{{"matchExpressions", json::array({{{"key", "nvidia.com/gpu.product"},
+                                                    {"operator", "In"},
+                                                    {"values", {"NVIDIA-H100-80GB-HBM3"}}}})}}});
+      }
+      api.create(kPods, pod);
     }
-    EXPECT_FALSE(pod["metadata"]["annotations"].value("gpuorch.io/gpus-allocated", "").empty())
-        << "the device plugin did not follow the scheduler's choice: " << pod.dump();
-  }
+    std::set<std::string> all_given;
+    for (const auto& [name, gpus] : wave) {
+      const json pod = test::wait_for(api, kPods + "/" + name, finished, 90s);
+      ASSERT_EQ(phase(pod), "Succeeded") << pod.dump() << "\n" << scheduler.log();
+      EXPECT_EQ(test::node_of(pod), "dgx1");
+      const std::set<std::string> expected = chosen_uuids(pod, uuids);
+      EXPECT_EQ(expected.size(), static_cast<std::size_t>(gpus)) << name << ": " << pod.dump();
+      const std::string log = pod_log(api, name);
+      EXPECT_EQ(visible_devices(log), expected) << name << ": " << log << "\n" << pod.dump();
+      for (const auto& u : expected) {
+        EXPECT_TRUE(all_given.insert(u).second) << u << " given to two pods";
+      }
+      EXPECT_FALSE(pod["metadata"]["annotations"].value("gpuorch.io/gpus-allocated", "").empty())
+          << "the device plugin did not follow the scheduler's choice: " << pod.dump();
+    }
+  };
+  t0 = std::chrono::steady_clock::now();
+  run_wave({{"two", 2}, {"four", 4}, {"one", 1}});
+  run_wave({{"affine", 1}});
   const double pods_s = seconds_since(t0);
   // The kubelet refused no admission (UnexpectedAdmissionError and the like are Failed pods
   // with an event).
@@ -264,7 +279,7 @@ TEST(RealNode, GpuorchPlacesGpuPodsThatTheKubeletRunsOnTheChosenGpus) {
     EXPECT_EQ(e.value("reason", "").find("Admission"), std::string::npos) << e.dump();
   }
   EXPECT_EQ(scheduler.stop(), 0) << scheduler.log();
-  std::printf("real GPU node: join with device plugin %.1f s, 3 pods created to Succeeded %.1f s\n",
+  std::printf("real GPU node: join with device plugin %.1f s, 4 pods created to Succeeded %.1f s\n",
               join_s, pods_s);
 }
 
