@@ -130,6 +130,19 @@ TEST(SchedulerQueues, LimitsHoldPerQueueAndParentAndEachWaitSaysWhy) {
   EXPECT_EQ(node_of(bound(api, "b1")), "n1") << scheduler.log();
   api.create(kPods, pod("b2", "team-b"));
   EXPECT_TRUE(node_of(waiting(api, "b2", "would pass its limit")).empty());
+  // Each Queue's status as KAI writes it: what its pods (and its children's) hold, and ask for.
+  const auto gpus = [](const json& q, const char* field) {
+    return q.value("status", json::object())
+        .value(field, json::object())
+        .value("nvidia.com/gpu", std::string());
+  };
+  const json team_a = wait_for(api, kQueues + "/team-a", [&](const json& q) {
+    return gpus(q, "allocated") == "2" && gpus(q, "requested") == "3";
+  });
+  EXPECT_EQ(team_a["status"]["allocated"]["cpu"], "2") << team_a.dump();
+  const json lab = wait_for(api, kQueues + "/lab", [&](const json& q) {
+    return gpus(q, "allocated") == "3" && gpus(q, "requested") == "5";
+  });
   // No label: the queue 'default', outside lab; a queue that does not exist: waits for it.
   api.create(kPods, pod("d1", ""));
   EXPECT_EQ(node_of(bound(api, "d1")), "n1") << scheduler.log();
@@ -187,8 +200,10 @@ TEST(SchedulerQueues, AGangIsAdmittedWholeOrWaitsWhole) {
   for (int i = 0; i < 2; ++i) {
     EXPECT_EQ(node_of(bound(api, fmt::format("g2-{}", i))), "n1") << scheduler.log();
   }
-  for (int i = 0; i < 3; ++i)
+  for (int i = 0; i < 3; ++i) {
     EXPECT_TRUE(node_of(api.get(kPods + fmt::format("/g3-{}", i))).empty());
+  }
+  if (HasFailure()) ADD_FAILURE() << "scheduler log:\n" << scheduler.log();
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/io/queue_yaml.hpp"
+#include "gpuorch/sched/jobs/resources.hpp"
 
 namespace gpuorch::k8s {
 namespace {
@@ -17,6 +18,17 @@ sched::jobs::QueueTree with_default(std::vector<workload::QueueSpec> specs) {
     specs.push_back(std::move(q));
   }
   return sched::jobs::QueueTree(std::move(specs));
+}
+
+// A resource list as the API writes quantities: "2" or "1500m" CPUs, "4096Mi", "1.5" GPUs.
+nlohmann::json resource_list(const sched::jobs::Resources& r) {
+  const auto milli = [](std::int64_t m) {
+    return m % 1000 == 0 ? std::to_string(m / 1000) : std::to_string(m) + "m";
+  };
+  const std::int64_t g = r.v[0];
+  const std::string gpu =
+      g % 1000 == 0 ? std::to_string(g / 1000) : fmt::format("{}", double(g) / 1000.0);
+  return {{"cpu", milli(r.v[1])}, {"memory", fmt::format("{}Mi", r.v[2])}, {"nvidia.com/gpu", gpu}};
 }
 
 }  // namespace
@@ -56,6 +68,31 @@ std::optional<std::size_t> ClusterQueues::leaf(const std::string& name) const {
   const auto q = tree_.find(name.empty() ? kDefaultQueue : name);
   if (!q || !tree_.leaf(*q)) return std::nullopt;
   return q;
+}
+
+std::map<std::string, nlohmann::json> ClusterQueues::statuses(
+    const std::vector<const PodObject*>& bound,
+    const std::vector<const PodObject*>& pending) const {
+  std::vector<sched::jobs::Resources> allocated(tree_.size()), requested(tree_.size());
+  const auto add = [&](const PodObject& p, std::vector<sched::jobs::Resources>& to) {
+    const auto q = leaf(p.queue);
+    if (!q) return;
+    const sched::jobs::Resources r = sched::jobs::request_of(p.spec);
+    for (int at = int(*q); at >= 0; at = tree_.parent(std::size_t(at))) to[std::size_t(at)] += r;
+  };
+  for (const PodObject* p : bound) {
+    add(*p, allocated);
+    add(*p, requested);
+  }
+  for (const PodObject* p : pending) add(*p, requested);
+  std::map<std::string, nlohmann::json> out;
+  for (std::size_t q = 0; q < tree_.size(); ++q) {
+    const std::string& name = tree_.spec(q).name;
+    if (!objects_.contains(name)) continue;
+    out[name] = {{"allocated", resource_list(allocated[q])},
+                 {"requested", resource_list(requested[q])}};
+  }
+  return out;
 }
 
 }  // namespace gpuorch::k8s

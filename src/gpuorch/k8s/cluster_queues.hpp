@@ -10,7 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "gpuorch/k8s/pod_object.hpp"
 #include "gpuorch/sched/jobs/queue_tree.hpp"
 
 namespace gpuorch::k8s {
@@ -26,6 +28,14 @@ class ClusterQueues {
   [[nodiscard]] const sched::jobs::QueueTree& tree() const { return tree_; }
   // The leaf a pod's label names (empty: the default queue); nullopt when it is no leaf queue.
   [[nodiscard]] std::optional<std::size_t> leaf(const std::string& name) const;
+
+  // Each Queue object's status as KAI-Scheduler writes it (`allocated` and `requested`, resource
+  // lists with cpu, memory and nvidia.com/gpu): what the pods of the queue and of the queues
+  // under it hold (`bound`) and hold or ask for (`bound` and `pending`). By queue name; queues
+  // without an object (the added default) are left out.
+  [[nodiscard]] std::map<std::string, nlohmann::json> statuses(
+      const std::vector<const PodObject*>& bound,
+      const std::vector<const PodObject*>& pending) const;
 
  private:
   std::map<std::string, nlohmann::json> objects_;  // by name

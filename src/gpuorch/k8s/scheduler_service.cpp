@@ -190,6 +190,10 @@ void SchedulerService::run(const std::atomic<bool>& stop) {
         if (!schedule_next()) break;
       }
       counters_.queue_length = active_.size() + unschedulable_.size() + backoff_.parked_count();
+      if (options_.queues && now - last_queue_status_ >= std::chrono::seconds(1)) {
+        last_queue_status_ = now;
+        write_queue_statuses();
+      }
     }
     quit = true;
     bind_cv_.notify_all();
@@ -212,6 +216,13 @@ void SchedulerService::handle(Event& e) {
       if (const std::string refused = queues_.update(e.object, e.type == Event::Type::kDelete);
           !refused.empty()) {
         log(refused, base::Severity::kWarning);
+      }
+      if (e.type == Event::Type::kDelete && e.object.is_object()) {
+        // Nothing is owed to a Queue that is gone; a new one of that name gets its status anew.
+        const std::string name =
+            e.object.value("metadata", json::object()).value("name", std::string());
+        writes_.withdraw("queue/" + name);
+        queue_status_written_.erase(name);
       }
       cluster_changed_ = true;  // a limit raised may let a pod go
       break;
@@ -668,6 +679,28 @@ void SchedulerService::write_podgroup_status(const std::string& gang, const std:
       api_.patch(path, status);
     }
   });
+}
+
+void SchedulerService::write_queue_statuses() {
+  std::vector<const PodObject*> bound, pending;
+  for (const auto& [uid, p] : pods_) {
+    if (p.terminal() || p.deleting) continue;
+    if (!p.node_name.empty() || binding_.contains(uid)) {
+      bound.push_back(&p);
+    } else if (ours(p) && !p.gated()) {
+      pending.push_back(&p);
+    }
+  }
+  for (auto& [name, status] : queues_.statuses(bound, pending)) {
+    std::string text = status.dump();
+    auto& written = queue_status_written_[name];
+    if (written == text) continue;
+    written = std::move(text);
+    const std::string path = "/apis/scheduling.run.ai/v2/queues/" + percent_encode(name);
+    writes_.submit("queue/" + name, [this, path, body = json{{"status", status}}] {
+      api_.patch(path + "/status", body);
+    });
+  }
 }
 
 void SchedulerService::report_unschedulable(const PodObject& pod, const std::string& message) {

@@ -128,6 +128,8 @@ class SchedulerService {
   // --queues: the job layer's admission of a job's pending members (ClusterMirror::admit) in the
   // queue their label names; not placed: the reason in `message`.
   ClusterMirror::GangResult place_job(const std::vector<PodObject>& members);
+  // --queues: each Queue's status.allocated and status.requested, written when it changed.
+  void write_queue_statuses();
   void beat();
   void decide(const PodObject& pod);
   void report_gated(const PodObject& pod);
@@ -180,6 +182,8 @@ class SchedulerService {
   sched::Backoff backoff_;                   // failures in a row, and who waits them out
   RetriedWrites writes_;                     // conditions, Events, PodGroup status not yet taken
   ClusterQueues queues_;                     // --queues: the cluster's Queue objects
+  std::map<std::string, std::string> queue_status_written_;  // by queue: the status last written
+  std::chrono::steady_clock::time_point last_queue_status_;
   std::unordered_set<std::string> preferences_logged_;  // uid: its ignored soft constraints
   std::atomic<std::int64_t> heartbeat_ns_{0};           // steady clock of the last round
   // PodGroups (scheduling.x-k8s.io/v1alpha1) by "namespace/name".
