@@ -51,6 +51,16 @@ TEST(ClusterQueues, ARefusedSetKeepsTheLastGoodTreeAndSaysSoOnce) {
   EXPECT_EQ(qs.update(queue("team-b", "ghost", 2), false), "");
   EXPECT_EQ(qs.update(queue("ghost", "", -1), false), "");
   EXPECT_TRUE(qs.leaf("team-b").has_value());
+  // KAI's fields gpuorch does not act on are left out, named once, and the queue counts.
+  json kai = queue("team-c", "", 4);
+  kai["spec"]["preemptMinRuntime"] = "10m";
+  kai["spec"]["reclaimMinRuntime"] = "5m";
+  const std::string left_out = qs.update(kai, false);
+  EXPECT_EQ(left_out,
+            "queue team-c: spec fields gpuorch does not act on are left out: preemptMinRuntime, "
+            "reclaimMinRuntime");
+  EXPECT_TRUE(qs.leaf("team-c").has_value());
+  EXPECT_EQ(qs.update(kai, false), "");
   // Objects without a name are left out with a line.
   EXPECT_FALSE(qs.update(json{{"kind", "Queue"}}, false).empty());
   EXPECT_FALSE(qs.update(json::array(), false).empty());

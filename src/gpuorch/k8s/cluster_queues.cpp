@@ -2,12 +2,19 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/base/printable.hpp"
 #include "gpuorch/io/queue_yaml.hpp"
 #include "gpuorch/sched/jobs/resources.hpp"
 
 namespace gpuorch::k8s {
 namespace {
+
+// The spec fields io::parse_queues reads (KAI's names).
+const std::set<std::string> kKnownSpecKeys = {"parentQueue", "priority", "resources",
+                                              "displayName"};
 
 sched::jobs::QueueTree with_default(std::vector<workload::QueueSpec> specs) {
   bool has_default = false;
@@ -41,10 +48,26 @@ std::string ClusterQueues::update(const nlohmann::json& queue, bool deleted) {
     return "a Queue without metadata.name is left out";
   }
   const std::string name = queue["metadata"]["name"].get<std::string>();
+  std::string ignored;
   if (deleted) {
     objects_.erase(name);
   } else {
-    objects_[name] = queue;
+    // A cluster's Queue may carry fields of KAI's that gpuorch does not act on (minimum
+    // runtimes before preemption, ...): the reader is strict for files, where an unknown key is
+    // a typo, but a cluster's objects are what KAI's users wrote, so those keys are left out
+    // here, and named once in the log.
+    nlohmann::json kept = queue;
+    if (kept.contains("spec") && kept["spec"].is_object()) {
+      for (auto it = kept["spec"].begin(); it != kept["spec"].end();) {
+        if (kKnownSpecKeys.contains(it.key())) {
+          ++it;
+          continue;
+        }
+        ignored += (ignored.empty() ? "" : ", ") + it.key();
+        it = kept["spec"].erase(it);
+      }
+    }
+    objects_[name] = std::move(kept);
   }
   // The objects as one YAML stream (JSON is YAML), read as a queue file is: every check of the
   // simulator's reader applies, with the object's position as its "line".
@@ -54,7 +77,10 @@ std::string ClusterQueues::update(const nlohmann::json& queue, bool deleted) {
     tree_ = with_default(objects_.empty() ? std::vector<workload::QueueSpec>{}
                                           : io::parse_queues(text, "the cluster's Queues"));
     refused_.clear();
-    return {};
+    if (ignored.empty() || ignored_[name] == ignored) return {};
+    ignored_[name] = ignored;
+    return fmt::format("queue {}: spec fields gpuorch does not act on are left out: {}",
+                       base::printable(name), base::printable(ignored));
   } catch (const base::InputError& e) {
     const std::string line =
         fmt::format("the cluster's Queues are refused, the last good set stays: {}", e.what());

@@ -5,7 +5,8 @@
 // on every field. A set of Queues the reader refuses (a cycle, an undefined parent, a quota above
 // its limit) keeps the last good tree, and the reason is logged once. Pods without the label
 // kai.scheduler/queue belong to the leaf `default`, added without quota or limit when the cluster
-// defines no queue of that name.
+// defines no queue of that name. Spec fields the reader does not know (KAI's that gpuorch does not
+// act on) are left out of a cluster's objects, with a log line, where a file would be refused.
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -23,7 +24,8 @@ class ClusterQueues {
  public:
   ClusterQueues();
   // A Queue object added, changed or deleted; returns a line to log when the set it makes is
-  // refused (the tree stays as it was), "" otherwise.
+  // refused (the tree stays as it was) or when spec fields the reader does not know were left
+  // out (KAI's own, such as minimum runtimes; named once per queue), "" otherwise.
   std::string update(const nlohmann::json& queue, bool deleted);
   [[nodiscard]] const sched::jobs::QueueTree& tree() const { return tree_; }
   // The leaf a pod's label names (empty: the default queue); nullopt when it is no leaf queue.
@@ -40,7 +42,8 @@ class ClusterQueues {
  private:
   std::map<std::string, nlohmann::json> objects_;  // by name
   sched::jobs::QueueTree tree_;
-  std::string refused_;  // the last refusal logged
+  std::string refused_;                         // the last refusal logged
+  std::map<std::string, std::string> ignored_;  // by queue: the spec fields left out, logged
 };
 
 }  // namespace gpuorch::k8s
