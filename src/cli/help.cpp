@@ -42,7 +42,10 @@ const std::map<std::string, std::vector<std::string>>& examples() {
       {"exporter",
        {"gpuorch exporter --listen 127.0.0.1:9400   # /metrics, /health (and /healthz)",
         "curl -s localhost:9400/metrics | grep DCGM_FI_DEV_GPU_UTIL"}},
-      {"scheduler", {"gpuorch scheduler --kubeconfig ~/.kube/config --policy efd --seed 42"}},
+      {"scheduler",
+       {"gpuorch scheduler --kubeconfig ~/.kube/config --policy efd --seed 42",
+        "gpuorch scheduler --queues   # pods held to their KAI Queues' limits (label "
+        "kai.scheduler/queue)"}},
       {"extender",
        {"gpuorch extender --kubeconfig ~/.kube/config --policy efd --listen 127.0.0.1:10262",
         "gpuorch extender --print-config      # the KubeSchedulerConfiguration extenders[] entry"}},
