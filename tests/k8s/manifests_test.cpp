@@ -68,11 +68,31 @@ TEST(Manifests, RbacIsGetAndPatchNodesOnly) {
       roles.push_back(m.object["metadata"]["name"].get<std::string>());
     }
   }
-  EXPECT_EQ(roles, (std::vector<std::string>{"gpuorch-node-labeller", "gpuorch-scheduler",
-                                             "gpuorch-scheduler-leader-election"}))
-      << "the plugin and the exporter need no API access";
+  EXPECT_EQ(roles,
+            (std::vector<std::string>{"gpuorch-node-labeller", "gpuorch-device-plugin",
+                                      "gpuorch-scheduler", "gpuorch-scheduler-leader-election"}))
+      << "the exporter needs no API access";
+  // Allocate follows the scheduler: the plugin lists its node's pods and marks the one it
+  // allocated for, and needs its node's name for that (docs/device-plugin.md).
+  const Json* plugin_role = find(ms, "ClusterRole", "gpuorch-device-plugin");
+  ASSERT_NE(plugin_role, nullptr);
+  EXPECT_EQ((*plugin_role)["rules"], Json::parse(R"([{"apiGroups": [""], "resources": ["pods"],
+                                                       "verbs": ["list", "patch"]}])"));
+  const Json* plugin_binding = find(ms, "ClusterRoleBinding", "gpuorch-device-plugin");
+  ASSERT_NE(plugin_binding, nullptr);
+  EXPECT_EQ((*plugin_binding)["subjects"][0]["name"], "gpuorch-device-plugin");
   const Json* plugin = find(ms, "DaemonSet", "gpuorch-device-plugin-nvidia");
-  EXPECT_EQ((*plugin)["spec"]["template"]["spec"]["automountServiceAccountToken"], false);
+  const Json& plugin_pod = (*plugin)["spec"]["template"]["spec"];
+  EXPECT_EQ(plugin_pod["automountServiceAccountToken"], true);
+  EXPECT_EQ(plugin_pod["containers"][0]["env"][0], Json::parse(R"({"name": "NODE_NAME",
+                            "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}})"));
+  const Json* exporter = find(ms, "DaemonSet", "gpuorch-exporter");
+  ASSERT_NE(exporter, nullptr);
+  EXPECT_EQ((*exporter)["spec"]["template"]["spec"]["automountServiceAccountToken"], false);
+  // With the DRA driver instead of the plugin, no plugin role.
+  ManifestOptions dra;
+  dra.dra = true;
+  EXPECT_EQ(find(make_manifests(dra), "ClusterRole", "gpuorch-device-plugin"), nullptr);
   const Json* svc = find(ms, "Service", "gpuorch-exporter");
   ASSERT_NE(svc, nullptr);
   EXPECT_EQ((*svc)["metadata"]["annotations"]["prometheus.io/scrape"], "true");

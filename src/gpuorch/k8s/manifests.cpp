@@ -136,13 +136,17 @@ Json plugin_daemonset(const ManifestOptions& o, const std::string& vendor) {
   c["args"] =
       Json::array({"device-plugin", "--vendor", vendor, "--config-file", "/etc/gpuorch/config.yaml",
                    "--device-plugin-path", std::string(kPluginDir) + "/"});
-  Json env = Json::array();
+  // Allocate follows the scheduler (docs/device-plugin.md): the plugin finds the pod the kubelet
+  // allocates for among the pods bound to its node, and marks it; without the node's name it
+  // hands out the kubelet's own device choice instead of the GPUs gpuorch chose.
+  Json env = Json::array(
+      {{{"name", "NODE_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.nodeName"}}}}}}});
   if (vendor == "nvidia") {
     // The NVIDIA container runtime gives the plugin NVML and the device nodes to watch.
     env.push_back({{"name", "NVIDIA_VISIBLE_DEVICES"}, {"value", "all"}});
     env.push_back({{"name", "NVIDIA_DRIVER_CAPABILITIES"}, {"value", "utility"}});
   }
-  if (!env.empty()) c["env"] = env;
+  c["env"] = env;
   c["securityContext"] = restricted_security();
   if (vendor == "nvidia") see_mig_devices(c, o);
   c["resources"] = resources(o, "device-plugin");
@@ -152,7 +156,8 @@ Json plugin_daemonset(const ManifestOptions& o, const std::string& vendor) {
   Json spec;
   spec["priorityClassName"] = "system-node-critical";
   spec["serviceAccountName"] = "gpuorch-device-plugin";
-  spec["automountServiceAccountToken"] = false;
+  // It lists its node's pods and marks the one it allocated for (its ClusterRole).
+  spec["automountServiceAccountToken"] = true;
   spec["nodeSelector"] = {{"gpuorch.io/gpu.vendor", vendor}};
   spec["tolerations"] = gpu_tolerations();
   spec["containers"] = Json::array({c});
@@ -614,6 +619,16 @@ std::vector<Manifest> make_manifests(const ManifestOptions& o) {
   out.push_back({"03-clusterrolebinding-node-labeller.yaml",
                  binding_of("ClusterRoleBinding", "ClusterRole", "gpuorch-node-labeller",
                             "gpuorch-node-labeller", o, false)});
+  if (!o.dra) {
+    // Allocate follows the scheduler: list the pods bound to the node (a field selector on
+    // spec.nodeName) and mark the one allocated for (gpuorch.io/gpus-allocated, a merge patch).
+    Json plugin_role = rbac("ClusterRole", cluster_scoped("gpuorch-device-plugin", o), o, false);
+    plugin_role["rules"] = Json::array({rule({""}, {"pods"}, {"list", "patch"})});
+    out.push_back({"02-clusterrole-device-plugin.yaml", plugin_role});
+    out.push_back({"03-clusterrolebinding-device-plugin.yaml",
+                   binding_of("ClusterRoleBinding", "ClusterRole", "gpuorch-device-plugin",
+                              "gpuorch-device-plugin", o, false)});
+  }
   if (o.scheduler) {
     out.push_back({"04-clusterrole-scheduler.yaml", scheduler_cluster_role(o)});
     out.push_back({"05-clusterrolebinding-scheduler.yaml",
