@@ -78,14 +78,14 @@ class WithoutEvents final : public TimelinePolicy {
 };
 
 void expect_same_jcts(const std::vector<JobSpec>& jobs, const std::vector<workload::QueueSpec>& qs,
-                      const std::vector<cluster::NodeSpec>& nodes) {
+                      const std::vector<cluster::NodeSpec>& nodes, const char* order = "fifo") {
   QueuedOptions o;
-  o.order = "fifo";
+  o.order = order;
   o.queues = qs;
   auto on_events = make_queued(o);
   WithoutEvents full(make_queued(o));
-  const auto a = run_timeline(jobs, {}, nodes, *on_events, "fifo", {});
-  const auto b = run_timeline(jobs, {}, nodes, full, "fifo", {});
+  const auto a = run_timeline(jobs, {}, nodes, *on_events, order, {});
+  const auto b = run_timeline(jobs, {}, nodes, full, order, {});
   ASSERT_EQ(a.jobs.size(), b.jobs.size());
   for (std::size_t i = 0; i < a.jobs.size(); ++i) {
     EXPECT_EQ(a.jobs[i].completion, b.jobs[i].completion) << a.jobs[i].name;
@@ -93,17 +93,16 @@ void expect_same_jcts(const std::vector<JobSpec>& jobs, const std::vector<worklo
   }
 }
 
-// fifo on the engine's events lists only the jobs that can start (the running ones and each
-// queue's waiting jobs up to what is free): the same decisions as the round over every job.
-TEST(TimelineQueued, StrictFifoOnEventsDecidesAsTheRoundOverEveryJob) {
+// The tenants fixture on its queues and on one queue; then (with the Pollux artifact's traces) a
+// long backlog on Philly's tenants of unequal quota and weight, with reclaim: its first `first`
+// jobs on 24 GPUs, on those queues and on one.
+void expect_same_jcts_on_tenants(const char* order, std::size_t first) {
   const auto tenants = read_philly_trace(test::fixture("timeline/philly_tenants.csv"));
   expect_same_jcts(tenants, io::load_queues(test::fixture("timeline/tenant_queues.yaml")),
-                   uniform_nodes(2, 4));
-  expect_same_jcts(tenants, {}, uniform_nodes(2, 4));
+                   uniform_nodes(2, 4), order);
+  expect_same_jcts(tenants, {}, uniform_nodes(2, 4), order);
   GPUORCH_REQUIRE_POLLUX(dir);
-  // A long backlog on three tenants of unequal quota, with reclaim: Philly's first 3,000 jobs
-  // on 24 GPUs.
-  auto jobs = read_philly_trace((dir / "philly.csv").string(), 3000);
+  auto jobs = read_philly_trace((dir / "philly.csv").string(), first);
   std::vector<workload::QueueSpec> qs;
   std::map<std::string, int> seen;
   for (const auto& j : jobs) seen.emplace(j.queue, int(seen.size()));
@@ -111,9 +110,24 @@ TEST(TimelineQueued, StrictFifoOnEventsDecidesAsTheRoundOverEveryJob) {
     workload::QueueSpec q;
     q.name = name;
     q.gpu.quota = index % 3 == 0 ? 4000 : 1000;
+    q.gpu.over_quota_weight = 1 + index % 2;
     qs.push_back(q);
   }
-  expect_same_jcts(jobs, qs, uniform_nodes(6, 4));
+  expect_same_jcts(jobs, qs, uniform_nodes(6, 4), order);
+  expect_same_jcts(jobs, {}, uniform_nodes(6, 4), order);
+}
+
+// fifo on the engine's events lists only the jobs that can start (the running ones and each
+// queue's waiting jobs up to what is free): the same decisions as the round over every job.
+TEST(TimelineQueued, StrictFifoOnEventsDecidesAsTheRoundOverEveryJob) {
+  expect_same_jcts_on_tenants("fifo", 3000);
+}
+
+// tiresias on the engine's events rounds over the jobs being served and adds back only the
+// waiting jobs that could be selected or start (sched::jobs::WaitingIndex): the same decisions
+// as the round over every job.
+TEST(TimelineQueued, TiresiasOnEventsDecidesAsTheRoundOverEveryJob) {
+  expect_same_jcts_on_tenants("tiresias", 1500);
 }
 
 }  // namespace

@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/sched/jobs/job_layer.hpp"
+#include "gpuorch/sched/jobs/waiting_index.hpp"
 #include "gpuorch/sched/policy.hpp"
 #include "gpuorch/sim/timeline_job_layer.hpp"
 
@@ -48,12 +51,16 @@ class LasOrder {
   [[nodiscard]] bool would_demote(Seconds now) const { return now >= next_demotion_; }
 
   // Selected to run by the order (placed or not) this round; and when the first of them reaches
-  // the threshold if nothing changes.
-  void selected(std::span<Job* const> active, std::span<JobState* const> states) {
+  // the threshold if nothing changes. `active`: every job that was or is being served (the
+  // others' service does not move).
+  void selected(Seconds now, std::span<Job* const> active, std::span<JobState* const> states) {
     next_demotion_ = std::numeric_limits<Seconds>::max();
     for (std::size_t i = 0; i < active.size(); ++i) {
       State& s = state_[active[i]->spec().id];
+      const bool was = s.running;
       s.running = states[i]->replicas() > 0 || states[i]->selected;
+      // Its service counts from now (rank() saw every job only when it ranked them all).
+      if (s.running && !was) s.last_check = now;
       if (s.running && s.queue == 0) {
         const Seconds r = std::max(1, active[i]->spec().replicas);
         const Seconds left = std::max<Seconds>(0, (kThresholdGpuSeconds + r - 1) / r - s.executed);
@@ -104,6 +111,7 @@ class Queued final : public TimelinePolicy {
   Reallocations schedule(Seconds now, std::span<Job* const> active,
                          cluster::Cluster& cluster) override {
     if (options_.order == "fifo" && events().known) return strict_fifo(now, cluster);
+    if (options_.order == "tiresias" && events().known) return las_on_events(now, cluster);
     // A round is a function of the active jobs, their ranks and the cluster, and the cluster
     // changes only when jobs come or go: with the same jobs (and, for tiresias, no demotion)
     // the last round's decision stands. Most ticks of a long trace are such ticks.
@@ -131,7 +139,94 @@ class Queued final : public TimelinePolicy {
     round.explain = false;  // the simulator reports outcomes, not per-round explanations
     if (options_.order == "tiresias") las_.rank(now, active, states);
     Reallocations out = run_.round(cluster, round);
-    if (options_.order == "tiresias") las_.selected(active, states);
+    if (options_.order == "tiresias") las_.selected(now, active, states);
+    return out;
+  }
+
+  // tiresias without visiting every waiting job: the round gets the jobs being served (with GPUs,
+  // or selected by the order last round: the only ones whose rank or service can change) and
+  // adds, where it reaches them, the waiting jobs that could be selected or could start on
+  // what is left free (sched::jobs::WaitingIndex); the others' demand keeps the fair shares.
+  // The same decisions as the round over every job, at O(served + what could start) a round.
+  Reallocations las_on_events(Seconds now, cluster::Cluster& cluster) {
+    const TickEvents& e = events();
+    if (e.arrived.empty() && e.finished.empty() && !las_.would_demote(now)) return {};
+    if (!index_) index_.emplace(run_.tree().size());
+    for (Job* j : e.finished) {
+      std::erase(running_, j);
+      std::erase(chosen_, j);
+      unindex(*j);
+    }
+    std::vector<Job*> arrived(e.arrived.begin(), e.arrived.end());
+    std::sort(arrived.begin(), arrived.end(), by_id);
+    for (Job* j : arrived) {
+      const std::size_t id = j->spec().id;
+      if (id >= las_jobs_.size()) las_jobs_.resize(id + 1);
+      las_jobs_[id] = {j, &run_.state(*j, [this](const Job& x) -> const workload::JobSpec& {
+                         return rigid(x);
+                       })};
+    }
+    // The jobs whose rank can change, in id order (the order LasOrder numbers them in).
+    std::vector<Job*> ranked, round_jobs;
+    std::merge(running_.begin(), running_.end(), chosen_.begin(), chosen_.end(),
+               std::back_inserter(round_jobs), by_id);
+    std::merge(round_jobs.begin(), round_jobs.end(), arrived.begin(), arrived.end(),
+               std::back_inserter(ranked), by_id);
+    std::vector<JobState*> states;
+    states.reserve(ranked.size());
+    for (Job* j : ranked) states.push_back(las_jobs_[j->spec().id].state);
+    las_.rank(now, ranked, states);
+    // Arrivals wait in the index until the round adds them (ranked now, so their keys hold).
+    for (Job* j : arrived) index(*j);
+    std::vector<Job*> added;  // by the round, from the index
+    const auto collect = [&](std::vector<JobState*>& out, std::size_t from) {
+      for (std::size_t i = from; i < out.size(); ++i) {
+        added.push_back(las_jobs_[static_cast<const JobSpec*>(out[i]->spec)->id].job);
+      }
+    };
+    sched::jobs::RoundOptions round;
+    round.now = now;
+    round.backfill = true;
+    round.preempt_by_rank = true;
+    round.explain = false;
+    round.unlisted_demand = index_->demand();
+    round.more_to_order = [&](const sched::jobs::OrderStart& at, std::vector<JobState*>& out) {
+      const std::size_t from = out.size();
+      index_->selectable(at, out);
+      collect(out, from);
+    };
+    round.more_over_share = [&](const sched::jobs::OverShareStart& at,
+                                std::vector<JobState*>& out) {
+      const std::size_t from = out.size();
+      index_->startable(at, out);
+      collect(out, from);
+    };
+    Reallocations out = run_.round(cluster, round_jobs, round);
+    for (Job* j : added) {
+      const JobState& s = *las_jobs_[j->spec().id].state;
+      if (s.changed) out.push_back({j, s.placements});
+    }
+    // Who is served now: every one of them was in the round. The added jobs still waiting
+    // unselected stay in the index, the round's other jobs that are go into it.
+    const std::size_t listed = round_jobs.size();
+    std::sort(added.begin(), added.end(), by_id);
+    round_jobs.insert(round_jobs.end(), added.begin(), added.end());
+    std::inplace_merge(round_jobs.begin(), round_jobs.begin() + std::ptrdiff_t(listed),
+                       round_jobs.end(), by_id);
+    states.clear();
+    running_.clear();
+    chosen_.clear();
+    for (Job* j : round_jobs) {
+      const JobState& s = *las_jobs_[j->spec().id].state;
+      states.push_back(las_jobs_[j->spec().id].state);
+      if (s.replicas() > 0 || s.selected) {
+        (s.replicas() > 0 ? running_ : chosen_).push_back(j);
+        unindex(*j);
+      } else {
+        index(*j);
+      }
+    }
+    las_.selected(now, round_jobs, states);
     return out;
   }
 
@@ -196,6 +291,16 @@ class Queued final : public TimelinePolicy {
   static QueueKey key(const Job& j, const JobState& s) {
     return {-s.spec->priority, s.rank, j.spec().id};
   }
+  void index(const Job& j) {
+    LasJob& l = las_jobs_[j.spec().id];
+    if (!l.indexed) index_->add(*l.state);
+    l.indexed = true;
+  }
+  void unindex(const Job& j) {
+    LasJob& l = las_jobs_[j.spec().id];
+    if (l.indexed) index_->remove(*l.state);
+    l.indexed = false;
+  }
   void wait(Job& j, const JobState& s) {
     waiting_[s.queue].emplace(key(j, s), &j);
     unlisted_[s.queue] += gang(s);
@@ -211,14 +316,14 @@ class Queued final : public TimelinePolicy {
     if (spec.id >= rigid_.size()) rigid_.resize(spec.id + 1);
     auto& r = rigid_[spec.id];
     if (!r) {
-      r = std::make_unique<workload::JobSpec>(spec);
+      r = std::make_unique<JobSpec>(spec);  // keeps the id (las_on_events finds jobs by it)
       r->min_replicas = r->max_replicas = spec.replicas;
     }
     return *r;
   }
 
   QueuedOptions options_;
-  std::vector<std::unique_ptr<workload::JobSpec>> rigid_;  // by job id
+  std::vector<std::unique_ptr<JobSpec>> rigid_;  // by job id
   JobLayerRun run_;
   LasOrder las_;
   std::vector<Job*> last_active_;  // the active jobs of the last round (without events)
@@ -227,6 +332,16 @@ class Queued final : public TimelinePolicy {
   std::vector<Job*> running_;
   std::vector<std::map<QueueKey, Job*>> waiting_;
   std::vector<sched::jobs::Resources> unlisted_;
+  // las_on_events's view: the jobs selected by the order without GPUs (by id; running_ holds
+  // those with GPUs), the other waiting jobs, and each active job by its state.
+  std::vector<Job*> chosen_;
+  std::optional<sched::jobs::WaitingIndex> index_;
+  struct LasJob {
+    Job* job = nullptr;
+    JobState* state = nullptr;
+    bool indexed = false;
+  };
+  std::vector<LasJob> las_jobs_;  // by job id
 };
 
 }  // namespace

@@ -112,15 +112,20 @@ JobLayer::JobLayer(cluster::Cluster& cluster, const QueueTree& queues, GangPlace
 
 namespace {
 
-// The round's jobs, the caller's states by pointer (a simulator keeps them where they live).
+// The round's jobs, the caller's states by pointer (a simulator keeps them where they live);
+// waiting jobs the caller left out may join during the round (RoundOptions::more_to_order).
 class JobRefs {
  public:
   explicit JobRefs(std::span<JobState* const> p) : p_(p) {}
-  JobState& operator[](std::size_t i) const { return *p_[i]; }
-  [[nodiscard]] std::size_t size() const { return p_.size(); }
+  JobState& operator[](std::size_t i) const {
+    return i < p_.size() ? *p_[i] : *added_[i - p_.size()];
+  }
+  [[nodiscard]] std::size_t size() const { return p_.size() + added_.size(); }
+  void add(JobState* s) { added_.push_back(s); }
 
  private:
   std::span<JobState* const> p_;
+  std::vector<JobState*> added_;
 };
 
 }  // namespace
@@ -316,19 +321,7 @@ struct JobLayer::Round {
     by_queue.assign(nq, {});
     for (std::size_t j = 0; j < jobs.size(); ++j) {
       JobState& s = jobs[j];
-      s.changed = false;
-      s.selected = true;
-      s.waiting = WaitReason::kNone;
-      s.preempted.reset();
-      s.why.clear();
-      replica[j] = request_of(s.spec->replica);
-      const int lo = least(j);
-      const int hi = std::max(lo, s.spec->max_replicas);
-      if (options.sized) {
-        target[j] = s.wanted <= 0 ? 0 : std::clamp(s.wanted, lo, hi);
-      } else {
-        target[j] = s.spec->elastic() ? std::clamp(s.wanted > 0 ? s.wanted : hi, lo, hi) : lo;
-      }
+      init(j);
       charge(s.queue, replica[j] * s.replicas(), +1);
       // A sized job's share is what the policy sized it to (what it holds above that goes now).
       const int asks = options.sized ? target[j] : std::max(target[j], s.replicas());
@@ -341,17 +334,109 @@ struct JobLayer::Round {
       for (std::size_t k = 0; k < kResourceKinds; ++k) demand[q][k] += more[k];
     }
     layer.fair_ = tree().fair_shares(demand, layer.capacity_);
-    const auto first = [&](std::size_t a, std::size_t b) {
-      const JobState& x = jobs[a];
-      const JobState& y = jobs[b];
-      if (x.spec->priority != y.spec->priority) return x.spec->priority > y.spec->priority;
-      return x.rank < y.rank;
-    };
-    for (auto& list : by_queue) {
-      // Callers often keep their jobs in order already (by submission): no sort then.
-      if (!std::is_sorted(list.begin(), list.end(), first)) {
-        std::stable_sort(list.begin(), list.end(), first);
-      }
+    for (auto& list : by_queue) sort_queue(list);
+  }
+
+  // The order within a queue: priority, then the policy's rank (ties: the caller's order).
+  [[nodiscard]] bool first(std::size_t a, std::size_t b) const {
+    const JobState& x = jobs[a];
+    const JobState& y = jobs[b];
+    if (x.spec->priority != y.spec->priority) return x.spec->priority > y.spec->priority;
+    return x.rank < y.rank;
+  }
+  void sort_queue(std::vector<std::size_t>& list) const {
+    const auto in_order = [this](std::size_t a, std::size_t b) { return first(a, b); };
+    // Callers often keep their jobs in order already (by submission): no sort then.
+    if (!std::is_sorted(list.begin(), list.end(), in_order)) {
+      std::stable_sort(list.begin(), list.end(), in_order);
+    }
+  }
+
+  // A job's outcome starts the round empty; its request and the replicas it should have.
+  void init(std::size_t j) {
+    JobState& s = jobs[j];
+    s.changed = false;
+    s.selected = true;
+    s.waiting = WaitReason::kNone;
+    s.preempted.reset();
+    s.why.clear();
+    replica[j] = request_of(s.spec->replica);
+    const int lo = least(j);
+    const int hi = std::max(lo, s.spec->max_replicas);
+    if (options.sized) {
+      target[j] = s.wanted <= 0 ? 0 : std::clamp(s.wanted, lo, hi);
+    } else {
+      target[j] = s.spec->elastic() ? std::clamp(s.wanted > 0 ? s.wanted : hi, lo, hi) : lo;
+    }
+  }
+
+  // Waiting jobs the caller left out join the round (their demand was in unlisted_demand, so
+  // the fair shares stay); each queue's walk takes them in its order.
+  void add(std::span<JobState* const> more) {
+    std::vector<std::size_t> had(tree().size(), SIZE_MAX);  // per queue: its jobs before
+    for (JobState* s : more) {
+      const std::size_t j = jobs.size();
+      jobs.add(s);
+      replica.emplace_back();
+      target.emplace_back();
+      init(j);
+      auto& list = by_queue[s->queue];
+      if (had[s->queue] == SIZE_MAX) had[s->queue] = list.size();
+      list.push_back(j);
+    }
+    const auto in_order = [this](std::size_t a, std::size_t b) { return first(a, b); };
+    for (std::size_t q = 0; q < had.size(); ++q) {
+      if (had[q] == SIZE_MAX) continue;
+      auto& list = by_queue[q];
+      const auto mid = list.begin() + std::ptrdiff_t(had[q]);
+      std::sort(mid, list.end(), in_order);  // no ties: the caller's ranks are distinct
+      std::inplace_merge(list.begin(), mid, list.end(), in_order);
+    }
+  }
+
+  // What the jobs a queue's order ranks first may take (action 2).
+  [[nodiscard]] Amounts budget(std::size_t q) const {
+    Amounts b{};
+    for (std::size_t k = 0; k < kResourceKinds; ++k) {
+      b[k] = std::max(layer.fair_[q][k], layer.allocated_[q][k]);
+    }
+    return b;
+  }
+
+  void add_to_order() {
+    const std::size_t nq = tree().size();
+    std::vector<Amounts> budgets(nq, Amounts{});
+    std::vector<const JobState*> walk;
+    walk.reserve(jobs.size());
+    std::vector<std::size_t> from(nq + 1, 0);
+    for (std::size_t q = 0; q < nq; ++q) {
+      from[q] = walk.size();
+      if (!tree().leaf(q)) continue;
+      budgets[q] = budget(q);
+      for (const std::size_t j : by_queue[q]) walk.push_back(&jobs[j]);
+    }
+    from[nq] = walk.size();
+    std::vector<JobState*> more;
+    options.more_to_order(OrderStart{budgets, walk, from}, more);
+    add(more);
+  }
+
+  // Jobs added for the pass over the share: the order left them out, as it would have.
+  void add_over_share() {
+    std::vector<std::size_t> open;
+    for (const std::size_t q : tree().leaves()) {
+      if (layer.fair_[q][0] + kEps < layer.capacity_[0]) open.push_back(q);
+    }
+    if (open.empty()) return;
+    std::vector<JobState*> more;
+    options.more_over_share(OverShareStart{free, open}, more);
+    const std::size_t from = jobs.size();
+    add(more);
+    for (std::size_t j = from; j < jobs.size(); ++j) {
+      jobs[j].selected = false;
+      wait(j, WaitReason::kLowerPriority,
+           "queue {}'s share goes to the jobs its policy ranks first",
+           tree().spec(jobs[j].queue).name);
     }
   }
 
@@ -399,10 +484,7 @@ struct JobLayer::Round {
     }
     if (!options.preempt_by_rank) return selected;
     for (const std::size_t q : tree().leaves()) {
-      Amounts budget{};
-      for (std::size_t k = 0; k < kResourceKinds; ++k) {
-        budget[k] = std::max(layer.fair_[q][k], layer.allocated_[q][k]);
-      }
+      Amounts budget = this->budget(q);
       auto take = [&](std::size_t j) {
         const Amounts need =
             to_amounts(replica[j] * (jobs[j].replicas() > 0 ? jobs[j].replicas() : target[j]));
@@ -764,6 +846,8 @@ RoundStats JobLayer::round(std::span<JobState* const> jobs, const RoundOptions& 
   Round r(*this, jobs, options);
   r.setup();
   r.resize();
+  const bool lazy = options.preempt_by_rank && !options.sized;
+  if (lazy && options.more_to_order) r.add_to_order();
   const auto selected = r.by_rank();
   const auto candidates = r.allocate(selected);
   if (!options.sized && options.preempt) r.reclaim_and_preempt(candidates);
@@ -771,19 +855,20 @@ RoundStats JobLayer::round(std::span<JobState* const> jobs, const RoundOptions& 
   // share (and the first to give it back); not in a queue whose share is the whole cluster,
   // where the order alone decides (Tiresias's count budget).
   if (options.preempt_by_rank) {
-    std::vector<bool> over_share(jobs.size(), false);
-    for (std::size_t j = 0; j < jobs.size(); ++j) {
-      const std::size_t q = jobs[j]->queue;
-      over_share[j] =
-          !selected[j] && jobs[j]->replicas() == 0 && layer_fair_below_capacity(*this, q);
+    if (lazy && options.more_over_share) r.add_over_share();
+    std::vector<bool> over_share(r.jobs.size(), false);
+    for (std::size_t j = 0; j < r.jobs.size(); ++j) {
+      const std::size_t q = r.jobs[j].queue;
+      over_share[j] = !(j < selected.size() && selected[j]) && r.jobs[j].replicas() == 0 &&
+                      layer_fair_below_capacity(*this, q);
     }
     if (std::find(over_share.begin(), over_share.end(), true) != over_share.end()) {
       r.allocate(over_share);
     }
   }
   r.grow();
-  for (const JobState* s : jobs) {
-    if (s->replicas() == 0) ++r.stats.waiting;
+  for (std::size_t j = 0; j < r.jobs.size(); ++j) {
+    if (r.jobs[j].replicas() == 0) ++r.stats.waiting;
   }
   return r.stats;
 }

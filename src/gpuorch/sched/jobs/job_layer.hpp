@@ -86,6 +86,25 @@ struct JobState {
   [[nodiscard]] int replicas() const { return static_cast<int>(placements.size()); }
 };
 
+// What a round knows when its order (action 2) begins: what each queue's ranked jobs may take
+// (max of its fair share and what it holds, by tree index), and the round's jobs of each queue
+// in the order it walks them (priority, then rank).
+struct OrderStart {
+  std::span<const Amounts> budgets;
+  std::span<const JobState* const> walk;  // queue q's jobs: walk[from[q] .. from[q + 1])
+  std::span<const std::size_t> from;
+  [[nodiscard]] std::span<const JobState* const> jobs(std::size_t q) const {
+    return walk.subspan(from[q], from[q + 1] - from[q]);
+  }
+};
+
+// When the pass over the share begins: what is free, and the leaves whose jobs may go over
+// their share (those whose share is less than the cluster).
+struct OverShareStart {
+  const Amounts& free;
+  std::span<const std::size_t> queues;
+};
+
 struct RoundOptions {
   std::int64_t now = 0;
   // false: a queue's first waiting job that cannot start blocks the ones after it (strict FIFO,
@@ -114,6 +133,16 @@ struct RoundOptions {
   // room; off for a caller that cannot take resources back yet (a cluster without evictions):
   // such jobs then wait with their reason, and nothing running is touched.
   bool preempt = true;
+  // With preempt_by_rank, a caller that leaves waiting jobs out (their demand in
+  // unlisted_demand) adds back, where the round reaches them, those that may matter, so the
+  // round decides as it would over every job (WaitingIndex answers both, waiting_index.hpp).
+  // Each appends to `out` waiting jobs of leaf queues that are not in the round yet; the order
+  // must not tie two jobs of a queue (distinct ranks). When the order (action 2) begins: every
+  // job it could select within its queue's budget.
+  std::function<void(const OrderStart&, std::vector<JobState*>& out)> more_to_order;
+  // When the pass over the share begins (jobs the order left out try what is free), if any
+  // queue may go over its share: every job of those queues that could start on what is free.
+  std::function<void(const OverShareStart&, std::vector<JobState*>& out)> more_over_share;
 };
 
 // Why a gang found no placement.
