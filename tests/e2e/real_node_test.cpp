@@ -28,6 +28,7 @@
 #include "support/net.hpp"
 #include "support/paths.hpp"
 #include "support/podgroup_crd.hpp"
+#include "support/recorded_host.hpp"
 #include "support/scheduler_process.hpp"
 #include "support/test_support.hpp"
 
@@ -167,19 +168,6 @@ TEST(RealNode, JoinsRunsAPodAndLeavesNothingWhenRemoved) {
               pod_s, remove_s);
 }
 
-// GPU index -> UUID of a recorded host (topo.json).
-std::vector<std::string> recorded_uuids(const std::string& topo_json) {
-  std::ifstream in(topo_json);
-  const json topo = json::parse(in);
-  std::vector<std::string> uuids;
-  for (const auto& g : topo["gpus"]) {
-    const auto index = g.value("index", -1);
-    if (index >= static_cast<int>(uuids.size())) uuids.resize(index + 1);
-    uuids.at(index) = g.value("uuid", "");
-  }
-  return uuids;
-}
-
 std::set<std::string> split(const std::string& text, char sep) {
   std::set<std::string> out;
   std::stringstream in(text);
@@ -214,7 +202,7 @@ TEST(RealNode, GpuorchPlacesGpuPodsThatTheKubeletRunsOnTheChosenGpus) {
   auto& cp = test::ControlPlane::shared();
   k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
   const std::string topo = std::string(test::fixtures_dir()) + "/topo/dgx-h100/expected/topo.json";
-  const auto uuids = recorded_uuids(topo);
+  const auto uuids = test::recorded_uuids(topo);
   ASSERT_EQ(uuids.size(), 8U);
   auto t0 = std::chrono::steady_clock::now();
   cp.add_node("dgx1", {"--gpus-from", topo, "--gpuorch", test::binary_path()});
@@ -292,7 +280,7 @@ TEST(RealNode, KubeletRestartKeepsAllocationsAndThePluginRegistersAgain) {
   auto& cp = test::ControlPlane::shared();
   k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
   const std::string topo = std::string(test::fixtures_dir()) + "/topo/dgx-h100/expected/topo.json";
-  const auto uuids = recorded_uuids(topo);
+  const auto uuids = test::recorded_uuids(topo);
   cp.add_node("dgx2", {"--gpus-from", topo, "--gpuorch", test::binary_path()});
   test::TempDir dir;
   test::SchedulerProcess scheduler(
@@ -409,7 +397,7 @@ TEST(RealNode, TrainsADdpJobAcrossTwoNodes) {
   auto& cp = test::ControlPlane::shared();
   k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
   const std::string topo = std::string(test::fixtures_dir()) + "/topo/t4x2/expected/topo.json";
-  const auto uuids = recorded_uuids(topo);
+  const auto uuids = test::recorded_uuids(topo);
   auto t0 = std::chrono::steady_clock::now();
   cp.add_node("t4-a", {"--gpus-from", topo, "--gpuorch", test::binary_path()});
   cp.add_node("t4-b", {"--gpus-from", topo, "--gpuorch", test::binary_path()});

@@ -71,6 +71,26 @@ class ControlPlane {
     scheduler_started_ = true;
   }
 
+  // kube-controller-manager (scripts/k8s-testenv controller-manager: the workload controllers,
+  // ServiceAccounts and their CA, garbage collection; never the node lifecycle controller), with
+  // the API server restarted once with ServiceAccount admission on (pods get tokens). Once per
+  // process; stopped with the control plane.
+  void start_controller_manager() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (controller_manager_started_) return;
+    check("controller-manager", run_script("controller-manager"));
+    controller_manager_started_ = true;
+  }
+
+  // An OCI image layout (scripts/build-image's build/image/oci) imported into every real node,
+  // and every node added later, as REPOSITORY:TAG for each tag of the layout.
+  void import_image(const std::string& layout, const std::string& repository) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    check("import-image",
+          run_args("import-image " + quote(dir_) + ' ' + quote(layout) + ' ' + quote(repository),
+                   "import-image"));
+  }
+
   // Why this machine cannot run real nodes (`scripts/k8s-testenv node check`: not root, a
   // package missing, no cgroup v1, no kubelet and no Go); empty when it can. Tests skip on it.
   static std::string real_nodes_unavailable() {
@@ -260,6 +280,7 @@ class ControlPlane {
   std::string admin_token_;
   bool scheduler_started_ = false;
   bool kueue_started_ = false;
+  bool controller_manager_started_ = false;
   std::mutex mutex_;
 };
 
