@@ -41,6 +41,7 @@ struct SchedulerFlags {
   int sync_timeout = 120;
   std::string topology_levels;
   bool queues = false;
+  bool no_preemption = false;
   bool leader_elect = false;
   std::string lease_namespace;
   std::string lease_name = "gpuorch-scheduler";
@@ -120,6 +121,8 @@ int run(const SchedulerFlags& f) {
   options.sync_timeout = std::chrono::seconds(f.sync_timeout);
   options.log = base::log;
   options.queues = f.queues;
+  if (f.no_preemption && !f.queues) base::fail_input("--no-preemption needs --queues");
+  options.preemption = !f.no_preemption;
   for (std::size_t start = 0; start < f.topology_levels.size();) {
     std::size_t end = f.topology_levels.find(',', start);
     if (end == std::string::npos) end = f.topology_levels.size();
@@ -216,11 +219,16 @@ void add_scheduler(CLI::App& app, Action& action) {
   cmd->add_option("--topology-levels", flags->topology_levels,
                   "Node label keys, outermost first, that gangs are kept under, e.g. "
                   "topology.kubernetes.io/zone,example.com/rack,kubernetes.io/hostname");
-  cmd->add_flag("--queues", flags->queues,
-                "Decide through the job layer over the cluster's Queues (KAI-Scheduler's "
-                "scheduling.run.ai/v2, the CRD of gpuorch manifests; pods name theirs with the "
-                "label kai.scheduler/queue, default: the queue 'default'): a queue never passes "
-                "its limit, and a pod that waits says which queue and why. No preemption yet");
+  cmd->add_flag(
+      "--queues", flags->queues,
+      "Decide through the job layer over the cluster's Queues (KAI-Scheduler's "
+      "scheduling.run.ai/v2, the CRD of gpuorch manifests; pods name theirs with the "
+      "label kai.scheduler/queue, default: the queue 'default'): a queue never passes "
+      "its limit, a queue below its fair share takes GPUs back from queues above theirs and a "
+      "higher priority from lower ones (victims evicted through the Eviction API, "
+      "PodDisruptionBudgets honoured), and a pod that waits says which queue and why");
+  cmd->add_flag("--no-preemption", flags->no_preemption,
+                "With --queues: never evict; a job that finds no room waits with its reason");
   cmd->add_flag("--leader-elect", flags->leader_elect,
                 "Run as one of several replicas: only the holder of a coordination.k8s.io Lease "
                 "schedules");

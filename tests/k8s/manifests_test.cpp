@@ -130,10 +130,13 @@ TEST(Manifests, SchedulerRbacIsExactlyWhatItCalls) {
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]},
     {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch", "update"]},
+    {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]},
     {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
     {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
     {"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups", "podgroups/status"],
-     "verbs": ["get", "list", "watch", "update", "patch"]}
+     "verbs": ["get", "list", "watch", "update", "patch"]},
+    {"apiGroups": ["scheduling.run.ai"], "resources": ["queues"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["scheduling.run.ai"], "resources": ["queues/status"], "verbs": ["patch", "update"]}
   ])");
   EXPECT_EQ((*role)["rules"], expected) << (*role)["rules"].dump(2);
   EXPECT_FALSE((*role)["metadata"].contains("namespace"));

@@ -16,6 +16,36 @@ namespace {
 
 using nlohmann::json;
 
+// What a preemption would lose is counted from the pod's start: the API server's RFC 3339
+// times, with fractions and offsets, and nothing else.
+TEST(PodObject, StartTimeAndPreemptionPolicy) {
+  EXPECT_EQ(rfc3339_seconds("1970-01-01T00:01:40Z"), 100);
+  EXPECT_EQ(rfc3339_seconds("2026-12-04T07:28:05Z"), 1796369285);
+  EXPECT_EQ(rfc3339_seconds("2026-12-04T07:28:05.123456Z"), 1796369285);
+  EXPECT_EQ(rfc3339_seconds("2026-12-04T09:28:05+02:00"), 1796369285);
+  EXPECT_EQ(rfc3339_seconds("2026-12-04T05:28:05-02:00"), 1796369285);
+  for (const char* bad : {"", "2026-12-04", "2026-12-04T07:28:05", "2026-13-04T07:28:05Z",
+                          "2026-12-04T07:28:05Zjunk", "2026-12-04T07:28:05+2"}) {
+    EXPECT_EQ(rfc3339_seconds(bad), -1) << bad;
+  }
+  const json pod = {{"metadata",
+                     {{"name", "p"},
+                      {"namespace", "d"},
+                      {"uid", "u"},
+                      {"creationTimestamp", "1970-01-01T00:00:10Z"}}},
+                    {"spec", {{"preemptionPolicy", "Never"}, {"containers", json::array()}}},
+                    {"status", {{"startTime", "1970-01-01T00:00:20Z"}}}};
+  const PodObject p = pod_from_json(pod);
+  EXPECT_TRUE(p.preempt_never);
+  EXPECT_EQ(p.started_s, 20);
+  json created_only = pod;
+  created_only["status"].erase("startTime");
+  created_only["spec"]["preemptionPolicy"] = "PreemptLowerPriority";
+  const PodObject q = pod_from_json(created_only);
+  EXPECT_FALSE(q.preempt_never);
+  EXPECT_EQ(q.started_s, 10);
+}
+
 TEST(Quantity, CpuMilliExactly) {
   EXPECT_EQ(quantity_milli("4"), 4000);
   EXPECT_EQ(quantity_milli("500m"), 500);

@@ -80,13 +80,23 @@ void ClusterMirror::build(const std::vector<workload::PodSpec>& seen) {
   uids.reserve(placed_.size());
   for (auto& [uid, b] : placed_) {
     b.placement.reset();
+    b.holds.clear();
     uids.push_back(uid);
   }
   std::sort(uids.begin(), uids.end());
   for (const auto& uid : uids) {
     Bound& b = placed_.at(uid);
+    if (b.evicting) continue;
     b.placement = placement_on(b.pod, b.node);
     if (b.placement) cluster_->apply(*b.placement);
+  }
+  // Victims still terminating hold what the reservations left of theirs, as before the rebuild.
+  for (const auto& uid : uids) {
+    Bound& b = placed_.at(uid);
+    const auto at = index_of_.find(b.node);
+    if (!b.evicting || !b.was || at == index_of_.end()) continue;
+    b.was->node = at->second;
+    hold_rest(b);
   }
 }
 
@@ -124,7 +134,7 @@ std::optional<cluster::Placement> ClusterMirror::placement_on(const PodObject& p
 
 bool ClusterMirror::account(const PodObject& pod) {
   if (placed_.contains(pod.uid)) return true;
-  Bound b{pod, pod.node_name, std::nullopt};
+  Bound b{pod, pod.node_name, std::nullopt, false, std::nullopt, {}};
   b.placement = placement_on(pod, pod.node_name);
   if (b.placement) cluster_->apply(*b.placement);
   const bool known = b.placement.has_value();
@@ -132,11 +142,57 @@ bool ClusterMirror::account(const PodObject& pod) {
   return known;
 }
 
+void ClusterMirror::refresh(const PodObject& pod) {
+  const auto it = placed_.find(pod.uid);
+  if (it == placed_.end()) return;
+  PodObject& b = it->second.pod;
+  b.queue = pod.queue;
+  b.priority = pod.priority;
+  b.started_s = pod.started_s;
+  b.deleting = pod.deleting;
+}
+
 void ClusterMirror::release(const std::string& uid) {
   const auto it = placed_.find(uid);
   if (it == placed_.end()) return;
-  if (it->second.placement && cluster_) cluster_->release(*it->second.placement);
+  if (cluster_) {
+    if (it->second.placement) cluster_->release(*it->second.placement);
+    for (const auto& h : it->second.holds) cluster_->release(h);
+  }
   placed_.erase(it);
+}
+
+void ClusterMirror::hold_rest(Bound& b) {
+  b.holds.clear();
+  if (!cluster_ || !b.was) return;
+  const cluster::Placement& was = *b.was;
+  const cluster::NodeIndex n = was.node;
+  if (n >= cluster_->node_count()) return;
+  const auto left = cluster_->gpu_milli_left(n);
+  // One placement applies the same milli to each of its GPUs: GPUs the reservation took part
+  // of are held in groups by what is left of them.
+  std::map<std::int64_t, std::vector<int>> by_left;
+  for (const int g : was.gpus) {
+    if (g < 0 || static_cast<std::size_t>(g) >= left.size()) continue;
+    const std::int64_t rest =
+        std::min<std::int64_t>(left[static_cast<std::size_t>(g)], was.gpu_milli);
+    if (rest > 0) by_left[rest].push_back(g);
+  }
+  cluster::Placement first;
+  first.node = n;
+  first.cpu_milli = std::clamp<std::int64_t>(cluster_->cpu_free(n), 0, was.cpu_milli);
+  first.memory_mib = std::clamp<std::int64_t>(cluster_->memory_free(n), 0, was.memory_mib);
+  for (auto& [milli, gpus] : by_left) {
+    cluster::Placement h = b.holds.empty() ? first : cluster::Placement{n, 0, 0, 0, {}};
+    h.gpu_milli = milli;
+    h.gpus = std::move(gpus);
+    cluster_->apply(h);
+    b.holds.push_back(std::move(h));
+  }
+  if (b.holds.empty() && (first.cpu_milli > 0 || first.memory_mib > 0)) {
+    cluster_->apply(first);
+    b.holds.push_back(first);
+  }
 }
 
 ClusterMirror::Result ClusterMirror::schedule(const PodObject& pod) {
@@ -157,7 +213,7 @@ ClusterMirror::Result ClusterMirror::schedule(const PodObject& pod) {
     PodObject bound = pod;
     bound.node_name = out.node;
     bound.gpus = p.gpus;
-    placed_.emplace(pod.uid, Bound{std::move(bound), out.node, p});
+    placed_.emplace(pod.uid, Bound{std::move(bound), out.node, p, false, std::nullopt, {}});
   }
   return out;
 }
@@ -189,36 +245,81 @@ ClusterMirror::GangResult ClusterMirror::schedule_gang(const std::vector<PodObje
     PodObject bound = members[i];
     bound.node_name = node;
     bound.gpus = p.gpus;
-    placed_.emplace(members[i].uid, Bound{std::move(bound), node, p});
+    placed_.emplace(members[i].uid, Bound{std::move(bound), node, p, false, std::nullopt, {}});
   }
   return out;
 }
 
-ClusterMirror::Admission ClusterMirror::admit(
-    const sched::jobs::QueueTree& queues, std::size_t queue, const std::vector<PodObject>& members,
-    const std::function<std::optional<std::size_t>(const PodObject&)>& queue_of) {
+namespace {
+
+bool same_placement(const cluster::Placement& a, const cluster::Placement& b) {
+  return a.node == b.node && a.gpus == b.gpus && a.gpu_milli == b.gpu_milli &&
+         a.cpu_milli == b.cpu_milli && a.memory_mib == b.memory_mib;
+}
+
+}  // namespace
+
+ClusterMirror::Admission ClusterMirror::admit(const sched::jobs::QueueTree& queues,
+                                              std::size_t queue,
+                                              const std::vector<PodObject>& members,
+                                              const AdmitOptions& options) {
   Admission out;
   if (members.empty()) return out;
-  // Every bound pod is a running job of one replica in its queue: what the queues hold. Specs
-  // and states are reserved first, so the pointers between them stay valid.
+  // Every bound pod is a running replica in its queue: what the queues hold. A pod alone is a
+  // job of one; a gang's bound members are one job. In a fixed order (pod key), so the same
+  // cluster gives the same victims.
+  std::vector<const Bound*> running;
+  running.reserve(placed_.size());
+  for (const auto& [uid, b] : placed_) {
+    if (b.placement && !b.evicting && options.queue_of(b.pod)) running.push_back(&b);
+  }
+  std::sort(running.begin(), running.end(),
+            [](const Bound* x, const Bound* y) { return x->pod.key() < y->pod.key(); });
+  // Specs and states are reserved first, so the pointers between them stay valid.
   std::vector<workload::JobSpec> specs;
   std::vector<sched::jobs::JobState> states;
-  specs.reserve(placed_.size() + 1);
-  states.reserve(placed_.size() + 1);
-  for (const auto& [uid, b] : placed_) {
-    if (!b.placement) continue;
-    const auto q = queue_of(b.pod);
-    if (!q) continue;
+  std::vector<std::vector<const Bound*>> replicas;  // per running state: its pods, in order
+  specs.reserve(running.size() + 1);
+  states.reserve(running.size() + 1);
+  std::map<std::string, std::size_t> gang_state;
+  for (const Bound* b : running) {
+    const std::string& gang = b->pod.gang;
+    if (!gang.empty()) {
+      if (const auto it = gang_state.find(gang); it != gang_state.end()) {
+        sched::jobs::JobState& st = states[it->second];
+        st.placements.push_back(*b->placement);
+        replicas[it->second].push_back(b);
+        st.running_since = std::min(st.running_since, b->pod.started_s);
+        continue;
+      }
+      gang_state.emplace(gang, states.size());
+    }
     workload::JobSpec& s = specs.emplace_back();
-    s.name = b.pod.key();
-    s.replica = b.pod.spec;
-    s.priority = b.pod.priority;
+    s.name = gang.empty() ? b->pod.key() : gang;
+    s.replica = b->pod.spec;
+    s.priority = b->pod.priority;
     sched::jobs::JobState& st = states.emplace_back();
     st.spec = &s;
-    st.queue = *q;
-    st.placements = {*b.placement};
-    st.running_since = 0;
+    st.queue = *options.queue_of(b->pod);
+    st.placements = {*b->placement};
+    st.running_since = b->pod.started_s;
+    replicas.push_back({b});
   }
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    workload::JobSpec& s = specs[i];
+    const int n = states[i].replicas();
+    const int min = replicas[i].front()->pod.gang.empty() || !options.gang_min
+                        ? n
+                        : options.gang_min(replicas[i].front()->pod.gang);
+    s.max_replicas = n;
+    s.min_replicas = min <= 0 ? n : std::min(min, n);
+    s.preemptible = options.preempt && options.preemptible &&
+                    std::all_of(replicas[i].begin(), replicas[i].end(),
+                                [&](const Bound* b) { return options.preemptible(b->pod); });
+    // A start time not known costs nothing: such a pod is the cheapest victim of its priority.
+    if (states[i].running_since < 0) states[i].running_since = options.now_s;
+  }
+  const std::size_t running_jobs = states.size();
   workload::JobSpec& job = specs.emplace_back();
   job.name = members.front().gang.empty() ? members.front().key() : members.front().gang;
   job.replica = members.front().spec;
@@ -258,15 +359,66 @@ ClusterMirror::Admission ClusterMirror::admit(
     return placements;
   };
   sched::jobs::JobLayer layer(*cluster_, queues, placer);
-  sched::jobs::RoundOptions options;
-  options.preempt = false;
-  layer.round(std::span<sched::jobs::JobState>(states), options);
+  sched::jobs::RoundOptions round;
+  round.now = options.now_s;
+  round.preempt = options.preempt && !members.front().preempt_never;
+  layer.round(std::span<sched::jobs::JobState>(states), round);
   if (pending.replicas() == 0) {
     out.placement.placed = false;
     out.waiting = pending.waiting;
     out.why = pending.why;
+    return out;
   }
+  // The victims: the replicas a running job no longer holds. The layer released them in the
+  // cluster already; a victim it restored holds what it held, and replicas of one job are
+  // alike, so they are matched by placement, not position.
+  for (std::size_t i = 0; i < running_jobs; ++i) {
+    const sched::jobs::JobState& st = states[i];
+    if (st.replicas() == static_cast<int>(replicas[i].size())) continue;
+    std::vector<bool> kept(replicas[i].size(), false);
+    for (const cluster::Placement& p : st.placements) {
+      for (std::size_t k = 0; k < replicas[i].size(); ++k) {
+        if (!kept[k] && same_placement(*replicas[i][k]->placement, p)) {
+          kept[k] = true;
+          break;
+        }
+      }
+    }
+    for (std::size_t k = 0; k < replicas[i].size(); ++k) {
+      if (kept[k]) continue;
+      Bound& victim = placed_.at(replicas[i][k]->pod.uid);
+      victim.was = std::move(victim.placement);
+      victim.placement.reset();
+      victim.evicting = true;
+      out.victims.push_back({victim.pod.uid,
+                             st.preempted.value_or(sched::jobs::PreemptReason::kPostFilter),
+                             st.queue});
+    }
+  }
+  // Until they are gone the victims still run: what the reservation left of theirs is held.
+  for (const Victim& v : out.victims) hold_rest(placed_.at(v.uid));
   return out;
+}
+
+void ClusterMirror::restore(const std::string& uid) {
+  const auto it = placed_.find(uid);
+  if (it == placed_.end() || !it->second.evicting) return;
+  Bound& b = it->second;
+  if (cluster_) {
+    for (const auto& h : b.holds) cluster_->release(h);
+  }
+  b.holds.clear();
+  b.evicting = false;
+  b.was.reset();
+  b.placement = placement_on(b.pod, b.node);
+  if (b.placement) cluster_->apply(*b.placement);
+}
+
+std::optional<std::pair<std::string, std::vector<int>>> ClusterMirror::assumed(
+    const std::string& uid) const {
+  const auto it = placed_.find(uid);
+  if (it == placed_.end() || !it->second.placement) return std::nullopt;
+  return std::make_pair(it->second.node, it->second.placement->gpus);
 }
 
 std::string unschedulable_message(const ClusterMirror::Result& r, const sched::PodRequest& request,

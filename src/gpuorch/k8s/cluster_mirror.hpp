@@ -52,6 +52,9 @@ class ClusterMirror {
   // A bound pod's resources, counted on its node (GPUs from its annotation when valid, else the
   // ones the core would pick). False when its node is unknown (counted once the node appears).
   bool account(const PodObject& pod);
+  // A counted pod's update: what the job layer reads of it (queue, priority, start, whether it
+  // terminates) follows; where it is and what it holds do not change.
+  void refresh(const PodObject& pod);
   // Forgets a pod's resources (deleted, finished, or a failed bind).
   void release(const std::string& uid);
   [[nodiscard]] bool accounted(const std::string& uid) const { return placed_.contains(uid); }
@@ -78,18 +81,40 @@ class ClusterMirror {
   // The job layer's verdict on a pending job in leaf `queue` of `queues` (`gpuorch scheduler
   // --queues`): `members` (one pod, or a gang's pending members, all or none) start when the
   // queue and its parents stay within their limits and the core places every member (as
-  // schedule() / schedule_gang() do, counted as bound); what the queues hold is what the bound
-  // pods hold, each in the leaf `queue_of` gives it (nullopt: counted in none). No preemption
-  // yet: a job that finds no room waits with the layer's reason (RoundOptions::preempt off).
+  // schedule() / schedule_gang() do, counted as bound). What the queues hold is what the bound
+  // pods hold, each in the leaf `queue_of` gives it (nullopt: counted in none); a gang's bound
+  // members are one job, its members beyond the PodGroup's minMember its elastic replicas.
+  // With `preempt`, a job that finds no room may take it back (reclaim, then lower priority; the
+  // layer's post-filters): the victims are returned, no longer counted (`evicting`), and the
+  // members hold their GPUs as a reservation until the caller binds them.
   // Accounted as `members.size()` replicas of the first member's request.
+  struct AdmitOptions {
+    std::function<std::optional<std::size_t>(const PodObject&)> queue_of;
+    bool preempt = false;
+    std::int64_t now_s = 0;  // Unix seconds: what a victim's run since PodObject::started_s cost
+    // Whether a bound pod may be a victim; a gang is one only when all its bound members may.
+    std::function<bool(const PodObject&)> preemptible;
+    // A gang's minMember; 0 or absent: every bound member is needed (rigid).
+    std::function<int(const std::string& gang)> gang_min;
+  };
+  struct Victim {
+    std::string uid;
+    sched::jobs::PreemptReason reason = sched::jobs::PreemptReason::kReclaim;
+    std::size_t queue = 0;  // the victim's leaf queue
+  };
   struct Admission {
     GangResult placement;  // placed: each member's node and GPUs
     sched::jobs::WaitReason waiting = sched::jobs::WaitReason::kNone;
-    std::string why;  // waiting: the layer's line
+    std::string why;              // waiting: the layer's line
+    std::vector<Victim> victims;  // placed by preemption: the pods to evict first
   };
   Admission admit(const sched::jobs::QueueTree& queues, std::size_t queue,
-                  const std::vector<PodObject>& members,
-                  const std::function<std::optional<std::size_t>(const PodObject&)>& queue_of);
+                  const std::vector<PodObject>& members, const AdmitOptions& options);
+  // A victim whose eviction was refused counts on its node again.
+  void restore(const std::string& uid);
+  // Where an accounted pod is (or is to be) bound: its node and GPUs.
+  [[nodiscard]] std::optional<std::pair<std::string, std::vector<int>>> assumed(
+      const std::string& uid) const;
 
   [[nodiscard]] const cluster::Cluster& cluster() const { return *cluster_; }
 
@@ -98,7 +123,15 @@ class ClusterMirror {
     PodObject pod;
     std::string node;
     std::optional<cluster::Placement> placement;  // nullopt while its node is unknown
+    // Chosen as a victim: what it held (`was`) went to the preemptor's reservation, and what
+    // the reservation did not take is held (`holds`) until the pod is gone, since it still
+    // runs there while it terminates; nobody else is placed on either meanwhile.
+    bool evicting = false;
+    std::optional<cluster::Placement> was;
+    std::vector<cluster::Placement> holds;
   };
+  // Applies the part of a victim's `was` that is still free, as its holds.
+  void hold_rest(Bound& b);
   std::optional<cluster::Placement> placement_on(const PodObject& pod, const std::string& node);
   void build(const std::vector<workload::PodSpec>& seen);
 

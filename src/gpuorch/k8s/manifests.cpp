@@ -333,10 +333,13 @@ Json scheduler_cluster_role(const ManifestOptions& o) {
       rule({""}, {"pods"}, {"get", "list", "watch"}),
       rule({""}, {"pods/binding"}, {"create"}),
       rule({""}, {"pods/status"}, {"patch", "update"}),
+      rule({""}, {"pods/eviction"}, {"create"}),
       rule({""}, {"events"}, {"create", "patch"}),
       rule({"events.k8s.io"}, {"events"}, {"create", "patch"}),
       rule({"scheduling.x-k8s.io"}, {"podgroups", "podgroups/status"},
            {"get", "list", "watch", "update", "patch"}),
+      rule({"scheduling.run.ai"}, {"queues"}, {"get", "list", "watch"}),
+      rule({"scheduling.run.ai"}, {"queues/status"}, {"patch", "update"}),
   });
   return role;
 }

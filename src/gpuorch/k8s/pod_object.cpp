@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <cstdio>
 #include <optional>
 #include <stdexcept>
 
 #include "gpuorch/base/printable.hpp"
+#include "gpuorch/base/utc_time.hpp"
 #include "gpuorch/k8s/node_object.hpp"
 #include "gpuorch/k8s/object_fields.hpp"
 #include "gpuorch/k8s/quantity.hpp"
@@ -288,6 +291,35 @@ void read_request(const json& obj, PodObject& p) {
 
 }  // namespace
 
+std::int64_t rfc3339_seconds(const std::string& text) {
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, se = 0, used = 0;
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &used) !=
+      6) {
+    return -1;
+  }
+  std::size_t at = static_cast<std::size_t>(used);
+  if (at < text.size() && text[at] == '.') {
+    ++at;
+    while (at < text.size() && std::isdigit(static_cast<unsigned char>(text[at])) != 0) ++at;
+  }
+  std::int64_t offset = 0;
+  if (at < text.size() && (text[at] == '+' || text[at] == '-')) {
+    int oh = 0, om = 0;
+    if (std::sscanf(text.c_str() + at + 1, "%2d:%2d", &oh, &om) != 2 || oh > 23 || om > 59) {
+      return -1;
+    }
+    offset = (text[at] == '+' ? 1 : -1) * (std::int64_t{oh} * 3600 + std::int64_t{om} * 60);
+    at += 6;
+  } else if (at < text.size() && (text[at] == 'Z' || text[at] == 'z')) {
+    ++at;
+  } else {
+    return -1;
+  }
+  if (at != text.size()) return -1;
+  const std::int64_t local = base::utc_seconds(y, mo, d, h, mi, se);
+  return local < 0 ? -1 : local - offset;
+}
+
 PodObject pod_from_json(const json& obj) {
   PodObject p;
   const json& meta = field(obj, "metadata");
@@ -311,6 +343,9 @@ PodObject pod_from_json(const json& obj) {
     const auto v = prio.get<std::int64_t>();
     p.priority = static_cast<int>(std::clamp<std::int64_t>(v, INT32_MIN, INT32_MAX));
   }
+  p.preempt_never = str(spec, "preemptionPolicy") == "Never";
+  p.started_s = rfc3339_seconds(str(field(obj, "status"), "startTime"));
+  if (p.started_s < 0) p.started_s = rfc3339_seconds(p.created);
   p.spec.name = p.key();
   const json& annotations = field(meta, "annotations");
   p.gpus = gpu_list(str(annotations, kGpusAnnotation));

@@ -2,6 +2,7 @@
 // A Kubernetes Pod as the scheduler core sees it: the request (CPU, memory, whole GPUs or a GPU
 // fraction, GPU models), where it may run (nodeSelector, required node affinity, tolerations),
 // its priority, its gang, and where it is bound with which GPUs.
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -31,6 +32,11 @@ struct PodObject {
   std::string phase;
   std::string created;  // metadata.creationTimestamp (RFC 3339 sorts as text)
   int priority = 0;
+  // spec.preemptionPolicy Never: it waits for room rather than take it from lower priorities.
+  bool preempt_never = false;
+  // status.startTime (else metadata.creationTimestamp), Unix seconds; -1 when neither parses:
+  // how much work a preemption of it would lose.
+  std::int64_t started_s = -1;
   workload::PodSpec spec;  // spec.name is "namespace/name"
   std::vector<int> gpus;   // from gpuorch.io/gpus, when a gpuorch scheduler placed it
   std::string gang;        // "namespace/group", empty when not in a gang
@@ -56,6 +62,10 @@ struct PodObject {
 };
 
 PodObject pod_from_json(const nlohmann::json& pod);
+
+// An RFC 3339 time the API server writes ("2026-12-04T07:28:05Z", fractions and offsets
+// allowed) as Unix seconds; -1 when it is not one.
+std::int64_t rfc3339_seconds(const std::string& text);
 
 // The GPU-model label's required affinity moves into the request's model list, so a pod asking
 // for `nvidia.com/gpu.product In [A100]` is explained as "have the wrong GPU model" and placed

@@ -352,12 +352,18 @@ void SchedulerService::handle_pod(const json& obj, bool deleted) {
       mirror_.release(uid);
       cluster_changed_ = true;
     }
+    member_gone(uid);
+    victim_gone(uid);
     return;
   }
   if (!p.node_name.empty()) {
     settle();
     pods_[uid] = p;
-    if (!mirror_.accounted(uid)) mirror_.account(p);
+    if (mirror_.accounted(uid)) {
+      mirror_.refresh(p);
+    } else {
+      mirror_.account(p);
+    }
     return;
   }
   const bool queued = active_.contains(uid) || backoff_.parked(uid);
@@ -474,12 +480,12 @@ void SchedulerService::decide(const PodObject& pod) {
   }
   if (!ensure_built(pod)) return;
   if (options_.queues) {
-    const ClusterMirror::GangResult g = place_job({pod});
-    if (!g.placed) {
-      report_unschedulable(pod, g.message);
+    const JobDecision d = place_job({pod});
+    if (!d.placement.placed) {
+      report_unschedulable(pod, d.placement.message);
       return;
     }
-    queue_bind(pod, g.nodes.front(), g.gpus.front());
+    if (!d.nominated) queue_bind(pod, d.placement.nodes.front(), d.placement.gpus.front());
     return;
   }
   const ClusterMirror::Result r = mirror_.schedule(pod);
@@ -516,29 +522,236 @@ bool SchedulerService::ensure_built(const PodObject& pod) {
   return true;
 }
 
-ClusterMirror::GangResult SchedulerService::place_job(const std::vector<PodObject>& members) {
+SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodObject>& members) {
+  JobDecision out;
   const std::string& name = members.front().queue;
   const auto leaf = queues_.leaf(name);
   if (!leaf) {
-    ClusterMirror::GangResult r;
-    r.message = fmt::format(
+    out.placement.message = fmt::format(
         "queue '{}' (label {}) is not a leaf Queue of the cluster (scheduling.run.ai/v2); "
         "waiting for it",
         base::printable(name), kQueueLabel);
-    return r;
+    return out;
   }
+  const auto now = Clock::now();
+  ClusterMirror::AdmitOptions admit;
   // What the queues hold is what the bound pods hold, each in its queue (one that names no leaf
   // queue counts in none).
-  const auto queue_of = [this](const PodObject& p) { return queues_.leaf(p.queue); };
-  ClusterMirror::Admission a = mirror_.admit(queues_.tree(), *leaf, members, queue_of);
-  if (!a.placement.placed && a.placement.message.empty()) {
-    // The layer's line names the queue (or its parent) that holds the job back.
-    a.placement.message =
-        fmt::format("queue admission: {} ({})", a.why, sched::jobs::wait_key(a.waiting));
-  } else if (!a.placement.placed) {
-    a.placement.message = fmt::format("queue {}: {}", queues_.tree().spec(*leaf).name, a.why);
+  admit.queue_of = [this](const PodObject& p) { return queues_.leaf(p.queue); };
+  admit.preempt = options_.preemption;
+  admit.now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+  admit.preemptible = [this, now](const PodObject& p) { return preemptible(p, now); };
+  admit.gang_min = [this](const std::string& gang) {
+    const auto it = podgroups_.find(gang);
+    return it == podgroups_.end() || !it->second.error.empty() ? 0 : it->second.min_member;
+  };
+  std::string refusal;  // the last eviction refused, for the wait's message
+  // A refused eviction makes the layer choose again without that victim; a few times, then the
+  // job waits its backoff like any other.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    ClusterMirror::Admission a = mirror_.admit(queues_.tree(), *leaf, members, admit);
+    if (!a.placement.placed) {
+      out.placement = std::move(a.placement);
+      if (out.placement.message.empty()) {
+        // The layer's line names the queue (or its parent) that holds the job back.
+        out.placement.message =
+            fmt::format("queue admission: {} ({})", a.why, sched::jobs::wait_key(a.waiting));
+      } else {
+        out.placement.message = fmt::format("queue {}: {}", queues_.tree().spec(*leaf).name, a.why);
+      }
+      if (!refusal.empty()) out.placement.message += " Preemption refused: " + refusal;
+      return out;
+    }
+    if (a.victims.empty()) {
+      out.placement = std::move(a.placement);
+      return out;
+    }
+    const auto undo = [&](std::size_t from) {
+      for (const PodObject& m : members) mirror_.release(m.uid);
+      for (std::size_t i = from; i < a.victims.size(); ++i) mirror_.restore(a.victims[i].uid);
+    };
+    // Pods still terminating free resources soon: preempting more now could take more victims
+    // than needed (a restarted scheduler, whose earlier victims are still going, would).
+    const auto terminating = std::count_if(pods_.begin(), pods_.end(), [](const auto& e) {
+      return e.second.deleting && !e.second.node_name.empty();
+    });
+    if (terminating > 0) {
+      undo(0);
+      out.placement.message = fmt::format(
+          "queue {}: waiting for {} terminating pod(s) to free their resources before "
+          "preempting more",
+          queues_.tree().spec(*leaf).name, terminating);
+      return out;
+    }
+    // Every eviction is tried as a dry run first, so a PodDisruptionBudget that forbids one
+    // evicts none of the others.
+    std::vector<std::string> refused;
+    for (const auto& v : a.victims) {
+      std::string why;
+      if (!evict(pods_.at(v.uid), true, why)) {
+        refused.push_back(v.uid);
+        refusal = why;
+      }
+    }
+    std::size_t evicted = 0;
+    if (refused.empty()) {
+      for (; evicted < a.victims.size(); ++evicted) {
+        std::string why;
+        if (!evict(pods_.at(a.victims[evicted].uid), false, why)) {
+          refused.push_back(a.victims[evicted].uid);
+          refusal = why;
+          break;
+        }
+      }
+      if (evicted == a.victims.size()) {
+        nominate(members, a, *leaf);
+        out.placement = std::move(a.placement);
+        out.nominated = true;
+        return out;
+      }
+      // A budget changed between the dry run and the eviction: those evicted stay so (they
+      // terminate, and their resources come back); the rest count again.
+      for (std::size_t i = 0; i < evicted; ++i) evicted_.emplace(a.victims[i].uid, "");
+    }
+    undo(evicted);
+    for (const std::string& uid : refused) {
+      eviction_refused_[uid] = now + options_.backoff_max;
+      log(fmt::format("eviction of {} refused, choosing again: {}", pods_.at(uid).key(), refusal),
+          base::Severity::kWarning);
+    }
   }
-  return a.placement;
+  out.placement.message =
+      fmt::format("queue {}: preemption refused: {}", queues_.tree().spec(*leaf).name, refusal);
+  return out;
+}
+
+bool SchedulerService::preemptible(const PodObject& pod, Clock::time_point now) const {
+  // Priorities above a billion are the system's (system-cluster-critical and up).
+  static constexpr int kSystemPriority = 1'000'000'000;
+  const auto it = pods_.find(pod.uid);
+  if (it == pods_.end() || !ours(it->second) || it->second.deleting ||
+      it->second.priority > kSystemPriority || it->second.node_name.empty() ||
+      nominated_.contains(pod.uid) || binding_.contains(pod.uid)) {
+    return false;
+  }
+  const auto refused = eviction_refused_.find(pod.uid);
+  return refused == eviction_refused_.end() || refused->second <= now;
+}
+
+bool SchedulerService::evict(const PodObject& pod, bool dry_run, std::string& why) {
+  json body = {{"apiVersion", "policy/v1"},
+               {"kind", "Eviction"},
+               {"metadata", {{"name", pod.name}, {"namespace", pod.ns}}},
+               // Only this pod, not a new one that took its name meanwhile.
+               {"deleteOptions", {{"preconditions", {{"uid", pod.uid}}}}}};
+  if (dry_run) body["deleteOptions"]["dryRun"] = json::array({"All"});
+  try {
+    api_.create(pod_path(pod) + "/eviction", body);
+    return true;
+  } catch (const ApiError& e) {
+    if (e.status() == 404) return true;  // gone already
+    why = fmt::format("{}: {}", pod.key(), e.what());
+  } catch (const std::exception& e) {
+    why = fmt::format("{}: {}", pod.key(), e.what());
+  }
+  return false;
+}
+
+void SchedulerService::nominate(const std::vector<PodObject>& members,
+                                const ClusterMirror::Admission& admission, std::size_t queue) {
+  const PodObject& first = members.front();
+  const std::string job = first.gang.empty() ? first.key() : first.gang;
+  const std::string preemptor = first.gang.empty() ? first.key() : "gang " + first.gang;
+  const std::string& queue_name = queues_.tree().spec(queue).name;
+  Nomination& n = nominations_[job];
+  std::vector<std::string> victims;
+  for (const auto& v : admission.victims) {
+    const PodObject& pod = pods_.at(v.uid);
+    victims.push_back(pod.key());
+    n.victims.insert(v.uid);
+    evicted_[v.uid] = job;
+    std::string message;
+    switch (v.reason) {
+      case sched::jobs::PreemptReason::kReclaim:
+        message = fmt::format(
+            "Preempted by {} to reclaim queue {}'s quota (queue {} is over its fair share)",
+            preemptor, queue_name, queues_.tree().spec(v.queue).name);
+        break;
+      case sched::jobs::PreemptReason::kPriority:
+        message = fmt::format("Preempted by {} (priority {}) of queue {}: a higher priority",
+                              preemptor, first.priority, queue_name);
+        break;
+      default:
+        message = fmt::format("Preempted by {} of queue {} ({})", preemptor, queue_name,
+                              sched::jobs::preempt_key(v.reason));
+    }
+    log(fmt::format("{}: {}", pod.key(), message));
+    const json involved = {
+        {"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"metadata", {{"namespace", pod.ns}, {"name", pod.name}, {"uid", pod.uid}}}};
+    writes_.submit("preempted/" + pod.uid, [this, ns = pod.ns, involved, message] {
+      post_event(ns, involved, "Normal", "Preempted", message);
+    });
+  }
+  const std::string message = fmt::format(
+      "Preempting {} pod(s) ({}) for queue {}; bound on the resources they free once "
+      "they are gone",
+      victims.size(), fmt::join(victims, ", "), queue_name);
+  log(fmt::format("{}: {}", preemptor, message));
+  for (const PodObject& m : members) {
+    n.members.push_back(m.uid);
+    nominated_[m.uid] = job;
+    const auto where = mirror_.assumed(m.uid);
+    const json involved = {{"apiVersion", "v1"},
+                           {"kind", "Pod"},
+                           {"metadata", {{"namespace", m.ns}, {"name", m.name}, {"uid", m.uid}}}};
+    const json status = {{"status", {{"nominatedNodeName", where ? where->first : ""}}}};
+    writes_.submit("nominated/" + m.uid, [this, path = pod_path(m), ns = m.ns, status, involved,
+                                          message, patched = std::make_shared<bool>(false)] {
+      if (!*patched) {
+        api_.patch(path + "/status", status, "application/strategic-merge-patch+json");
+        *patched = true;
+      }
+      post_event(ns, involved, "Normal", "Preempting", message);
+    });
+  }
+}
+
+void SchedulerService::victim_gone(const std::string& uid) {
+  const auto it = evicted_.find(uid);
+  if (it == evicted_.end()) return;
+  const std::string job = it->second;
+  evicted_.erase(it);
+  eviction_refused_.erase(uid);
+  const auto n = nominations_.find(job);
+  if (n == nominations_.end()) return;
+  n->second.victims.erase(uid);
+  if (!n->second.victims.empty()) return;
+  int bound = 0;
+  for (const std::string& member : n->second.members) {
+    nominated_.erase(member);
+    const auto pod = pods_.find(member);
+    const auto where = mirror_.assumed(member);
+    if (pod == pods_.end() || !where || !pod->second.node_name.empty()) continue;
+    queue_bind(pod->second, where->first, where->second);
+    ++bound;
+  }
+  log(fmt::format("{}: its victims are gone; binding {} pod(s)", job, bound));
+  nominations_.erase(n);
+}
+
+void SchedulerService::member_gone(const std::string& uid) {
+  const auto it = nominated_.find(uid);
+  if (it == nominated_.end()) return;
+  const auto n = nominations_.find(it->second);
+  nominated_.erase(it);
+  if (n == nominations_.end()) return;
+  std::erase(n->second.members, uid);
+  // Its victims still go (their evictions are made); what they free is anyone's again.
+  if (n->second.members.empty()) nominations_.erase(n);
 }
 
 void SchedulerService::queue_bind(const PodObject& pod, const std::string& node,
@@ -612,8 +825,15 @@ void SchedulerService::schedule_gang(const std::string& gang) {
     return;
   }
   if (!ensure_built(pending.front())) return;
-  const ClusterMirror::GangResult r =
-      options_.queues ? place_job(pending) : mirror_.schedule_gang(pending);
+  bool nominated = false;
+  ClusterMirror::GangResult r;
+  if (options_.queues) {
+    JobDecision d = place_job(pending);
+    r = std::move(d.placement);
+    nominated = d.nominated;
+  } else {
+    r = mirror_.schedule_gang(pending);
+  }
   if (!r.placed) {
     std::string message = fmt::format(
         "gang {} ({} pending, minMember {}) cannot be placed whole, so none of it is: {}{}", gang,
@@ -636,6 +856,10 @@ void SchedulerService::schedule_gang(const std::string& gang) {
   }
   gang_waiting_since_.erase(gang);
   reported_.erase(gang);
+  if (nominated) {
+    for (const auto& p : pending) unschedulable_.erase(p.uid);
+    return;  // bound once its victims are gone (victim_gone)
+  }
   for (std::size_t i = 0; i < pending.size(); ++i) {
     unschedulable_.erase(pending[i].uid);
     queue_bind(pending[i], r.nodes[i], r.gpus[i]);

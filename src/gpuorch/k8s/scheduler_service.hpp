@@ -53,9 +53,12 @@ struct SchedulerServiceOptions {
   // The decision loop counts as stuck (alive() false) when it has not come round for this long.
   std::chrono::seconds stale_after{30};
   // Decide through the job layer over the cluster's Queues (scheduling.run.ai/v2, label
-  // kai.scheduler/queue; docs/scheduler.md): limits hold, reasons are the layer's. No
-  // preemption yet.
+  // kai.scheduler/queue; docs/scheduler.md): limits hold, reasons are the layer's.
   bool queues = false;
+  // With queues: a job that finds no room takes it back from queues over their fair share and
+  // from lower priorities (the layer's victims, evicted through the Eviction API; the job is
+  // bound on the GPUs they free, held for it meanwhile, once they are gone).
+  bool preemption = true;
   base::LogSink log;  // one line per bind/failure; may be empty
 };
 
@@ -126,8 +129,27 @@ class SchedulerService {
   // a start-up error: the user asked for queues the cluster does not have).
   bool discover_queues(const std::atomic<bool>& stop);
   // --queues: the job layer's admission of a job's pending members (ClusterMirror::admit) in the
-  // queue their label names; not placed: the reason in `message`.
-  ClusterMirror::GangResult place_job(const std::vector<PodObject>& members);
+  // queue their label names; not placed: the reason in `message`. Placed by preemption
+  // (`nominated`): its victims are evicted and it is bound once they are gone (victim_gone).
+  struct JobDecision {
+    ClusterMirror::GangResult placement;
+    bool nominated = false;
+  };
+  JobDecision place_job(const std::vector<PodObject>& members);
+  // Whether a bound pod may be a victim now: ours, not system-critical, not terminating, not
+  // one whose eviction was refused within the backoff, not a preemptor waiting to be bound.
+  [[nodiscard]] bool preemptible(const PodObject& pod,
+                                 std::chrono::steady_clock::time_point now) const;
+  // POST pods/eviction (dry run: the API server checks the PodDisruptionBudgets and deletes
+  // nothing). False with `why` when refused; a pod already gone counts as evicted.
+  bool evict(const PodObject& pod, bool dry_run, std::string& why);
+  // The job's members hold their reservation until `victims` are gone: nominatedNodeName and
+  // Events on both sides.
+  void nominate(const std::vector<PodObject>& members, const ClusterMirror::Admission& admission,
+                std::size_t queue);
+  // A pod that was evicted for a nomination is gone; the last one binds the preemptor.
+  void victim_gone(const std::string& uid);
+  void member_gone(const std::string& uid);
   // --queues: each Queue's status.allocated and status.requested, written when it changed.
   void write_queue_statuses();
   void beat();
@@ -198,6 +220,17 @@ class SchedulerService {
   bool podgroups_served_ = false;
   std::map<std::string, std::chrono::steady_clock::time_point> gang_waiting_since_;
   std::chrono::steady_clock::time_point last_retry_;
+  // Preemptions under way (--queues): by job ("namespace/name" of its pod or gang), the members
+  // holding their reservation in the mirror and the victims not yet gone.
+  struct Nomination {
+    std::vector<std::string> members;
+    std::unordered_set<std::string> victims;
+  };
+  std::map<std::string, Nomination> nominations_;
+  std::unordered_map<std::string, std::string> nominated_;  // member uid -> job
+  std::unordered_map<std::string, std::string> evicted_;    // victim uid -> job
+  // Victims the Eviction API refused (a PodDisruptionBudget): not chosen again until then.
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point> eviction_refused_;
   bool cluster_changed_ = false;
   bool nodes_dirty_ = false;
 

@@ -5,12 +5,13 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <ctime>
+#include <cstdio>
 
 #include "gpuorch/base/csv.hpp"
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/base/printable.hpp"
 #include "gpuorch/base/read_file.hpp"
+#include "gpuorch/base/utc_time.hpp"
 #include "gpuorch/base/whole_number.hpp"
 
 namespace gpuorch::sim {
@@ -68,17 +69,9 @@ int priority_of(const base::CsvTable& t, const base::CsvRow& r, std::size_t c) {
 
 // "YYYY-MM-DD HH:MM:SS" as seconds since the epoch (UTC); -1 when malformed.
 long long parse_timestamp(const std::string& s) {
-  std::tm tm{};
   int y = 0, mo = 0, d = 0, h = 0, mi = 0, se = 0;
   if (std::sscanf(s.c_str(), "%4d-%2d-%2d %2d:%2d:%2d", &y, &mo, &d, &h, &mi, &se) != 6) return -1;
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60) return -1;
-  tm.tm_year = y - 1900;
-  tm.tm_mon = mo - 1;
-  tm.tm_mday = d;
-  tm.tm_hour = h;
-  tm.tm_min = mi;
-  tm.tm_sec = se;
-  return static_cast<long long>(timegm(&tm));
+  return base::utc_seconds(y, mo, d, h, mi, se);
 }
 
 }  // namespace
