@@ -51,21 +51,6 @@ const std::string kLease =
     "/apis/coordination.k8s.io/v1/namespaces/gpuorch/leases/gpuorch-scheduler";
 const std::string kRecordedHost = "/recorded-host";
 
-// An instrumented build's processes need far more memory than the components' default limits
-// (64-256 MiB; ASan's shadow and the 230 MB binary's pages): the test raises them, as a user
-// would with --limits. A release build runs with the defaults.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
-
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -220,7 +205,10 @@ TEST(RealNodeDeploy, ManifestsComeUpAndTheStandbyTakesOverFromAKilledLeader) {
 
   // `gpuorch manifests`, as written, but for the GPU agents' view of a recorded host.
   std::vector<std::string> args = {"manifests", "--json", "--image", image};
-  if (kSanitized) {
+  // An instrumented build's processes need far more memory than the components' default limits
+  // (64-256 MiB; ASan's shadow and the 230 MB binary's pages): raised as a user would, with
+  // --limits. A release build runs with the defaults.
+  if (test::kSanitized) {
     for (const char* c : {"device-plugin", "node-labeller", "exporter", "scheduler"}) {
       args.insert(args.end(), {"--limits", fmt::format("{}:memory=1Gi", c)});
     }
@@ -360,6 +348,8 @@ TEST(RealNodeDeploy, ManifestsComeUpAndTheStandbyTakesOverFromAKilledLeader) {
       },
       60s, "a live replica to take the Lease from the killed " + killed, describe_lease);
   const double kill_s = seconds_since(t0);
+  const std::string after_kill =
+      lease_holder(api) == leader ? "its restarted container" : "the standby";
   expect_ran_on_chosen_gpu(api, "during", uuids);
   wait_until(two_ready, 120s, "the killed replica's container to come back Ready",
              describe_deployment);
@@ -425,9 +415,11 @@ TEST(RealNodeDeploy, ManifestsComeUpAndTheStandbyTakesOverFromAKilledLeader) {
   std::printf(
       "deployment on real nodes: control plane + controllers + 2 nodes %.1f s, image built and "
       "imported %.1f s, %d objects applied to all Ready %.1f s, first GPU pod %.1f s; the Lease "
-      "taken over %.1f s after the leader's SIGKILL, %.1f s after its node's removal (by the "
+      "taken over %.1f s after the leader's SIGKILL (by %s), %.1f s after its node's removal (by "
+      "the "
       "standby), %.1f s after its pod's deletion (by the replacement); whole test %.1f s\n",
-      cluster_s, image_s, objects, up_s, first_s, kill_s, node_s, delete_s, seconds_since(t_start));
+      cluster_s, image_s, objects, up_s, first_s, kill_s, after_kill.c_str(), node_s, delete_s,
+      seconds_since(t_start));
 }
 
 }  // namespace
