@@ -153,11 +153,15 @@ class Queued final : public TimelinePolicy {
     if (e.arrived.empty() && e.finished.empty() && !las_.would_demote(now)) return {};
     if (!index_) index_.emplace(run_.tree().size());
     for (Job* j : e.finished) {
-      std::erase(running_, j);
-      std::erase(chosen_, j);
+      for (auto* list : {&running_, &chosen_}) {
+        const auto it = std::lower_bound(list->begin(), list->end(), j, by_id);
+        if (it != list->end() && *it == j) list->erase(it);
+      }
       unindex(*j);
     }
-    std::vector<Job*> arrived(e.arrived.begin(), e.arrived.end());
+    // Scratch kept between rounds (a round allocates nothing when nothing grows).
+    auto& [arrived, served, round_jobs, added, states] = scratch_;
+    arrived.assign(e.arrived.begin(), e.arrived.end());
     std::sort(arrived.begin(), arrived.end(), by_id);
     for (Job* j : arrived) {
       const std::size_t id = j->spec().id;
@@ -167,18 +171,17 @@ class Queued final : public TimelinePolicy {
                        })};
     }
     // The jobs whose rank can change, in id order (the order LasOrder numbers them in).
-    std::vector<Job*> ranked, round_jobs;
+    // The round gets them (arrivals too: they usually start at once); the index, the others.
+    served.clear();
+    round_jobs.clear();
     std::merge(running_.begin(), running_.end(), chosen_.begin(), chosen_.end(),
+               std::back_inserter(served), by_id);
+    std::merge(served.begin(), served.end(), arrived.begin(), arrived.end(),
                std::back_inserter(round_jobs), by_id);
-    std::merge(round_jobs.begin(), round_jobs.end(), arrived.begin(), arrived.end(),
-               std::back_inserter(ranked), by_id);
-    std::vector<JobState*> states;
-    states.reserve(ranked.size());
-    for (Job* j : ranked) states.push_back(las_jobs_[j->spec().id].state);
-    las_.rank(now, ranked, states);
-    // Arrivals wait in the index until the round adds them (ranked now, so their keys hold).
-    for (Job* j : arrived) index(*j);
-    std::vector<Job*> added;  // by the round, from the index
+    states.clear();
+    for (Job* j : round_jobs) states.push_back(las_jobs_[j->spec().id].state);
+    las_.rank(now, round_jobs, states);
+    added.clear();  // by the round, from the index
     const auto collect = [&](std::vector<JobState*>& out, std::size_t from) {
       for (std::size_t i = from; i < out.size(); ++i) {
         added.push_back(las_jobs_[static_cast<const JobSpec*>(out[i]->spec)->id].job);
@@ -189,18 +192,21 @@ class Queued final : public TimelinePolicy {
     round.backfill = true;
     round.preempt_by_rank = true;
     round.explain = false;
-    round.unlisted_demand = index_->demand();
-    round.more_to_order = [&](const sched::jobs::OrderStart& at, std::vector<JobState*>& out) {
-      const std::size_t from = out.size();
-      index_->selectable(at, out);
-      collect(out, from);
-    };
-    round.more_over_share = [&](const sched::jobs::OverShareStart& at,
-                                std::vector<JobState*>& out) {
-      const std::size_t from = out.size();
-      index_->startable(at, out);
-      collect(out, from);
-    };
+    if (index_->size() > 0) {
+      index_->begin_round();
+      round.unlisted_demand = index_->demand();
+      round.more_to_order = [&](const sched::jobs::OrderStart& at, std::vector<JobState*>& out) {
+        const std::size_t from = out.size();
+        index_->selectable(at, out);
+        collect(out, from);
+      };
+      round.more_over_share = [&](const sched::jobs::OverShareStart& at,
+                                  std::vector<JobState*>& out) {
+        const std::size_t from = out.size();
+        index_->startable(at, out);
+        collect(out, from);
+      };
+    }
     Reallocations out = run_.round(cluster, round_jobs, round);
     for (Job* j : added) {
       const JobState& s = *las_jobs_[j->spec().id].state;
@@ -342,6 +348,10 @@ class Queued final : public TimelinePolicy {
     bool indexed = false;
   };
   std::vector<LasJob> las_jobs_;  // by job id
+  struct Scratch {
+    std::vector<Job*> arrived, served, round_jobs, added;
+    std::vector<JobState*> states;
+  } scratch_;
 };
 
 }  // namespace

@@ -107,6 +107,7 @@ void expect_same_round_with_the_index(std::uint32_t seed, int& added, int& left_
     }
     full.layer.round(all, rank_round(now));
     RoundOptions o = rank_round(now);
+    index.begin_round();
     o.unlisted_demand = index.demand();
     std::vector<JobState*> more;
     o.more_to_order = [&](const OrderStart& at, std::vector<JobState*>& out) {

@@ -116,16 +116,13 @@ namespace {
 // waiting jobs the caller left out may join during the round (RoundOptions::more_to_order).
 class JobRefs {
  public:
-  explicit JobRefs(std::span<JobState* const> p) : p_(p) {}
-  JobState& operator[](std::size_t i) const {
-    return i < p_.size() ? *p_[i] : *added_[i - p_.size()];
-  }
-  [[nodiscard]] std::size_t size() const { return p_.size() + added_.size(); }
-  void add(JobState* s) { added_.push_back(s); }
+  explicit JobRefs(std::span<JobState* const> p) : p_(p.begin(), p.end()) {}
+  JobState& operator[](std::size_t i) const { return *p_[i]; }
+  [[nodiscard]] std::size_t size() const { return p_.size(); }
+  void add(JobState* s) { p_.push_back(s); }
 
  private:
-  std::span<JobState* const> p_;
-  std::vector<JobState*> added_;
+  std::vector<JobState*> p_;
 };
 
 }  // namespace

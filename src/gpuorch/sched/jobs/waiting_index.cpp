@@ -77,7 +77,15 @@ void WaitingIndex::selectable(const OrderStart& at, std::vector<JobState*>& out)
   for (std::size_t q = 0; q < groups_.size(); ++q) {
     if (groups_[q].empty()) continue;
     const Amounts& budget = at.budgets[q];
-    const auto walk = at.jobs(q);
+    walk_.clear();
+    for (const JobState* x : at.jobs(q)) {
+      // A running job that cannot be preempted is taken before the walk (if it fits); a
+      // waiting elastic job's size is the policy's: neither is counted.
+      const bool running = x->replicas() > 0;
+      if (running ? !x->spec->preemptible : x->spec->elastic()) continue;
+      walk_.push_back({entry(*x), request_of(x->spec->replica) *
+                                      (running ? x->replicas() : gang_count(*x->spec))});
+    }
     for (const Group& g : groups_[q]) {
       const Resources gang = g.gang();
       if (beyond(gang, budget)) continue;
@@ -86,19 +94,8 @@ void WaitingIndex::selectable(const OrderStart& at, std::vector<JobState*>& out)
       std::size_t w = 0;
       Resources mine;  // this group's jobs up to the current one
       for (const Entry& e : g.jobs) {
-        for (; w < walk.size(); ++w) {
-          const JobState& x = *walk[w];
-          const Entry ex = entry(x);
-          if (!(ex.priority < e.priority || (ex.priority == e.priority && ex.rank < e.rank))) {
-            break;
-          }
-          // A running job that cannot be preempted is taken before the walk (if it fits); a
-          // waiting elastic job's size is the policy's: neither is counted.
-          const bool running = x.replicas() > 0;
-          if (running ? !x.spec->preemptible : x.spec->elastic()) continue;
-          const Resources need =
-              request_of(x.spec->replica) * (running ? x.replicas() : gang_count(*x.spec));
-          if (need.fits_in(gang)) ahead += need;
+        for (; w < walk_.size() && walk_[w].at < e; ++w) {
+          if (walk_[w].need.fits_in(gang)) ahead += walk_[w].need;
         }
         mine += gang;
         if (beyond(ahead + mine, budget)) break;
@@ -125,7 +122,6 @@ void WaitingIndex::startable(const OverShareStart& at, std::vector<JobState*>& o
       }
     }
   }
-  ++round_;
 }
 
 }  // namespace gpuorch::sched::jobs

@@ -34,12 +34,12 @@ class WaitingIndex {
   // Per queue: what the jobs inside ask, for RoundOptions::unlisted_demand.
   [[nodiscard]] std::span<const Resources> demand() const { return demand_; }
 
-  // The two callbacks of one round, as the round calls them: selectable (more_to_order), then
-  // startable (more_over_share), which ends the round's view (the jobs added to it).
-  // Every job inside the order could select.
+  // Before each round that uses the callbacks below: no job inside is in the round yet.
+  void begin_round() { ++round_; }
+  // RoundOptions::more_to_order: every job inside the order could select.
   void selectable(const OrderStart& at, std::vector<JobState*>& out);
-  // Every job inside of the queues named, not added to this round yet, that could start on what
-  // is free.
+  // RoundOptions::more_over_share: every job inside of the queues named, not added to this round
+  // yet, that could start on what is free.
   void startable(const OverShareStart& at, std::vector<JobState*>& out);
 
  private:
@@ -67,6 +67,11 @@ class WaitingIndex {
   Group* group(const JobState& s);
   [[nodiscard]] const Group* group(const JobState& s) const;
 
+  struct Walked {
+    Entry at;  // where the order meets it
+    Resources need;
+  };
+  std::vector<Walked> walk_;                // selectable's: a queue's counted jobs, reused
   std::vector<std::vector<Group>> groups_;  // per queue
   std::vector<Resources> demand_;
   std::size_t size_ = 0;
