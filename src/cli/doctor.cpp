@@ -23,6 +23,7 @@
 #include "gpuorch/doctor/network.hpp"
 #include "gpuorch/doctor/numa.hpp"
 #include "gpuorch/doctor/pending.hpp"
+#include "gpuorch/doctor/queue.hpp"
 #include "gpuorch/k8s/kubeconfig.hpp"
 #include "gpuorch/launch/worker_env.hpp"
 #include "gpuorch/sched/policy.hpp"
@@ -46,6 +47,9 @@ struct DoctorFlags {
   std::string policy = "efd";
   std::uint64_t seed = 42;
   std::string topology_levels;
+  std::string queue;
+  std::string scheduler_name = "gpuorch";
+  bool no_preemption = false;
 };
 
 bool is_comm_env(const std::string& key) {
@@ -163,13 +167,8 @@ int run_host(const DoctorFlags& f) {
   return print_findings(reports, f.json);
 }
 
-int run_pod(const DoctorFlags& f) {
-  const auto options = mirror_options(f);
-  if (!f.pod.empty() && f.pod.find('/') == std::string::npos) {
-    base::fail_input(fmt::format("pod '{}': expected NAMESPACE/NAME", f.pod));
-  }
-  doctor::ClusterObjects objects;
-  std::string input;
+// The cluster for doctor pod and doctor queue: a List saved with kubectl, or the API server.
+std::pair<doctor::ClusterObjects, std::string> cluster_objects(const DoctorFlags& f, bool queues) {
   if (!f.objects.empty()) {
     const std::string text =
         base::read_input_file(f.objects, "object list", base::kTraceFileMaxBytes);
@@ -179,16 +178,48 @@ int run_pod(const DoctorFlags& f) {
     } catch (const nlohmann::json::parse_error& e) {
       base::fail_input(f.objects, 0, fmt::format("not JSON ({})", e.what()));
     }
-    objects = doctor::cluster_from_list(list, f.objects);
-    input = f.objects;
-  } else {
-    const std::optional<std::string> kubeconfig =
-        f.kubeconfig.empty() ? std::nullopt : std::optional<std::string>(f.kubeconfig);
-    k8s::ApiClient api(k8s::load_cluster_config(kubeconfig));
-    objects = doctor::list_cluster(api);
-    input = api.config().server;
+    return {doctor::cluster_from_list(list, f.objects), f.objects};
   }
+  const std::optional<std::string> kubeconfig =
+      f.kubeconfig.empty() ? std::nullopt : std::optional<std::string>(f.kubeconfig);
+  k8s::ApiClient api(k8s::load_cluster_config(kubeconfig));
+  return {doctor::list_cluster(api, queues), api.config().server};
+}
+
+int run_pod(const DoctorFlags& f) {
+  const auto options = mirror_options(f);
+  if (!f.pod.empty() && f.pod.find('/') == std::string::npos) {
+    base::fail_input(fmt::format("pod '{}': expected NAMESPACE/NAME", f.pod));
+  }
+  const auto [objects, input] = cluster_objects(f, false);
   return print_findings({{"pod", input, doctor::explain_pending(objects, f.pod, options)}}, f.json);
+}
+
+int run_queue(const DoctorFlags& f) {
+  doctor::QueueOptions options;
+  options.mirror = mirror_options(f);
+  options.scheduler_name = f.scheduler_name;
+  options.preemption = !f.no_preemption;
+  const auto [objects, input] = cluster_objects(f, true);
+  return print_findings({{"queue", input, doctor::explain_queues(objects, f.queue, options)}},
+                        f.json);
+}
+
+// Where doctor pod and doctor queue read the cluster, and the scheduler flags their verdicts
+// follow.
+void add_cluster_flags(CLI::App& cmd, DoctorFlags& f, const std::string& kinds) {
+  cmd.add_option("--kubeconfig", f.kubeconfig,
+                 "kubeconfig file (default: $KUBECONFIG, else in-cluster, else ~/.kube/config)");
+  cmd.add_option("--objects", f.objects,
+                 fmt::format("Read the cluster from `kubectl get {} -A -o json` output instead of "
+                             "an API server",
+                             kinds));
+  cmd.add_option("--policy", f.policy, "Placement policy, as gpuorch scheduler --policy")
+      ->capture_default_str();
+  cmd.add_option("--seed", f.seed, "Tie-break seed, as gpuorch scheduler --seed")
+      ->capture_default_str();
+  cmd.add_option("--topology-levels", f.topology_levels,
+                 "Node label keys gangs are kept under, as gpuorch scheduler --topology-levels");
 }
 
 void add_root(CLI::App& cmd, DoctorFlags& f) {
@@ -283,19 +314,28 @@ void add_doctor(CLI::App& app, Action& action) {
       "exclude nodes, gang members missing, and whether it is waiting or infeasible. Any "
       "scheduler's pods. Without NS/NAME: every unbound pod.");
   pod->add_option("NS/NAME", f->pod, "The pod (default: every unbound pod)");
-  pod->add_option("--kubeconfig", f->kubeconfig,
-                  "kubeconfig file (default: $KUBECONFIG, else in-cluster, else ~/.kube/config)");
-  pod->add_option("--objects", f->objects,
-                  "Read the cluster from `kubectl get nodes,pods,podgroups -A -o json` output "
-                  "instead of an API server");
-  pod->add_option("--policy", f->policy, "Placement policy, as gpuorch scheduler --policy")
-      ->capture_default_str();
-  pod->add_option("--seed", f->seed, "Tie-break seed, as gpuorch scheduler --seed")
-      ->capture_default_str();
-  pod->add_option("--topology-levels", f->topology_levels,
-                  "Node label keys gangs are kept under, as gpuorch scheduler --topology-levels");
+  add_cluster_flags(*pod, *f, "nodes,pods,podgroups");
   add_json(*pod, *f);
   pod->callback([f, &action] { action = [f] { return run_pod(*f); }; });
+
+  CLI::App* queue = doctor->add_subcommand(
+      "queue",
+      "A queue's quota, limit, over-quota weight, fair share now and what its pods hold and ask "
+      "for, and why each of its waiting jobs waits (over its limit, over its fair share, its "
+      "share held by others, fragmented, infeasible) or which pods it would preempt: the "
+      "verdicts of `gpuorch scheduler --queues` on the cluster's current state. Without NAME: "
+      "every queue.");
+  queue->add_option("NAME", f->queue, "The queue (and the queues under it); default: every queue");
+  add_cluster_flags(*queue, *f, "nodes,pods,podgroups,queues");
+  queue
+      ->add_option("--scheduler-name", f->scheduler_name,
+                   "Whose pending pods are the queues' jobs, as gpuorch scheduler "
+                   "--scheduler-name")
+      ->capture_default_str();
+  queue->add_flag("--no-preemption", f->no_preemption,
+                  "As gpuorch scheduler --no-preemption: jobs never preempt");
+  add_json(*queue, *f);
+  queue->callback([f, &action] { action = [f] { return run_queue(*f); }; });
 
   add_doctor_measure(*doctor, action);
   add_doctor_catalogue(*doctor, action);

@@ -44,7 +44,8 @@ const std::map<std::string, std::vector<std::string>>& examples() {
         "curl -s localhost:9400/metrics | grep DCGM_FI_DEV_GPU_UTIL"}},
       {"scheduler",
        {"gpuorch scheduler --kubeconfig ~/.kube/config --policy efd --seed 42",
-        "gpuorch scheduler --queues   # pods held to their KAI Queues' limits (label "
+        "gpuorch scheduler --queues   # pods held to their KAI Queues (limits, reclaim, priority; "
+        "label "
         "kai.scheduler/queue)"}},
       {"extender",
        {"gpuorch extender --kubeconfig ~/.kube/config --policy efd --listen 127.0.0.1:10262",
@@ -90,6 +91,9 @@ const std::map<std::string, std::vector<std::string>>& examples() {
       {"doctor pod",
        {"gpuorch doctor pod default/train-0 --kubeconfig ~/.kube/config",
         "gpuorch doctor pod                   # every unbound pod"}},
+      {"doctor queue",
+       {"gpuorch doctor queue team-a --kubeconfig ~/.kube/config",
+        "gpuorch doctor queue --json          # every queue and every waiting job"}},
       {"doctor utilisation",
        {"gpuorch doctor utilisation --seconds 10 --record util.json",
         "gpuorch doctor utilisation --replay util.json"}},

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -288,6 +289,28 @@ TEST(SchedulerPreemption, AQueueReclaimsItsQuotaAndABudgetMakesItChooseAnotherVi
   EXPECT_TRUE(node_of(b2).empty());
   std::this_thread::sleep_for(2s);
   EXPECT_TRUE(evicted(api, {left[0], left[1]}).empty()) << scheduler.log();
+  // doctor queue gives the scheduler's verdict on b2, with b's quota, share and use.
+  const auto report =
+      test::run_cli({"doctor", "queue", "b", "--kubeconfig", cp.kubeconfig(), "--json"}, dir);
+  EXPECT_EQ(report.exit_code, 1) << report.out << report.err;
+  std::map<std::string, std::string> said;  // id -> what
+  const json parsed = json::parse(report.out);
+  for (const auto& f : parsed["checks"][0]["findings"]) {
+    said[f["id"].get<std::string>()] = f["what"].get<std::string>();
+  }
+  EXPECT_EQ(
+      said["queue.state"],
+      "queue b: GPUs quota 2, limit none, over-quota weight 1; fair share now 2; allocated 2, "
+      "requested 3; 1 job(s) waiting")
+      << report.out;
+  EXPECT_EQ(said["queue.over-quota"], "default/b2: " + test::unschedulable_message(b2).substr(
+                                                           std::string("queue admission: ").size()))
+      << report.out;
+  const auto unknown =
+      test::run_cli({"doctor", "queue", "nope", "--kubeconfig", cp.kubeconfig()}, dir);
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_EQ(unknown.err.rfind("gpuorch: queue 'nope' not found (the cluster's queues: ", 0), 0U)
+      << unknown.err;
   drop(api, kBudgets + "/guard");
   if (HasFailure()) ADD_FAILURE() << "scheduler log:\n" << scheduler.log();
 }

@@ -16,12 +16,14 @@ namespace gpuorch::doctor {
 
 struct ClusterObjects {
   std::vector<nlohmann::json> nodes, pods, podgroups;
+  std::vector<nlohmann::json> queues;  // KAI's scheduling.run.ai/v2 Queues
+  bool queues_served = false;          // the Queue API exists (or a listed object is a Queue)
 };
 
-// Lists Nodes, Pods (all namespaces) and scheduler-plugins PodGroups (none when that API is not
-// served).
-ClusterObjects list_cluster(k8s::ApiClient& api);
-// `kubectl get nodes,pods,podgroups -A -o json`: a v1 List, split by kind. Throws
+// Lists Nodes, Pods (all namespaces), scheduler-plugins PodGroups and, with `queues`, Queues
+// (none of either when its API is not served).
+ClusterObjects list_cluster(k8s::ApiClient& api, bool queues = false);
+// `kubectl get nodes,pods,podgroups,queues -A -o json`: a v1 List, split by kind. Throws
 // base::InputError "file: ..." when it is not one.
 ClusterObjects cluster_from_list(const nlohmann::json& list, const std::string& file);
 

@@ -5,11 +5,10 @@
 
 #include <algorithm>
 #include <map>
-#include <variant>
 
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/doctor/cluster_view.hpp"
 #include "gpuorch/doctor/pending.hpp"
-#include "gpuorch/k8s/node_object.hpp"
 #include "gpuorch/k8s/pod_object.hpp"
 #include "gpuorch/sched/filters/gpu_model.hpp"
 #include "gpuorch/sched/framework/filter_registry.hpp"
@@ -19,31 +18,6 @@ namespace gpuorch::doctor {
 namespace {
 
 using k8s::PodObject;
-
-struct Group {
-  int min_member = 1;
-  std::string error;
-};
-
-std::map<std::string, Group> read_groups(const ClusterObjects& o) {
-  std::map<std::string, Group> out;
-  for (const auto& g : o.podgroups) {
-    const auto meta = g.value("metadata", nlohmann::json::object());
-    Group group;
-    const auto spec = g.value("spec", nlohmann::json::object());
-    const auto min =
-        spec.is_object() ? spec.value("minMember", nlohmann::json(1)) : nlohmann::json();
-    if (!min.is_number_integer() || min.get<std::int64_t>() < 1 ||
-        min.get<std::int64_t>() > 100000) {
-      group.error =
-          fmt::format("spec.minMember {} is not a whole number in [1, 100000]", min.dump());
-    } else {
-      group.min_member = static_cast<int>(min.get<std::int64_t>());
-    }
-    out[fmt::format("{}/{}", meta.value("namespace", ""), meta.value("name", ""))] = group;
-  }
-  return out;
-}
 
 // Each filter says what a user can do about it (FilterPlugin::fix).
 std::string fix_for(sched::FilterId r) {
@@ -73,38 +47,14 @@ std::string own_condition(const nlohmann::json& pod) {
 class Explainer {
  public:
   Explainer(const ClusterObjects& o, const k8s::MirrorOptions& options)
-      : mirror_(options), groups_(read_groups(o)) {
-    std::map<std::string, cluster::NodeSpec> nodes;
-    for (const auto& n : o.nodes) {
-      const auto parsed = k8s::node_from_json(n);
-      if (const auto* spec = std::get_if<cluster::NodeSpec>(&parsed)) {
-        nodes[spec->name] = *spec;
-      } else {
-        left_out_.push_back(std::get<std::string>(parsed));
-      }
-    }
-    node_count_ = nodes.size();
-    mirror_.set_nodes(std::move(nodes));
-    std::vector<workload::PodSpec> seen;
-    for (const auto& j : o.pods) {
-      PodObject p = k8s::pod_from_json(j);
-      if (p.uid.empty() || p.terminal()) continue;
-      if (p.error.empty()) seen.push_back(p.spec);
-      raw_[p.uid] = &j;
-      pods_.push_back(std::move(p));
-    }
-    if (node_count_ == 0 || pods_.empty()) return;
-    try {
-      mirror_.ensure_built(seen);
-    } catch (const std::exception& e) {
-      // What gpuorch scheduler reports on the pod in this case, too.
-      build_error_ = fmt::format("the scheduler cannot build its policy: {}", e.what());
-      return;
-    }
-    for (const auto& p : pods_) {
-      if (!p.node_name.empty()) mirror_.account(p);
-    }
-  }
+      : view_(o, options),
+        mirror_(view_.mirror),
+        groups_(view_.groups),
+        left_out_(view_.left_out),
+        pods_(view_.pods),
+        raw_(view_.raw),
+        node_count_(view_.node_count),
+        build_error_(view_.build_error) {}
 
   [[nodiscard]] const std::vector<PodObject>& pods() const { return pods_; }
 
@@ -238,13 +188,14 @@ class Explainer {
             ev, "free room for every member at once, or make the gang smaller"};
   }
 
-  k8s::ClusterMirror mirror_;
-  std::map<std::string, Group> groups_;
-  std::vector<std::string> left_out_;
-  std::vector<PodObject> pods_;
-  std::map<std::string, const nlohmann::json*> raw_;
-  std::size_t node_count_ = 0;
-  std::string build_error_;
+  ClusterView view_;
+  k8s::ClusterMirror& mirror_;
+  const std::map<std::string, PodGroupView>& groups_;
+  const std::vector<std::string>& left_out_;
+  const std::vector<PodObject>& pods_;
+  const std::map<std::string, const nlohmann::json*>& raw_;
+  std::size_t node_count_;
+  const std::string& build_error_;
 };
 
 }  // namespace

@@ -1,8 +1,12 @@
 // Where doctor pod gets the cluster from: the API server, or a List saved with kubectl.
 #include <fmt/format.h>
 
+#include <atomic>
+#include <chrono>
+
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/doctor/pending.hpp"
+#include "gpuorch/k8s/patient_get.hpp"
 
 namespace gpuorch::doctor {
 namespace {
@@ -17,7 +21,7 @@ std::vector<nlohmann::json> items(const nlohmann::json& list) {
 
 }  // namespace
 
-ClusterObjects list_cluster(k8s::ApiClient& api) {
+ClusterObjects list_cluster(k8s::ApiClient& api, bool queues) {
   ClusterObjects o;
   o.nodes = items(api.get("/api/v1/nodes"));
   o.pods = items(api.get("/api/v1/pods"));
@@ -25,6 +29,17 @@ ClusterObjects list_cluster(k8s::ApiClient& api) {
     o.podgroups = items(api.get("/apis/scheduling.x-k8s.io/v1alpha1/podgroups"));
   } catch (const k8s::ApiError& e) {
     if (e.status() != 404) throw;  // no PodGroup CRD installed: no gangs of that kind
+  }
+  if (!queues) return o;
+  try {
+    // A Queue CRD being (re)established answers 429 for a few seconds: waited out.
+    static const std::atomic<bool> never{false};
+    const auto list =
+        k8s::patient_get(api, "/apis/scheduling.run.ai/v2/queues", std::chrono::seconds(20), never);
+    if (list) o.queues = items(*list);
+    o.queues_served = true;
+  } catch (const k8s::ApiError& e) {
+    if (e.status() != 404) throw;  // no Queue CRD installed
   }
   return o;
 }
@@ -42,6 +57,9 @@ ClusterObjects cluster_from_list(const nlohmann::json& list, const std::string& 
       o.pods.push_back(i);
     } else if (kind == "PodGroup") {
       o.podgroups.push_back(i);
+    } else if (kind == "Queue") {
+      o.queues.push_back(i);
+      o.queues_served = true;
     }
   }
   return o;

@@ -96,21 +96,24 @@ std::optional<std::size_t> ClusterQueues::leaf(const std::string& name) const {
   return q;
 }
 
+std::vector<sched::jobs::Resources> ClusterQueues::holdings(
+    const std::vector<const PodObject*>& pods) const {
+  std::vector<sched::jobs::Resources> out(tree_.size());
+  for (const PodObject* p : pods) {
+    const auto q = leaf(p->queue);
+    if (!q) continue;
+    const sched::jobs::Resources r = sched::jobs::request_of(p->spec);
+    for (int at = int(*q); at >= 0; at = tree_.parent(std::size_t(at))) out[std::size_t(at)] += r;
+  }
+  return out;
+}
+
 std::map<std::string, nlohmann::json> ClusterQueues::statuses(
     const std::vector<const PodObject*>& bound,
     const std::vector<const PodObject*>& pending) const {
-  std::vector<sched::jobs::Resources> allocated(tree_.size()), requested(tree_.size());
-  const auto add = [&](const PodObject& p, std::vector<sched::jobs::Resources>& to) {
-    const auto q = leaf(p.queue);
-    if (!q) return;
-    const sched::jobs::Resources r = sched::jobs::request_of(p.spec);
-    for (int at = int(*q); at >= 0; at = tree_.parent(std::size_t(at))) to[std::size_t(at)] += r;
-  };
-  for (const PodObject* p : bound) {
-    add(*p, allocated);
-    add(*p, requested);
-  }
-  for (const PodObject* p : pending) add(*p, requested);
+  const auto allocated = holdings(bound);
+  auto requested = holdings(pending);
+  for (std::size_t q = 0; q < requested.size(); ++q) requested[q] += allocated[q];
   std::map<std::string, nlohmann::json> out;
   for (std::size_t q = 0; q < tree_.size(); ++q) {
     const std::string& name = tree_.spec(q).name;

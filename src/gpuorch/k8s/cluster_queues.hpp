@@ -15,6 +15,7 @@
 
 #include "gpuorch/k8s/pod_object.hpp"
 #include "gpuorch/sched/jobs/queue_tree.hpp"
+#include "gpuorch/sched/jobs/resources.hpp"
 
 namespace gpuorch::k8s {
 
@@ -30,6 +31,11 @@ class ClusterQueues {
   [[nodiscard]] const sched::jobs::QueueTree& tree() const { return tree_; }
   // The leaf a pod's label names (empty: the default queue); nullopt when it is no leaf queue.
   [[nodiscard]] std::optional<std::size_t> leaf(const std::string& name) const;
+
+  // What `pods` hold, per queue of the tree (by index): each pod's request counted in its leaf
+  // and every queue above it; pods naming no leaf queue count nowhere.
+  [[nodiscard]] std::vector<sched::jobs::Resources> holdings(
+      const std::vector<const PodObject*>& pods) const;
 
   // Each Queue object's status as KAI-Scheduler writes it (`allocated` and `requested`, resource
   // lists with cpu, memory and nvidia.com/gpu): what the pods of the queue and of the queues

@@ -1,0 +1,61 @@
+#include "gpuorch/doctor/cluster_view.hpp"
+
+#include <fmt/format.h>
+
+#include <variant>
+
+#include "gpuorch/k8s/node_object.hpp"
+
+namespace gpuorch::doctor {
+
+ClusterView::ClusterView(const ClusterObjects& objects, const k8s::MirrorOptions& options)
+    : mirror(options) {
+  for (const auto& g : objects.podgroups) {
+    const auto meta = g.value("metadata", nlohmann::json::object());
+    PodGroupView group;
+    const auto spec = g.value("spec", nlohmann::json::object());
+    const auto min =
+        spec.is_object() ? spec.value("minMember", nlohmann::json(1)) : nlohmann::json();
+    if (!min.is_number_integer() || min.get<std::int64_t>() < 1 ||
+        min.get<std::int64_t>() > 100000) {
+      group.error =
+          fmt::format("spec.minMember {} is not a whole number in [1, 100000]", min.dump());
+    } else {
+      group.min_member = static_cast<int>(min.get<std::int64_t>());
+    }
+    groups[fmt::format("{}/{}", meta.value("namespace", ""), meta.value("name", ""))] = group;
+  }
+  std::map<std::string, cluster::NodeSpec> nodes;
+  for (const auto& n : objects.nodes) {
+    const auto parsed = k8s::node_from_json(n);
+    if (const auto* spec = std::get_if<cluster::NodeSpec>(&parsed)) {
+      nodes[spec->name] = *spec;
+    } else {
+      left_out.push_back(std::get<std::string>(parsed));
+    }
+  }
+  node_count = nodes.size();
+  mirror.set_nodes(std::move(nodes));
+  std::vector<workload::PodSpec> seen;
+  for (const auto& j : objects.pods) {
+    k8s::PodObject p = k8s::pod_from_json(j);
+    if (p.uid.empty() || p.terminal()) continue;
+    if (p.error.empty()) seen.push_back(p.spec);
+    raw[p.uid] = &j;
+    pods.push_back(std::move(p));
+  }
+  if (node_count == 0 || pods.empty()) return;
+  try {
+    mirror.ensure_built(seen);
+  } catch (const std::exception& e) {
+    // What gpuorch scheduler reports on the pod in this case, too.
+    build_error = fmt::format("the scheduler cannot build its policy: {}", e.what());
+    return;
+  }
+  for (const auto& p : pods) {
+    if (!p.node_name.empty()) mirror.account(p);
+  }
+  ready_ = true;
+}
+
+}  // namespace gpuorch::doctor
