@@ -42,6 +42,7 @@ struct SchedulerFlags {
   std::string topology_levels;
   bool queues = false;
   bool no_preemption = false;
+  int resize_interval = 300;
   bool leader_elect = false;
   std::string lease_namespace;
   std::string lease_name = "gpuorch-scheduler";
@@ -123,6 +124,10 @@ int run(const SchedulerFlags& f) {
   options.queues = f.queues;
   if (f.no_preemption && !f.queues) base::fail_input("--no-preemption needs --queues");
   options.preemption = !f.no_preemption;
+  if (f.resize_interval < 0 || f.resize_interval > 86400) {
+    base::fail_input("--resize-interval must be in [0, 86400] seconds");
+  }
+  options.resize_interval = std::chrono::seconds(f.resize_interval);
   for (std::size_t start = 0; start < f.topology_levels.size();) {
     std::size_t end = f.topology_levels.find(',', start);
     if (end == std::string::npos) end = f.topology_levels.size();
@@ -229,6 +234,10 @@ void add_scheduler(CLI::App& app, Action& action) {
       "PodDisruptionBudgets honoured), and a pod that waits says which queue and why");
   cmd->add_flag("--no-preemption", flags->no_preemption,
                 "With --queues: never evict; a job that finds no room waits with its reason");
+  cmd->add_option("--resize-interval", flags->resize_interval,
+                  "With --queues: seconds an elastic gang (more pods than its PodGroup's "
+                  "minMember) waits after it started or grew before it grows again")
+      ->capture_default_str();
   cmd->add_flag("--leader-elect", flags->leader_elect,
                 "Run as one of several replicas: only the holder of a coordination.k8s.io Lease "
                 "schedules");

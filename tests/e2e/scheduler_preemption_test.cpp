@@ -369,5 +369,78 @@ TEST(SchedulerPreemption, AHigherPriorityTakesAWholeGangAndNeverDoesNotPreempt) 
   if (HasFailure()) ADD_FAILURE() << "scheduler log:\n" << scheduler.log();
 }
 
+TEST(SchedulerPreemption, AnElasticGangStartsAtMinGrowsByTheIntervalAndShrinksFirst) {
+  auto& cp = test::ControlPlane::shared();
+  k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
+  fresh(api);
+  put_queue(api, "e", 2);
+  put_queue(api, "o", 4);
+  add_node(api, 6);
+  test::TempDir dir;
+  test::SchedulerProcess scheduler(
+      {"--kubeconfig", cp.kubeconfig(), "--queues", "--listen", "127.0.0.1:0", "--resize-interval",
+       "4", "--retry-unschedulable", "1"},
+      dir.file("scheduler.log"));
+  // o holds 4 of the 6 GPUs, within its quota.
+  const std::vector<std::string> os = {"o0", "o1", "o2", "o3"};
+  for (const auto& n : os) {
+    api.create(kPods, pod(n, "o"));
+    ASSERT_EQ(node_of(bound(api, n)), "n1") << scheduler.log();
+  }
+  // An elastic gang: minMember 2, 6 pods. It starts with the 2 GPUs that are free.
+  put_group(api, "el", 2);
+  std::vector<std::string> el;
+  for (int i = 0; i < 6; ++i) {
+    el.push_back(fmt::format("el-{}", i));
+    api.create(kPods, pod(el.back(), "e", 1, "", "el"));
+  }
+  const auto count_bound = [&] {
+    int n = 0;
+    for (const auto& name : el) {
+      try {
+        n += int(!node_of(api.get(kPods + "/" + name)).empty());
+      } catch (const k8s::ApiError& e) {
+        if (e.status() != 404) throw;  // a replica preempted and gone
+      }
+    }
+    return n;
+  };
+  const auto wait_bound = [&](int want) {
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (std::chrono::steady_clock::now() < deadline && count_bound() != want) {
+      std::this_thread::sleep_for(100ms);
+    }
+    return count_bound();
+  };
+  ASSERT_EQ(wait_bound(2), 2) << scheduler.log();
+  const auto started = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(count_bound(), 2);
+  // o's pods finish: the gang grows to 6, but not before the resize interval has passed.
+  for (const auto& n : os) finish(api, n);
+  ASSERT_EQ(wait_bound(6), 6) << scheduler.log();
+  EXPECT_GE(std::chrono::steady_clock::now() - started, 3500ms) << "grew faster than 4 s";
+  for (const auto& name : el) run(api, name);
+  // o wants 2 GPUs within its quota: e is over its share, and exactly its 2 replicas above
+  // what it must keep go (elastic replicas before whole jobs, never below minMember).
+  api.create(kPods, pod("o4", "o", 2));
+  const auto gone = wait_evicted(api, el, 2);
+  EXPECT_EQ(gone.size(), 2U) << scheduler.log();
+  for (const auto& name : gone) finish(api, name);
+  EXPECT_EQ(node_of(bound(api, "o4")), "n1") << scheduler.log();
+  EXPECT_EQ(count_bound(), 4);
+  // No pod was bound twice.
+  const std::string log = scheduler.log();
+  for (const auto& name : el) {
+    std::size_t binds = 0;
+    for (std::size_t at = log.find("bound default/" + name + " to"); at != std::string::npos;
+         at = log.find("bound default/" + name + " to", at + 1)) {
+      ++binds;
+    }
+    EXPECT_LE(binds, 1U) << name;
+  }
+  if (HasFailure()) ADD_FAILURE() << "scheduler log:\n" << log;
+}
+
 }  // namespace
 }  // namespace gpuorch

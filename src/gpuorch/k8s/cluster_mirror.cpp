@@ -242,6 +242,7 @@ ClusterMirror::GangResult ClusterMirror::schedule_gang(const std::vector<PodObje
     const std::string node = cluster_->spec(p.node).name;
     out.nodes.push_back(node);
     out.gpus.push_back(p.gpus);
+    out.uids.push_back(members[i].uid);
     PodObject bound = members[i];
     bound.node_name = node;
     bound.gpus = p.gpus;
@@ -323,39 +324,64 @@ ClusterMirror::Admission ClusterMirror::admit(const sched::jobs::QueueTree& queu
   workload::JobSpec& job = specs.emplace_back();
   job.name = members.front().gang.empty() ? members.front().key() : members.front().gang;
   job.replica = members.front().spec;
-  job.min_replicas = job.max_replicas = static_cast<int>(members.size());
+  job.max_replicas = static_cast<int>(members.size());
+  job.min_replicas =
+      options.min_members <= 0 ? job.max_replicas : std::min(options.min_members, job.max_replicas);
   job.priority = members.front().priority;
   sched::jobs::JobState& pending = states.emplace_back();
   pending.spec = &job;
   pending.queue = queue;
   // The core places the members as schedule() and schedule_gang() do (filters, the policy's
-  // score, the GPU picker, topology levels for gangs), counted as bound.
+  // score, the GPU picker, topology levels for gangs), counted as bound; an elastic job's
+  // members in order, as many as the layer asks for at a time (it starts, then grows).
+  std::size_t next = 0;
   auto placer =
       [&](const workload::JobSpec&, int count, std::span<const cluster::Placement>,
           sched::jobs::PlacementFailure* why) -> std::optional<std::vector<cluster::Placement>> {
-    if (static_cast<std::size_t>(count) != members.size()) return std::nullopt;
-    if (members.size() == 1) {
-      const Result r = schedule(members.front());
-      if (r.decision.outcome == sched::Outcome::kPlaced) {
-        out.placement.placed = true;
-        out.placement.nodes = {r.node};
-        out.placement.gpus = {r.decision.placement.gpus};
-        return std::vector<cluster::Placement>{r.decision.placement};
+    const auto n = static_cast<std::size_t>(count);
+    if (count <= 0 || next + n > members.size()) return std::nullopt;
+    GangResult& got = out.placement;
+    if (n == 1) {
+      const PodObject& member = members[next];
+      const Result r = schedule(member);
+      if (r.decision.outcome != sched::Outcome::kPlaced) {
+        if (why != nullptr) {
+          why->infeasible = r.decision.outcome == sched::Outcome::kInfeasible;
+          why->message =
+              unschedulable_message(r, resolver_->resolve(member.spec), cluster_->node_count());
+        }
+        return std::nullopt;
       }
-      if (why != nullptr) {
-        why->infeasible = r.decision.outcome == sched::Outcome::kInfeasible;
-        why->message = unschedulable_message(r, resolver_->resolve(members.front().spec),
-                                             cluster_->node_count());
-      }
-      return std::nullopt;
+      got.placed = true;
+      got.nodes.push_back(r.node);
+      got.gpus.push_back(r.decision.placement.gpus);
+      got.uids.push_back(member.uid);
+      ++next;
+      return std::vector<cluster::Placement>{r.decision.placement};
     }
-    out.placement = schedule_gang(members);
-    if (!out.placement.placed) {
-      if (why != nullptr) why->message = out.placement.message;
+    const std::vector<PodObject> subset(members.begin() + static_cast<std::ptrdiff_t>(next),
+                                        members.begin() + static_cast<std::ptrdiff_t>(next + n));
+    GangResult g = schedule_gang(subset);
+    if (!g.placed) {
+      if (!got.placed) {
+        got.failed_pod = g.failed_pod;
+        got.message = g.message;
+      }
+      if (why != nullptr) why->message = g.message;
       return std::nullopt;
     }
     std::vector<cluster::Placement> placements;
-    for (const auto& m : members) placements.push_back(*placed_.at(m.uid).placement);
+    for (std::size_t i = 0; i < subset.size(); ++i) {
+      placements.push_back(*placed_.at(subset[i].uid).placement);
+      got.nodes.push_back(g.nodes[i]);
+      got.gpus.push_back(g.gpus[i]);
+      got.uids.push_back(subset[i].uid);
+    }
+    if (!got.placed) got.domain = g.domain;
+    got.placed = true;
+    got.failed_pod.clear();
+    got.message.clear();
+    next += n;
     return placements;
   };
   sched::jobs::JobLayer layer(*cluster_, queues, placer);

@@ -69,11 +69,12 @@ class ClusterMirror {
 
   struct GangResult {
     bool placed = false;
-    std::vector<std::string> nodes;  // per member, when placed
+    std::vector<std::string> nodes;  // per member placed, when placed
     std::vector<std::vector<int>> gpus;
-    std::string domain;      // the topology domain it went to ("rack=r1"), if any
-    std::string failed_pod;  // not placed: the member that found no node
-    std::string message;     // not placed: why, in the words Result gives a pod
+    std::vector<std::string> uids;  // the members placed, in the order of nodes and gpus
+    std::string domain;             // the topology domain it went to ("rack=r1"), if any
+    std::string failed_pod;         // not placed: the member that found no node
+    std::string message;            // not placed: why, in the words Result gives a pod
   };
   // All members or none (sched::place_gang); placed members are counted as bound (assumed).
   GangResult schedule_gang(const std::vector<PodObject>& members);
@@ -87,7 +88,7 @@ class ClusterMirror {
   // With `preempt`, a job that finds no room may take it back (reclaim, then lower priority; the
   // layer's post-filters): the victims are returned, no longer counted (`evicting`), and the
   // members hold their GPUs as a reservation until the caller binds them.
-  // Accounted as `members.size()` replicas of the first member's request.
+  // Accounted as replicas of the first member's request.
   struct AdmitOptions {
     std::function<std::optional<std::size_t>(const PodObject&)> queue_of;
     bool preempt = false;
@@ -96,6 +97,9 @@ class ClusterMirror {
     std::function<bool(const PodObject&)> preemptible;
     // A gang's minMember; 0 or absent: every bound member is needed (rigid).
     std::function<int(const std::string& gang)> gang_min;
+    // The fewest of `members` that may start (an elastic gang: what minMember still needs, 1
+    // once it runs); 0: all of them. Those above it start when they fit, in member order.
+    int min_members = 0;
   };
   struct Victim {
     std::string uid;

@@ -295,6 +295,7 @@ void SchedulerService::handle_podgroup(const json& obj, bool deleted) {
   cluster_changed_ = true;  // a new or changed group may let its gang go
   if (deleted) {
     podgroups_.erase(key);
+    gang_resized_.erase(key);
     writes_.withdraw("podgroup/" + key);  // nothing is owed to a PodGroup that is gone
     writes_.withdraw("podgroup-event/" + key);
     return;
@@ -522,7 +523,8 @@ bool SchedulerService::ensure_built(const PodObject& pod) {
   return true;
 }
 
-SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodObject>& members) {
+SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodObject>& members,
+                                                          int min_members) {
   JobDecision out;
   const std::string& name = members.front().queue;
   const auto leaf = queues_.leaf(name);
@@ -547,6 +549,7 @@ SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodO
     const auto it = podgroups_.find(gang);
     return it == podgroups_.end() || !it->second.error.empty() ? 0 : it->second.min_member;
   };
+  admit.min_members = min_members;
   std::string refusal;  // the last eviction refused, for the wait's message
   // A refused eviction makes the layer choose again without that victim; a few times, then the
   // job waits its backoff like any other.
@@ -702,6 +705,8 @@ void SchedulerService::nominate(const std::vector<PodObject>& members,
       victims.size(), fmt::join(victims, ", "), queue_name);
   log(fmt::format("{}: {}", preemptor, message));
   for (const PodObject& m : members) {
+    const auto& placed = admission.placement.uids;
+    if (std::find(placed.begin(), placed.end(), m.uid) == placed.end()) continue;
     n.members.push_back(m.uid);
     nominated_[m.uid] = job;
     const auto where = mirror_.assumed(m.uid);
@@ -825,51 +830,91 @@ void SchedulerService::schedule_gang(const std::string& gang) {
     return;
   }
   if (!ensure_built(pending.front())) return;
+  // --queues: the pods beyond minMember are elastic replicas (KAI's and Volcano's convention):
+  // the gang starts with at least minMember and the rest as they fit; once it runs, the pods
+  // left grow it when room frees, at most once per resize interval.
+  const bool growing = options_.queues && bound >= g.min_member;
+  const bool elastic = options_.queues && present > g.min_member;
+  const auto now = Clock::now();
+  if (growing) {
+    const auto last = gang_resized_.find(gang);
+    if (last != gang_resized_.end() && now - last->second < options_.resize_interval) {
+      const auto wait = std::chrono::duration_cast<std::chrono::seconds>(options_.resize_interval -
+                                                                         (now - last->second));
+      report_all(fmt::format(
+          "gang {}: elastic, runs {} of up to {} pods; grows at most once per resize interval "
+          "({} s), next in {} s",
+          gang, bound, present, options_.resize_interval.count(), wait.count() + 1));
+      return;
+    }
+  }
   bool nominated = false;
   ClusterMirror::GangResult r;
   if (options_.queues) {
-    JobDecision d = place_job(pending);
+    JobDecision d = place_job(pending, growing ? 1 : elastic ? g.min_member - bound : 0);
     r = std::move(d.placement);
     nominated = d.nominated;
   } else {
     r = mirror_.schedule_gang(pending);
   }
   if (!r.placed) {
-    std::string message = fmt::format(
-        "gang {} ({} pending, minMember {}) cannot be placed whole, so none of it is: {}{}", gang,
-        pending.size(), g.min_member, r.failed_pod.empty() ? "" : "member " + r.failed_pod + ": ",
-        r.message);
+    std::string message =
+        growing
+            ? fmt::format("gang {}: elastic, runs {} of up to {} pods; no room to grow: {}", gang,
+                          bound, present, r.message)
+            : fmt::format(
+                  "gang {} ({} pending, minMember {}) cannot be placed whole, so none of it is: "
+                  "{}{}",
+                  gang, pending.size(), g.min_member,
+                  r.failed_pod.empty() ? "" : "member " + r.failed_pod + ": ", r.message);
     const auto waited = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - since);
-    if (g.timeout_seconds > 0 && waited.count() > g.timeout_seconds) {
+    if (!growing && g.timeout_seconds > 0 && waited.count() > g.timeout_seconds) {
       message += fmt::format(
           " Waited longer than scheduleTimeoutSeconds ({} s); nothing is "
           "reserved meanwhile.",
           g.timeout_seconds);
     }
     report_all(message);
-    write_podgroup_status(gang, "Pending", bound);
-    if (reported_[gang] != message) {
-      reported_[gang] = message;
-      post_podgroup_event(gang, "Warning", "FailedScheduling", message);
+    if (!growing) {
+      write_podgroup_status(gang, "Pending", bound);
+      if (reported_[gang] != message) {
+        reported_[gang] = message;
+        post_podgroup_event(gang, "Warning", "FailedScheduling", message);
+      }
     }
     return;
   }
   gang_waiting_since_.erase(gang);
   reported_.erase(gang);
-  if (nominated) {
-    for (const auto& p : pending) unschedulable_.erase(p.uid);
-    return;  // bound once its victims are gone (victim_gone)
+  if (elastic) gang_resized_[gang] = now;
+  std::map<std::string, std::size_t> placed;  // uid -> index in r
+  for (std::size_t i = 0; i < r.uids.size(); ++i) placed[r.uids[i]] = i;
+  const int running = bound + static_cast<int>(placed.size());
+  for (const auto& p : pending) {
+    const auto at = placed.find(p.uid);
+    if (at == placed.end()) {
+      report_unschedulable(
+          p, fmt::format("gang {}: elastic replica: the gang starts with {} of up to {} pods; "
+                         "this one waits for room (at most one resize per {} s)",
+                         gang, running, present, options_.resize_interval.count()));
+      continue;
+    }
+    unschedulable_.erase(p.uid);
+    if (!nominated) queue_bind(p, r.nodes[at->second], r.gpus[at->second]);
   }
-  for (std::size_t i = 0; i < pending.size(); ++i) {
-    unschedulable_.erase(pending[i].uid);
-    queue_bind(pending[i], r.nodes[i], r.gpus[i]);
-  }
-  write_podgroup_status(gang, "Scheduled", present);
-  log(fmt::format("gang {}: {} members placed{}", gang, pending.size(),
-                  r.domain.empty() ? "" : " under " + r.domain));
-  post_podgroup_event(gang, "Normal", "Scheduled",
-                      fmt::format("all {} pending members placed{}", pending.size(),
-                                  r.domain.empty() ? "" : " under " + r.domain));
+  if (nominated) return;  // bound once its victims are gone (victim_gone)
+  write_podgroup_status(gang, "Scheduled", running);
+  const std::string what =
+      placed.size() == pending.size()
+          ? fmt::format("all {} pending members placed", pending.size())
+          : fmt::format("{} of {} pending members placed ({} of up to {} pods run)", placed.size(),
+                        pending.size(), running, present);
+  log(fmt::format(
+      "gang {}: {}{}", gang,
+      placed.size() == pending.size() ? fmt::format("{} members placed", placed.size()) : what,
+      r.domain.empty() ? "" : " under " + r.domain));
+  post_podgroup_event(gang, "Normal", growing ? "Resized" : "Scheduled",
+                      what + (r.domain.empty() ? "" : " under " + r.domain));
 }
 
 void SchedulerService::post_podgroup_event(const std::string& gang, const std::string& type,

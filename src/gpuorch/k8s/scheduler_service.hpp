@@ -59,6 +59,9 @@ struct SchedulerServiceOptions {
   // from lower priorities (the layer's victims, evicted through the Eviction API; the job is
   // bound on the GPUs they free, held for it meanwhile, once they are gone).
   bool preemption = true;
+  // With queues: an elastic gang (more pods than its PodGroup's minMember) grows onto freed
+  // resources at most once per this long, so restarts of its training do not eat the gain.
+  std::chrono::seconds resize_interval{300};
   base::LogSink log;  // one line per bind/failure; may be empty
 };
 
@@ -135,7 +138,8 @@ class SchedulerService {
     ClusterMirror::GangResult placement;
     bool nominated = false;
   };
-  JobDecision place_job(const std::vector<PodObject>& members);
+  // `min_members`: ClusterMirror::AdmitOptions::min_members (0: all of them).
+  JobDecision place_job(const std::vector<PodObject>& members, int min_members = 0);
   // Whether a bound pod may be a victim now: ours, not system-critical, not terminating, not
   // one whose eviction was refused within the backoff, not a preemptor waiting to be bound.
   [[nodiscard]] bool preemptible(const PodObject& pod,
@@ -219,6 +223,7 @@ class SchedulerService {
   std::map<std::string, PodGroupInfo> podgroups_;
   bool podgroups_served_ = false;
   std::map<std::string, std::chrono::steady_clock::time_point> gang_waiting_since_;
+  std::map<std::string, std::chrono::steady_clock::time_point> gang_resized_;  // elastic gangs
   std::chrono::steady_clock::time_point last_retry_;
   // Preemptions under way (--queues): by job ("namespace/name" of its pod or gang), the members
   // holding their reservation in the mirror and the victims not yet gone.
