@@ -575,10 +575,12 @@ SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodO
       for (const PodObject& m : members) mirror_.release(m.uid);
       for (std::size_t i = from; i < a.victims.size(); ++i) mirror_.restore(a.victims[i].uid);
     };
-    // Pods still terminating free resources soon: preempting more now could take more victims
-    // than needed (a restarted scheduler, whose earlier victims are still going, would).
-    const auto terminating = std::count_if(pods_.begin(), pods_.end(), [](const auto& e) {
-      return e.second.deleting && !e.second.node_name.empty();
+    // GPUs of our pods that are terminating come back soon: preempting more now could take
+    // more victims than needed (a restarted scheduler, whose earlier victims are still going,
+    // would). Other pods' churn (a rollout elsewhere) does not hold preemption back.
+    const auto terminating = std::count_if(pods_.begin(), pods_.end(), [this](const auto& e) {
+      const PodObject& p = e.second;
+      return p.deleting && !p.node_name.empty() && ours(p) && p.spec.gpu_count > 0;
     });
     if (terminating > 0) {
       undo(0);
