@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "gpuorch/sched/gang.hpp"
 #include "gpuorch/sched/tie_break.hpp"
@@ -260,12 +261,64 @@ bool same_placement(const cluster::Placement& a, const cluster::Placement& b) {
 
 }  // namespace
 
+std::optional<ClusterMirror::Admission> ClusterMirror::admit_on_free_room(
+    const sched::jobs::QueueTree& queues, std::size_t queue, const std::vector<PodObject>& members,
+    const AdmitOptions& options) {
+  // Elastic jobs are sized by the layer (its size, else its minimum, then growth).
+  if (options.min_members > 0 && options.min_members < static_cast<int>(members.size())) {
+    return std::nullopt;
+  }
+  // The queue and its parents within their limits, as the layer's allocation checks first.
+  const sched::jobs::Resources need =
+      sched::jobs::request_of(members.front().spec) * static_cast<std::int64_t>(members.size());
+  std::vector<std::size_t> chain;
+  bool limited = false;
+  for (int at = static_cast<int>(queue); at >= 0; at = queues.parent(std::size_t(at))) {
+    chain.push_back(std::size_t(at));
+    for (const double l : queues.limit(std::size_t(at))) limited = limited || std::isfinite(l);
+  }
+  if (limited) {
+    std::vector<sched::jobs::Resources> held(queues.size());
+    for (const auto& [uid, b] : placed_) {
+      if (!b.placement || b.evicting) continue;
+      const auto q = options.queue_of(b.pod);
+      if (!q) continue;
+      const auto r = sched::jobs::request_of(b.pod.spec);
+      for (int at = static_cast<int>(*q); at >= 0; at = queues.parent(std::size_t(at))) {
+        held[std::size_t(at)] += r;
+      }
+    }
+    for (const std::size_t q : chain) {
+      for (std::size_t k = 0; k < sched::jobs::kResourceKinds; ++k) {
+        if (double(held[q].v[k] + need.v[k]) > queues.limit(q)[k] + 1e-9) return std::nullopt;
+      }
+    }
+  }
+  // A job alone in its round that fits what is free starts there (no share is checked when
+  // nothing must be taken back); the same placement the layer's placer would make, without
+  // building the layer's view of every bound pod.
+  Admission out;
+  if (members.size() == 1) {
+    const Result r = schedule(members.front());
+    if (r.decision.outcome != sched::Outcome::kPlaced) return std::nullopt;
+    out.placement.placed = true;
+    out.placement.nodes = {r.node};
+    out.placement.gpus = {r.decision.placement.gpus};
+    out.placement.uids = {members.front().uid};
+    return out;
+  }
+  out.placement = schedule_gang(members);
+  if (!out.placement.placed) return std::nullopt;
+  return out;
+}
+
 ClusterMirror::Admission ClusterMirror::admit(const sched::jobs::QueueTree& queues,
                                               std::size_t queue,
                                               const std::vector<PodObject>& members,
                                               const AdmitOptions& options) {
   Admission out;
   if (members.empty()) return out;
+  if (const auto placed = admit_on_free_room(queues, queue, members, options)) return *placed;
   // Every bound pod is a running replica in its queue: what the queues hold. A pod alone is a
   // job of one; a gang's bound members are one job. In a fixed order (pod key), so the same
   // cluster gives the same victims.

@@ -114,6 +114,12 @@ class ClusterMirror {
   };
   Admission admit(const sched::jobs::QueueTree& queues, std::size_t queue,
                   const std::vector<PodObject>& members, const AdmitOptions& options);
+  // admit()'s common case: a rigid job within its queues' limits that fits what is free starts
+  // there, as the layer would start it; nullopt: the layer decides (sizing, reasons, victims).
+  std::optional<Admission> admit_on_free_room(const sched::jobs::QueueTree& queues,
+                                              std::size_t queue,
+                                              const std::vector<PodObject>& members,
+                                              const AdmitOptions& options);
   // A victim whose eviction was refused counts on its node again.
   void restore(const std::string& uid);
   // Where an accounted pod is (or is to be) bound: its node and GPUs.
