@@ -10,6 +10,7 @@
 
 #include "doctor/doctor_test_util.hpp"
 #include "gpuorch/base/error.hpp"
+#include "support/kai_queue.hpp"
 
 namespace gpuorch {
 namespace {
@@ -25,17 +26,6 @@ json node(const std::string& name, int gpus) {
           {"kind", "Node"},
           {"metadata", {{"name", name}}},
           {"status", {{"capacity", res}, {"allocatable", res}}}};
-}
-
-json queue(const std::string& name, int quota, int limit, const std::string& parent = "") {
-  json q = {
-      {"apiVersion", "scheduling.run.ai/v2"},
-      {"kind", "Queue"},
-      {"metadata", {{"name", name}}},
-      {"spec",
-       {{"resources", {{"gpu", {{"quota", quota}, {"limit", limit}, {"overQuotaWeight", 1}}}}}}}};
-  if (!parent.empty()) q["spec"]["parentQueue"] = parent;
-  return q;
 }
 
 json pod(const std::string& name, const std::string& q, int gpus, const std::string& node = "",
@@ -82,8 +72,9 @@ std::vector<doctor::Finding> explain(const json& items, const std::string& which
 // One node of 4 GPUs; lab (quota 3) over team-a (quota 1, limit 2) and team-b (quota 2); a
 // queue `spare` (quota 1) outside lab. team-a holds 2, team-b 1, spare 1: the node is full.
 json cluster() {
-  return json::array({node("n1", 4), queue("lab", 3, -1), queue("team-a", 1, 2, "lab"),
-                      queue("team-b", 2, -1, "lab"), queue("spare", 1, -1),
+  return json::array({node("n1", 4), test::kai_queue("lab", 3, -1),
+                      test::kai_queue("team-a", 1, 2, "lab"),
+                      test::kai_queue("team-b", 2, -1, "lab"), test::kai_queue("spare", 1, -1),
                       pod("a0", "team-a", 1, "n1", 0), pod("a1", "team-a", 1, "n1", 1),
                       pod("b0", "team-b", 1, "n1", 2), pod("s0", "spare", 1, "n1", 3)});
 }
@@ -132,7 +123,7 @@ TEST(DoctorQueue, AJobWithinItsQuotaWouldReclaimAndTheTrialLeavesNothingBehind) 
 }
 
 TEST(DoctorQueue, AJobThatFitsSaysNoSchedulerActed) {
-  json items = json::array({node("n1", 4), queue("solo", 4, -1), pod("x", "solo", 2)});
+  json items = json::array({node("n1", 4), test::kai_queue("solo", 4, -1), pod("x", "solo", 2)});
   const auto f = explain(items);
   const auto* x = find(f, "ml/x: ");
   ASSERT_NE(x, nullptr);

@@ -19,6 +19,7 @@
 #include "gpuorch/k8s/api_client.hpp"
 #include "gpuorch/k8s/kubeconfig.hpp"
 #include "support/control_plane.hpp"
+#include "support/kai_queue.hpp"
 #include "support/kube_objects.hpp"
 #include "support/podgroup_crd.hpp"
 #include "support/scheduler_process.hpp"
@@ -70,13 +71,7 @@ void add_node(k8s::ApiClient& api, int gpus) {
 }
 
 void put_queue(k8s::ApiClient& api, const std::string& name, int quota) {
-  api.create(
-      kQueues,
-      {{"apiVersion", "scheduling.run.ai/v2"},
-       {"kind", "Queue"},
-       {"metadata", {{"name", name}}},
-       {"spec",
-        {{"resources", {{"gpu", {{"quota", quota}, {"limit", -1}, {"overQuotaWeight", 1}}}}}}}});
+  api.create(kQueues, test::kai_queue(name, quota, -1));
 }
 
 void put_priority_class(k8s::ApiClient& api, const std::string& name, int value,

@@ -14,6 +14,7 @@
 #include "gpuorch/k8s/api_client.hpp"
 #include "gpuorch/k8s/kubeconfig.hpp"
 #include "support/control_plane.hpp"
+#include "support/kai_queue.hpp"
 #include "support/kube_objects.hpp"
 #include "support/podgroup_crd.hpp"
 #include "support/scheduler_process.hpp"
@@ -47,13 +48,7 @@ void add_node(k8s::ApiClient& api) {
 
 void put_queue(k8s::ApiClient& api, const std::string& name, const std::string& parent, int quota,
                int limit) {
-  json q = {
-      {"apiVersion", "scheduling.run.ai/v2"},
-      {"kind", "Queue"},
-      {"metadata", {{"name", name}}},
-      {"spec",
-       {{"resources", {{"gpu", {{"quota", quota}, {"limit", limit}, {"overQuotaWeight", 1}}}}}}}};
-  if (!parent.empty()) q["spec"]["parentQueue"] = parent;
+  const json q = test::kai_queue(name, quota, limit, parent);
   try {
     api.remove(kQueues + "/" + name);
   } catch (const k8s::ApiError& e) {

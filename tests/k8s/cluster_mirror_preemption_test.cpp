@@ -57,6 +57,15 @@ class MirrorPreemption : public ::testing::Test {
     pods_[p.uid] = p;
   }
 
+  // a holds the node: a priority-1 gang g0, g1 (minMember `min`) and two priority-5 pods.
+  void gang_of_two_and_two_above(int min) {
+    bind(pod("g0", "a", 1, 1, "g"), {0});
+    bind(pod("g1", "a", 1, 1, "g"), {1});
+    bind(pod("x2", "a", 1, 5), {2});
+    bind(pod("x3", "a", 1, 5), {3});
+    gang_min_["default/g"] = min;
+  }
+
   ClusterMirror::Admission admit(const std::vector<PodObject>& members, bool preempt = true) {
     ClusterMirror::AdmitOptions o;
     o.queue_of = [this](const PodObject& p) { return queues_.find(p.queue); };
@@ -137,11 +146,7 @@ TEST_F(MirrorPreemption, TheFewestGpuHoursLostGoFirst) {
 TEST_F(MirrorPreemption, ARigidGangGoesWholeOrNotAtAll) {
   // A low-priority gang of two 1-GPU pods, minMember 2, and two pods of a higher priority:
   // freeing one GPU for a higher priority still takes the whole gang, never one member of it.
-  bind(pod("g0", "a", 1, 1, "g"), {0});
-  bind(pod("g1", "a", 1, 1, "g"), {1});
-  bind(pod("x2", "a", 1, 5), {2});
-  bind(pod("x3", "a", 1, 5), {3});
-  gang_min_["default/g"] = 2;
+  gang_of_two_and_two_above(2);
   const auto a = admit({pod("high", "a", 1, 10)});
   ASSERT_TRUE(a.placement.placed) << a.why;
   EXPECT_EQ(uids(a), (std::set<std::string>{"g0", "g1"}));
@@ -156,11 +161,7 @@ TEST_F(MirrorPreemption, ARigidGangGoesWholeOrNotAtAll) {
 
 TEST_F(MirrorPreemption, AnElasticGangGivesItsReplicasAboveMinFirst) {
   // The same gang with minMember 1: one replica above min is enough, the other keeps running.
-  bind(pod("g0", "a", 1, 1, "g"), {0});
-  bind(pod("g1", "a", 1, 1, "g"), {1});
-  bind(pod("x2", "a", 1, 5), {2});
-  bind(pod("x3", "a", 1, 5), {3});
-  gang_min_["default/g"] = 1;
+  gang_of_two_and_two_above(1);
   const auto a = admit({pod("high", "a", 1, 10)});
   ASSERT_TRUE(a.placement.placed) << a.why;
   ASSERT_EQ(a.victims.size(), 1U);

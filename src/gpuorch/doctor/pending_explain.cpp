@@ -46,17 +46,9 @@ std::string own_condition(const nlohmann::json& pod) {
 
 class Explainer {
  public:
-  Explainer(const ClusterObjects& o, const k8s::MirrorOptions& options)
-      : view_(o, options),
-        mirror_(view_.mirror),
-        groups_(view_.groups),
-        left_out_(view_.left_out),
-        pods_(view_.pods),
-        raw_(view_.raw),
-        node_count_(view_.node_count),
-        build_error_(view_.build_error) {}
+  Explainer(const ClusterObjects& o, const k8s::MirrorOptions& options) : view_(o, options) {}
 
-  [[nodiscard]] const std::vector<PodObject>& pods() const { return pods_; }
+  [[nodiscard]] const std::vector<PodObject>& pods() const { return view_.pods; }
 
   Finding explain(const PodObject& pod) {
     if (!pod.node_name.empty()) {
@@ -64,21 +56,23 @@ class Explainer {
               fmt::format("{} is bound to {}", pod.key(), pod.node_name),
               fmt::format("phase {}", pod.phase), ""};
     }
-    if (!build_error_.empty()) {
-      return {Severity::kError, "pod.infeasible", fmt::format("{}: {}", pod.key(), build_error_),
-              evidence(pod), "pass --policy efd-online, or the history the scheduler is given"};
+    if (!view_.build_error.empty()) {
+      return {Severity::kError, "pod.infeasible",
+              fmt::format("{}: {}", pod.key(), view_.build_error), evidence(pod),
+              "pass --policy efd-online, or the history the scheduler is given"};
     }
     Finding f =
-        node_count_ == 0
+        view_.node_count == 0
             ? Finding{Severity::kError, "pod.infeasible",
                       fmt::format("{}: the cluster has no node the scheduler can use", pod.key()),
                       evidence(pod), "register nodes (kubelet) or fix the ones left out"}
         : pod.gang.empty() ? explain_one(pod)
                            : explain_gang(pod);
-    const std::string theirs = own_condition(*raw_.at(pod.uid));
+    const std::string theirs = own_condition(*view_.raw.at(pod.uid));
     if (!theirs.empty()) f.evidence += fmt::format("; the pod's condition says {}", theirs);
-    if (!left_out_.empty()) {
-      f.evidence += fmt::format("; {} node(s) left out: {}", left_out_.size(), left_out_.front());
+    if (!view_.left_out.empty()) {
+      f.evidence +=
+          fmt::format("; {} node(s) left out: {}", view_.left_out.size(), view_.left_out.front());
     }
     return f;
   }
@@ -88,7 +82,7 @@ class Explainer {
     return fmt::format("schedulerName {}, requests {} GPU{}, {} mCPU, {} MiB; {} nodes",
                        pod.scheduler_name, pod.spec.gpu_count,
                        pod.spec.gpu_share() ? fmt::format(" x {} milli", pod.spec.gpu_milli) : "",
-                       pod.spec.cpu_milli, pod.spec.memory_mib, node_count_);
+                       pod.spec.cpu_milli, pod.spec.memory_mib, view_.node_count);
   }
 
   Finding explain_one(const PodObject& pod) {
@@ -97,9 +91,9 @@ class Explainer {
               fmt::format("{}: Infeasible: {}", pod.key(), pod.error), evidence(pod),
               "correct the pod's request"};
     }
-    const auto r = mirror_.schedule(pod);
+    const auto r = view_.mirror.schedule(pod);
     if (r.decision.outcome == sched::Outcome::kPlaced) {
-      mirror_.release(pod.uid);
+      view_.mirror.release(pod.uid);
       return {
           Severity::kWarning, "pod.fits",
           fmt::format("{} fits now: the scheduler core would place it on {}", pod.key(), r.node),
@@ -108,16 +102,17 @@ class Explainer {
                       "(for gpuorch: `gpuorch scheduler`)",
                       pod.scheduler_name)};
     }
-    sched::RequestResolver resolver(mirror_.cluster());
+    sched::RequestResolver resolver(view_.mirror.cluster());
     const auto request = resolver.resolve(pod.spec);
     const bool infeasible = r.decision.outcome == sched::Outcome::kInfeasible;
-    return {infeasible ? Severity::kError : Severity::kWarning,
-            infeasible ? "pod.infeasible" : "pod.waiting",
-            fmt::format("{}: {}", pod.key(),
-                        k8s::unschedulable_message(r, request, mirror_.cluster().node_count())),
-            evidence(pod),
-            r.unknown_model.empty() ? fix_for(r.decision.main_reason())
-                                    : std::string(sched::filters::kGpuModel.fix)};
+    return {
+        infeasible ? Severity::kError : Severity::kWarning,
+        infeasible ? "pod.infeasible" : "pod.waiting",
+        fmt::format("{}: {}", pod.key(),
+                    k8s::unschedulable_message(r, request, view_.mirror.cluster().node_count())),
+        evidence(pod),
+        r.unknown_model.empty() ? fix_for(r.decision.main_reason())
+                                : std::string(sched::filters::kGpuModel.fix)};
   }
 
   // The same steps and words as gpuorch scheduler's gang path (k8s/scheduler_service.cpp).
@@ -125,7 +120,7 @@ class Explainer {
     const std::string& gang = pod.gang;
     std::vector<PodObject> pending;
     int bound = 0;
-    for (const auto& p : pods_) {
+    for (const auto& p : view_.pods) {
       if (p.gang != gang) continue;
       if (!p.node_name.empty()) {
         ++bound;
@@ -136,8 +131,8 @@ class Explainer {
     std::sort(pending.begin(), pending.end(),
               [](const PodObject& a, const PodObject& b) { return a.key() < b.key(); });
     const std::string ev = evidence(pod);
-    const auto group = groups_.find(gang);
-    if (group == groups_.end()) {
+    const auto group = view_.groups.find(gang);
+    if (group == view_.groups.end()) {
       return {Severity::kWarning, "pod.gang-incomplete",
               fmt::format("{}: gang {}: PodGroup {} does not exist "
                           "(scheduling.x-k8s.io/v1alpha1); waiting for it",
@@ -169,9 +164,9 @@ class Explainer {
               fmt::format("create the {} missing member(s), or lower the PodGroup's minMember",
                           min - present)};
     }
-    const auto r = mirror_.schedule_gang(pending);
+    const auto r = view_.mirror.schedule_gang(pending);
     if (r.placed) {
-      for (const auto& p : pending) mirror_.release(p.uid);
+      for (const auto& p : pending) view_.mirror.release(p.uid);
       return {Severity::kWarning, "pod.fits",
               fmt::format("{}: gang {} fits now ({} members{})", pod.key(), gang, pending.size(),
                           r.domain.empty() ? "" : " under " + r.domain),
@@ -189,13 +184,6 @@ class Explainer {
   }
 
   ClusterView view_;
-  k8s::ClusterMirror& mirror_;
-  const std::map<std::string, PodGroupView>& groups_;
-  const std::vector<std::string>& left_out_;
-  const std::vector<PodObject>& pods_;
-  const std::map<std::string, const nlohmann::json*>& raw_;
-  std::size_t node_count_;
-  const std::string& build_error_;
 };
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "gpuorch/doctor/cluster_view.hpp"
 #include "gpuorch/doctor/queue.hpp"
 #include "gpuorch/k8s/cluster_queues.hpp"
+#include "gpuorch/sched/jobs/job_layer.hpp"
 
 namespace gpuorch::doctor {
 namespace {
@@ -60,10 +61,7 @@ class QueueExplainer {
  public:
   QueueExplainer(const ClusterObjects& objects, const QueueOptions& options)
       : options_(options), view_(objects, options.mirror) {
-    for (const auto& q : objects.queues) {
-      const std::string line = queues_.update(q, false);
-      if (line.find("refused") != std::string::npos) refused_ = line;
-    }
+    for (const auto& q : objects.queues) queues_.update(q, false);
   }
 
   std::vector<Finding> explain(const std::string& asked_name) {
@@ -79,8 +77,8 @@ class QueueExplainer {
       }
     }
     std::vector<Finding> out;
-    if (!refused_.empty()) {
-      out.push_back({Severity::kError, "queue.refused", refused_, "the Queue objects",
+    if (!queues_.refused().empty()) {
+      out.push_back({Severity::kError, "queue.refused", queues_.refused(), "the Queue objects",
                      "correct the Queue objects (kubectl get queues -o yaml)"});
     }
     std::vector<const PodObject*> bound, pending;
@@ -94,15 +92,8 @@ class QueueExplainer {
     const auto allocated = queues_.holdings(bound);
     auto requested = queues_.holdings(pending);
     for (std::size_t q = 0; q < requested.size(); ++q) requested[q] += allocated[q];
-    Amounts capacity{};
-    if (view_.ready()) {
-      const auto& c = view_.mirror.cluster();
-      capacity[0] = double(c.gpu_milli_capacity());
-      for (cluster::NodeIndex n = 0; n < c.node_count(); ++n) {
-        capacity[1] += double(c.spec(n).cpu_milli);
-        capacity[2] += double(c.spec(n).memory_mib);
-      }
-    }
+    const Amounts capacity =
+        view_.ready() ? sched::jobs::cluster_capacity(view_.mirror.cluster()) : Amounts{};
     std::vector<Amounts> demand(tree.size());
     for (std::size_t q = 0; q < tree.size(); ++q) {
       for (std::size_t k = 0; k < sched::jobs::kResourceKinds; ++k) {
@@ -110,23 +101,20 @@ class QueueExplainer {
       }
     }
     const auto fair = tree.fair_shares(demand, capacity);
-    const auto in_scope = [&](std::size_t q) {
-      if (!asked) return true;
+    // Whether queue q is `above` or under it.
+    const auto under = [&](std::size_t q, std::size_t above) {
       for (int at = int(q); at >= 0; at = tree.parent(std::size_t(at))) {
-        if (std::size_t(at) == *asked) return true;
+        if (std::size_t(at) == above) return true;
       }
       return false;
     };
+    const auto in_scope = [&](std::size_t q) { return !asked || under(q, *asked); };
     const auto jobs = waiting_jobs(pending, in_scope, out);
     for (std::size_t q = 0; q < tree.size(); ++q) {
       if (!in_scope(q)) continue;
       const auto& spec = tree.spec(q);
-      const auto waiting = std::count_if(jobs.begin(), jobs.end(), [&](const Job& j) {
-        for (int at = int(j.leaf); at >= 0; at = tree.parent(std::size_t(at))) {
-          if (std::size_t(at) == q) return true;
-        }
-        return false;
-      });
+      const auto waiting =
+          std::count_if(jobs.begin(), jobs.end(), [&](const Job& j) { return under(j.leaf, q); });
       out.push_back(
           {Severity::kInfo, "queue.state",
            fmt::format("queue {}{}: GPUs quota {}, limit {}, over-quota weight {:g}; fair share "
@@ -231,7 +219,7 @@ class QueueExplainer {
                       .count();
     admit.preemptible = [this](const PodObject& p) {
       return p.scheduler_name == options_.scheduler_name && !p.deleting &&
-             p.priority <= 1'000'000'000;
+             p.priority <= k8s::kSystemPriority;
     };
     admit.gang_min = [this](const std::string& gang) {
       const auto it = view_.groups.find(gang);
@@ -275,7 +263,6 @@ class QueueExplainer {
   QueueOptions options_;
   ClusterView view_;
   k8s::ClusterQueues queues_;
-  std::string refused_;
 };
 
 }  // namespace

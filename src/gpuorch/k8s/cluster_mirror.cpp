@@ -298,18 +298,48 @@ std::optional<ClusterMirror::Admission> ClusterMirror::admit_on_free_room(
   // nothing must be taken back); the same placement the layer's placer would make, without
   // building the layer's view of every bound pod.
   Admission out;
-  if (members.size() == 1) {
-    const Result r = schedule(members.front());
-    if (r.decision.outcome != sched::Outcome::kPlaced) return std::nullopt;
-    out.placement.placed = true;
-    out.placement.nodes = {r.node};
-    out.placement.gpus = {r.decision.placement.gpus};
-    out.placement.uids = {members.front().uid};
-    return out;
-  }
-  out.placement = schedule_gang(members);
-  if (!out.placement.placed) return std::nullopt;
+  if (!place_members(members, out.placement, nullptr)) return std::nullopt;
   return out;
+}
+
+bool ClusterMirror::place_members(std::span<const PodObject> members, GangResult& got,
+                                  sched::jobs::PlacementFailure* why) {
+  if (members.size() == 1) {
+    const PodObject& member = members.front();
+    const Result r = schedule(member);
+    if (r.decision.outcome != sched::Outcome::kPlaced) {
+      if (why != nullptr) {
+        why->infeasible = r.decision.outcome == sched::Outcome::kInfeasible;
+        why->message =
+            unschedulable_message(r, resolver_->resolve(member.spec), cluster_->node_count());
+      }
+      return false;
+    }
+    got.placed = true;
+    got.nodes.push_back(r.node);
+    got.gpus.push_back(r.decision.placement.gpus);
+    got.uids.push_back(member.uid);
+    return true;
+  }
+  GangResult g = schedule_gang({members.begin(), members.end()});
+  if (!g.placed) {
+    if (!got.placed) {
+      got.failed_pod = g.failed_pod;
+      got.message = g.message;
+    }
+    if (why != nullptr) why->message = g.message;
+    return false;
+  }
+  if (!got.placed) got.domain = g.domain;
+  got.placed = true;
+  got.failed_pod.clear();
+  got.message.clear();
+  for (std::size_t i = 0; i < g.uids.size(); ++i) {
+    got.nodes.push_back(std::move(g.nodes[i]));
+    got.gpus.push_back(std::move(g.gpus[i]));
+    got.uids.push_back(std::move(g.uids[i]));
+  }
+  return true;
 }
 
 ClusterMirror::Admission ClusterMirror::admit(const sched::jobs::QueueTree& queues,
@@ -393,48 +423,11 @@ ClusterMirror::Admission ClusterMirror::admit(const sched::jobs::QueueTree& queu
           sched::jobs::PlacementFailure* why) -> std::optional<std::vector<cluster::Placement>> {
     const auto n = static_cast<std::size_t>(count);
     if (count <= 0 || next + n > members.size()) return std::nullopt;
-    GangResult& got = out.placement;
-    if (n == 1) {
-      const PodObject& member = members[next];
-      const Result r = schedule(member);
-      if (r.decision.outcome != sched::Outcome::kPlaced) {
-        if (why != nullptr) {
-          why->infeasible = r.decision.outcome == sched::Outcome::kInfeasible;
-          why->message =
-              unschedulable_message(r, resolver_->resolve(member.spec), cluster_->node_count());
-        }
-        return std::nullopt;
-      }
-      got.placed = true;
-      got.nodes.push_back(r.node);
-      got.gpus.push_back(r.decision.placement.gpus);
-      got.uids.push_back(member.uid);
-      ++next;
-      return std::vector<cluster::Placement>{r.decision.placement};
-    }
-    const std::vector<PodObject> subset(members.begin() + static_cast<std::ptrdiff_t>(next),
-                                        members.begin() + static_cast<std::ptrdiff_t>(next + n));
-    GangResult g = schedule_gang(subset);
-    if (!g.placed) {
-      if (!got.placed) {
-        got.failed_pod = g.failed_pod;
-        got.message = g.message;
-      }
-      if (why != nullptr) why->message = g.message;
-      return std::nullopt;
-    }
-    std::vector<cluster::Placement> placements;
-    for (std::size_t i = 0; i < subset.size(); ++i) {
-      placements.push_back(*placed_.at(subset[i].uid).placement);
-      got.nodes.push_back(g.nodes[i]);
-      got.gpus.push_back(g.gpus[i]);
-      got.uids.push_back(subset[i].uid);
-    }
-    if (!got.placed) got.domain = g.domain;
-    got.placed = true;
-    got.failed_pod.clear();
-    got.message.clear();
+    const std::span<const PodObject> subset(members.data() + next, n);
+    if (!place_members(subset, out.placement, why)) return std::nullopt;
     next += n;
+    std::vector<cluster::Placement> placements;
+    for (const PodObject& m : subset) placements.push_back(*placed_.at(m.uid).placement);
     return placements;
   };
   sched::jobs::JobLayer layer(*cluster_, queues, placer);

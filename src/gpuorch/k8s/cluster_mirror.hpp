@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -114,12 +115,6 @@ class ClusterMirror {
   };
   Admission admit(const sched::jobs::QueueTree& queues, std::size_t queue,
                   const std::vector<PodObject>& members, const AdmitOptions& options);
-  // admit()'s common case: a rigid job within its queues' limits that fits what is free starts
-  // there, as the layer would start it; nullopt: the layer decides (sizing, reasons, victims).
-  std::optional<Admission> admit_on_free_room(const sched::jobs::QueueTree& queues,
-                                              std::size_t queue,
-                                              const std::vector<PodObject>& members,
-                                              const AdmitOptions& options);
   // A victim whose eviction was refused counts on its node again.
   void restore(const std::string& uid);
   // Where an accounted pod is (or is to be) bound: its node and GPUs.
@@ -140,6 +135,16 @@ class ClusterMirror {
     std::optional<cluster::Placement> was;
     std::vector<cluster::Placement> holds;
   };
+  // admit()'s common case: a rigid job within its queues' limits that fits what is free starts
+  // there, as the layer would start it; nullopt: the layer decides (sizing, reasons, victims).
+  std::optional<Admission> admit_on_free_room(const sched::jobs::QueueTree& queues,
+                                              std::size_t queue,
+                                              const std::vector<PodObject>& members,
+                                              const AdmitOptions& options);
+  // Places `members` (one pod as schedule(), several as schedule_gang()) and appends them to
+  // `got`; false, with `got` unchanged but for a gang's failure message, and `why` filled.
+  bool place_members(std::span<const PodObject> members, GangResult& got,
+                     sched::jobs::PlacementFailure* why);
   // Applies the part of a victim's `was` that is still free, as its holds.
   void hold_rest(Bound& b);
   std::optional<cluster::Placement> placement_on(const PodObject& pod, const std::string& node);

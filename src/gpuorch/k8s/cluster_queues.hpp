@@ -29,6 +29,8 @@ class ClusterQueues {
   // out (KAI's own, such as minimum runtimes; named once per queue), "" otherwise.
   std::string update(const nlohmann::json& queue, bool deleted);
   [[nodiscard]] const sched::jobs::QueueTree& tree() const { return tree_; }
+  // Why the current set of objects is refused (the last good tree stays); empty when it is not.
+  [[nodiscard]] const std::string& refused() const { return refused_; }
   // The leaf a pod's label names (empty: the default queue); nullopt when it is no leaf queue.
   [[nodiscard]] std::optional<std::size_t> leaf(const std::string& name) const;
 

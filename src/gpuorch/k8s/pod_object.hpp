@@ -23,6 +23,9 @@ inline constexpr const char* kGroupNameAnnotation = "scheduling.k8s.io/group-nam
 // The queue a pod's job belongs to, as KAI-Scheduler names it (a Queue of scheduling.run.ai/v2).
 inline constexpr const char* kQueueLabel = "kai.scheduler/queue";
 
+// Priorities above this are the system's (system-cluster-critical and up): never preempted.
+inline constexpr int kSystemPriority = 1'000'000'000;
+
 struct PodObject {
   std::string uid;
   std::string ns;

@@ -190,8 +190,10 @@ void SchedulerService::run(const std::atomic<bool>& stop) {
         if (!schedule_next()) break;
       }
       counters_.queue_length = active_.size() + unschedulable_.size() + backoff_.parked_count();
-      if (options_.queues && now - last_queue_status_ >= std::chrono::seconds(1)) {
+      if (options_.queues && queue_status_dirty_ &&
+          now - last_queue_status_ >= std::chrono::seconds(1)) {
         last_queue_status_ = now;
+        queue_status_dirty_ = false;
         write_queue_statuses();
       }
     }
@@ -202,6 +204,11 @@ void SchedulerService::run(const std::atomic<bool>& stop) {
 }
 
 void SchedulerService::handle(Event& e) {
+  // What the Queues' statuses count changes only with pods, binds and the Queues themselves.
+  if (e.kind == Event::Kind::kPod || e.kind == Event::Kind::kQueue ||
+      e.kind == Event::Kind::kBindDone || e.kind == Event::Kind::kBindFailed) {
+    queue_status_dirty_ = true;
+  }
   switch (e.kind) {
     case Event::Kind::kNode:
       handle_node(e.object, e.type == Event::Type::kDelete);
@@ -550,6 +557,13 @@ SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodO
     return it == podgroups_.end() || !it->second.error.empty() ? 0 : it->second.min_member;
   };
   admit.min_members = min_members;
+  // GPUs of our pods that are terminating come back soon: preempting more now could take more
+  // victims than needed (a restarted scheduler, whose earlier victims are still going, would).
+  // Other pods' churn (a rollout elsewhere) does not hold preemption back.
+  const auto terminating = std::count_if(pods_.begin(), pods_.end(), [this](const auto& e) {
+    const PodObject& p = e.second;
+    return p.deleting && !p.node_name.empty() && ours(p) && p.spec.gpu_count > 0;
+  });
   std::string refusal;  // the last eviction refused, for the wait's message
   // A refused eviction makes the layer choose again without that victim; a few times, then the
   // job waits its backoff like any other.
@@ -575,13 +589,6 @@ SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodO
       for (const PodObject& m : members) mirror_.release(m.uid);
       for (std::size_t i = from; i < a.victims.size(); ++i) mirror_.restore(a.victims[i].uid);
     };
-    // GPUs of our pods that are terminating come back soon: preempting more now could take
-    // more victims than needed (a restarted scheduler, whose earlier victims are still going,
-    // would). Other pods' churn (a rollout elsewhere) does not hold preemption back.
-    const auto terminating = std::count_if(pods_.begin(), pods_.end(), [this](const auto& e) {
-      const PodObject& p = e.second;
-      return p.deleting && !p.node_name.empty() && ours(p) && p.spec.gpu_count > 0;
-    });
     if (terminating > 0) {
       undo(0);
       out.placement.message = fmt::format(
@@ -633,8 +640,6 @@ SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodO
 }
 
 bool SchedulerService::preemptible(const PodObject& pod, Clock::time_point now) const {
-  // Priorities above a billion are the system's (system-cluster-critical and up).
-  static constexpr int kSystemPriority = 1'000'000'000;
   const auto it = pods_.find(pod.uid);
   if (it == pods_.end() || !ours(it->second) || it->second.deleting ||
       it->second.priority > kSystemPriority || it->second.node_name.empty() ||
@@ -765,6 +770,7 @@ void SchedulerService::queue_bind(const PodObject& pod, const std::string& node,
                                   const std::vector<int>& gpus) {
   reported_.erase(pod.uid);
   binding_.insert(pod.uid);
+  queue_status_dirty_ = true;
   BindJob job{pod, node, gpus, 0, Clock::now()};
   // The pod's own gpuorch.io/gpu-milli is never rewritten (what it asked stays as it asked it).
   if (pod.spec.gpu_share() && !pod.gpu_milli_annotated) job.gpu_milli = pod.spec.gpu_milli;

@@ -210,6 +210,7 @@ class SchedulerService {
   ClusterQueues queues_;                     // --queues: the cluster's Queue objects
   std::map<std::string, std::string> queue_status_written_;  // by queue: the status last written
   std::chrono::steady_clock::time_point last_queue_status_;
+  bool queue_status_dirty_ = true;  // pods, binds or Queues changed since the last write
   std::unordered_set<std::string> preferences_logged_;  // uid: its ignored soft constraints
   std::atomic<std::int64_t> heartbeat_ns_{0};           // steady clock of the last round
   // PodGroups (scheduling.x-k8s.io/v1alpha1) by "namespace/name".

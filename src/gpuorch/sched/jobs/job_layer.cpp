@@ -103,11 +103,17 @@ JobLayer::JobLayer(cluster::Cluster& cluster, const QueueTree& queues, GangPlace
   priority_ = priority.get();
   post_filters_.add(std::move(reclaim));
   post_filters_.add(std::move(priority));
-  capacity_[0] = double(cluster.gpu_milli_capacity());
+  capacity_ = cluster_capacity(cluster);
+}
+
+Amounts cluster_capacity(const cluster::Cluster& cluster) {
+  Amounts out{};
+  out[0] = double(cluster.gpu_milli_capacity());
   for (cluster::NodeIndex n = 0; n < cluster.node_count(); ++n) {
-    capacity_[1] += double(cluster.spec(n).cpu_milli);
-    capacity_[2] += double(cluster.spec(n).memory_mib);
+    out[1] += double(cluster.spec(n).cpu_milli);
+    out[2] += double(cluster.spec(n).memory_mib);
   }
+  return out;
 }
 
 namespace {

@@ -164,6 +164,9 @@ struct RoundStats {
   int placement_attempts = 0;
 };
 
+// What the queues divide: every node's GPUs (milli), CPU (milli) and memory (MiB).
+Amounts cluster_capacity(const cluster::Cluster& cluster);
+
 class JobLayer {
  public:
   JobLayer(cluster::Cluster& cluster, const QueueTree& queues, GangPlacer placer);
