@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "gpuorch/io/openb.hpp"
-#include "gpuorch/k8s/extender_http.hpp"
-#include "gpuorch/k8s/extender_service.hpp"
+#include "gpuorch/k8s/extender/extender_http.hpp"
+#include "gpuorch/k8s/extender/extender_service.hpp"
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "gpuorch/k8s/cluster_mirror.hpp"
+#include "gpuorch/k8s/mirror/cluster_mirror.hpp"
 #include "gpuorch/sched/jobs/queue_tree.hpp"
 
 namespace {

@@ -1,4 +1,4 @@
-// Kubernetes API paths built from names a peer or a file gives (k8s/api_path.hpp, issue 30: a
+// Kubernetes API paths built from names a peer or a file gives (k8s/api/api_path.hpp, issue 30: a
 // bind request's pod name with '/', '?' or ".." addressed other resources). The input is a
 // namespace, a line break, then a name. Checked beyond "no crash":
 // - percent_encode keeps the unreserved characters, writes every other byte as %XX (upper-case
@@ -8,7 +8,7 @@
 // - pod_path / node_path / namespaced_path succeed exactly for valid names, and then give the path
 //   with the names as they are (a valid name never needs encoding);
 // - base::printable (which those messages use) leaves no control character and decodes back.
-#include "gpuorch/k8s/api_path.hpp"
+#include "gpuorch/k8s/api/api_path.hpp"
 
 #include <cstdlib>
 #include <regex>

@@ -12,9 +12,9 @@
 #include <string_view>
 
 #include "fuzz_support.hpp"
-#include "gpuorch/k8s/api_client.hpp"
-#include "gpuorch/k8s/extender_service.hpp"
-#include "gpuorch/k8s/server_json.hpp"
+#include "gpuorch/k8s/api/api_client.hpp"
+#include "gpuorch/k8s/api/server_json.hpp"
+#include "gpuorch/k8s/extender/extender_service.hpp"
 
 namespace {
 

@@ -6,10 +6,10 @@
 #include <string_view>
 
 #include "fuzz_support.hpp"
-#include "gpuorch/k8s/informer.hpp"
-#include "gpuorch/k8s/node_object.hpp"
-#include "gpuorch/k8s/pod_object.hpp"
-#include "gpuorch/k8s/server_json.hpp"
+#include "gpuorch/k8s/api/informer.hpp"
+#include "gpuorch/k8s/api/server_json.hpp"
+#include "gpuorch/k8s/mirror/node_object.hpp"
+#include "gpuorch/k8s/mirror/pod_object.hpp"
 
 namespace {
 

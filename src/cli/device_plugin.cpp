@@ -14,10 +14,10 @@
 #include "cli/verbs.hpp"
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/discover/discover.hpp"
-#include "gpuorch/k8s/fake_kubelet.hpp"
-#include "gpuorch/k8s/kubeconfig.hpp"
-#include "gpuorch/k8s/plugin_server.hpp"
-#include "gpuorch/k8s/wire.hpp"
+#include "gpuorch/k8s/api/kubeconfig.hpp"
+#include "gpuorch/k8s/deviceplugin/plugin_server.hpp"
+#include "gpuorch/k8s/deviceplugin/wire.hpp"
+#include "gpuorch/k8s/kubelet/fake_kubelet.hpp"
 #include "gpuorch/topology/json_read.hpp"
 
 namespace gpuorch::cli {

@@ -24,7 +24,7 @@
 #include "gpuorch/doctor/numa.hpp"
 #include "gpuorch/doctor/pending.hpp"
 #include "gpuorch/doctor/queue.hpp"
-#include "gpuorch/k8s/kubeconfig.hpp"
+#include "gpuorch/k8s/api/kubeconfig.hpp"
 #include "gpuorch/launch/worker_env.hpp"
 #include "gpuorch/sched/policy.hpp"
 #include "gpuorch/topology/json_read.hpp"

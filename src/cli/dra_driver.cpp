@@ -13,11 +13,11 @@
 #include "cli/discovery_flags.hpp"
 #include "cli/k8s_flags.hpp"
 #include "cli/verbs.hpp"
-#include "gpuorch/k8s/api_path.hpp"
+#include "gpuorch/k8s/api/api_path.hpp"
+#include "gpuorch/k8s/api/kubeconfig.hpp"
 #include "gpuorch/k8s/dra/driver_server.hpp"
 #include "gpuorch/k8s/dra/resource_slice.hpp"
 #include "gpuorch/k8s/dra/slice_publisher.hpp"
-#include "gpuorch/k8s/kubeconfig.hpp"
 #include "gpuorch/topology/json_read.hpp"
 
 namespace gpuorch::cli {

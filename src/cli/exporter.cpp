@@ -14,7 +14,7 @@
 #include "discovery_flags.hpp"
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/discover/discover.hpp"
-#include "gpuorch/k8s/pod_resources.hpp"
+#include "gpuorch/k8s/kubelet/pod_resources.hpp"
 #include "gpuorch/telemetry/collectors.hpp"
 #include "gpuorch/telemetry/http_server.hpp"
 #include "gpuorch/telemetry/xid_log.hpp"

@@ -1,5 +1,5 @@
 // gpuorch manifests: the YAML that deploys gpuorch on a Kubernetes cluster (docs/manifests.md).
-#include "gpuorch/k8s/manifests.hpp"
+#include "gpuorch/k8s/manifests/manifests.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 // gpuorch node-labeller: GFD-compatible GPU labels and gpuorch's topology annotation on this
 // node, kept true as the device-plugin config and the hardware change (docs/labeller.md).
-#include "gpuorch/k8s/node_labeller.hpp"
+#include "gpuorch/k8s/labeller/node_labeller.hpp"
 
 #include <fmt/format.h>
 
@@ -16,8 +16,8 @@
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/base/log.hpp"
 #include "gpuorch/discover/discover.hpp"
-#include "gpuorch/k8s/api_path.hpp"
-#include "gpuorch/k8s/kubeconfig.hpp"
+#include "gpuorch/k8s/api/api_path.hpp"
+#include "gpuorch/k8s/api/kubeconfig.hpp"
 #include "gpuorch/topology/json_read.hpp"
 
 namespace gpuorch::cli {

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "gpuorch/base/error.hpp"
-#include "gpuorch/k8s/plugin_flags.hpp"
+#include "gpuorch/k8s/deviceplugin/plugin_flags.hpp"
 
 namespace gpuorch::cli {
 namespace {

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "gpuorch/k8s/config.hpp"
+#include "gpuorch/k8s/deviceplugin/config.hpp"
 
 namespace gpuorch::cli {
 

@@ -14,8 +14,8 @@ TEST(Log, KlogHeader) {
   // 2026-12-02 10:00:00.123456 UTC
   const auto when = std::chrono::system_clock::time_point(std::chrono::seconds(1796205600)) +
                     std::chrono::microseconds(123456);
-  EXPECT_EQ(klog_line(Severity::kInfo, when, 12345, "/src/gpuorch/k8s/scheduler_service.cpp", 137,
-                      "synced: 3 nodes"),
+  EXPECT_EQ(klog_line(Severity::kInfo, when, 12345,
+                      "/src/gpuorch/k8s/scheduler/scheduler_service.cpp", 137, "synced: 3 nodes"),
             "I1202 10:00:00.123456   12345 scheduler_service.cpp:137] synced: 3 nodes\n");
   EXPECT_EQ(klog_line(Severity::kError, when, 1, "x.cpp", 2, "bind failed").substr(0, 24),
             "E1202 10:00:00.123456   ");

@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "gpuorch/k8s/fake_kubelet.hpp"
+#include "gpuorch/k8s/kubelet/fake_kubelet.hpp"
 #include "k8s/k8s_support.hpp"
 #include "support/paths.hpp"
 #include "support/scheduler_process.hpp"

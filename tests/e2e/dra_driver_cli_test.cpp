@@ -6,8 +6,8 @@
 
 #include <thread>
 
-#include "gpuorch/k8s/api_client.hpp"
-#include "gpuorch/k8s/kubeconfig.hpp"
+#include "gpuorch/k8s/api/api_client.hpp"
+#include "gpuorch/k8s/api/kubeconfig.hpp"
 #include "k8s/k8s_support.hpp"
 #include "pluginregistration/v1/api.grpc.pb.h"
 #include "support/control_plane.hpp"

@@ -10,12 +10,12 @@
 #include <set>
 #include <thread>
 
-#include "gpuorch/k8s/api_client.hpp"
-#include "gpuorch/k8s/api_path.hpp"
+#include "gpuorch/k8s/api/api_client.hpp"
+#include "gpuorch/k8s/api/api_path.hpp"
+#include "gpuorch/k8s/api/kubeconfig.hpp"
 #include "gpuorch/k8s/dra/checkpoint.hpp"
 #include "gpuorch/k8s/dra/resource_slice.hpp"
-#include "gpuorch/k8s/kubeconfig.hpp"
-#include "gpuorch/k8s/manifests.hpp"
+#include "gpuorch/k8s/manifests/manifests.hpp"
 #include "k8s/apply_support.hpp"
 #include "k8s/dra/api_driver.hpp"
 #include "k8s/k8s_support.hpp"

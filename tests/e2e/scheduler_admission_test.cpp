@@ -12,8 +12,8 @@
 #include <regex>
 #include <thread>
 
-#include "gpuorch/k8s/api_client.hpp"
-#include "gpuorch/k8s/kubeconfig.hpp"
+#include "gpuorch/k8s/api/api_client.hpp"
+#include "gpuorch/k8s/api/kubeconfig.hpp"
 #include "support/cluster_objects.hpp"
 #include "support/control_plane.hpp"
 #include "support/kube_objects.hpp"
@@ -98,7 +98,8 @@ TEST(SchedulerAdmission, GatedPodWaitsUnboundThenBindsInsideKueuesSelector) {
   json p = wait_pod(api, "gated",
                     [](const json& o) { return test::unscheduled_reason(o) == "SchedulingGated"; });
   // The API server itself writes SchedulingGated on a pod created with gates; gpuorch writes it
-  // only where it is missing (k8s/scheduler_service.cpp, report_gated), and never Unschedulable.
+  // only where it is missing (k8s/scheduler/scheduler_service.cpp, report_gated), and never
+  // Unschedulable.
   std::this_thread::sleep_for(3s);
   p = pod_at(api, "gated");
   EXPECT_FALSE(bound(p));

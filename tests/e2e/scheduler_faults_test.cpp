@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "gpuorch/k8s/api_client.hpp"
-#include "gpuorch/k8s/kubeconfig.hpp"
+#include "gpuorch/k8s/api/api_client.hpp"
+#include "gpuorch/k8s/api/kubeconfig.hpp"
 #include "support/api_proxy.hpp"
 #include "support/cluster_objects.hpp"
 #include "support/control_plane.hpp"

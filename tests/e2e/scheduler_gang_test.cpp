@@ -15,9 +15,9 @@
 #include <set>
 #include <thread>
 
-#include "gpuorch/k8s/api_client.hpp"
-#include "gpuorch/k8s/kubeconfig.hpp"
-#include "gpuorch/k8s/manifests.hpp"
+#include "gpuorch/k8s/api/api_client.hpp"
+#include "gpuorch/k8s/api/kubeconfig.hpp"
+#include "gpuorch/k8s/manifests/manifests.hpp"
 #include "support/control_plane.hpp"
 #include "support/kube_objects.hpp"
 #include "support/scheduler_process.hpp"

@@ -22,8 +22,8 @@
 #include <thread>
 #include <vector>
 
-#include "gpuorch/k8s/api_client.hpp"
-#include "gpuorch/k8s/kubeconfig.hpp"
+#include "gpuorch/k8s/api/api_client.hpp"
+#include "gpuorch/k8s/api/kubeconfig.hpp"
 #include "support/cluster_objects.hpp"
 #include "support/control_plane.hpp"
 #include "support/kube_objects.hpp"

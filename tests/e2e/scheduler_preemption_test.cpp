@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "gpuorch/k8s/api_client.hpp"
-#include "gpuorch/k8s/kubeconfig.hpp"
+#include "gpuorch/k8s/api/api_client.hpp"
+#include "gpuorch/k8s/api/kubeconfig.hpp"
 #include "support/control_plane.hpp"
 #include "support/kai_queue.hpp"
 #include "support/kube_objects.hpp"

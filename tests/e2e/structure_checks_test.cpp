@@ -59,7 +59,7 @@ TEST(LayeringCheck, BackEdgeFromSchedToK8sFails) {
   ASSERT_EQ(run_script("check-layering", root, dir).exit_code, 0);
   test::write_text(
       (root / "src/gpuorch/sched/back_edge.cpp").string(),
-      "#include \"gpuorch/sched/policy.hpp\"\n#include \"gpuorch/k8s/api_client.hpp\"\n");
+      "#include \"gpuorch/sched/policy.hpp\"\n#include \"gpuorch/k8s/api/api_client.hpp\"\n");
   const auto r = run_script("check-layering", root, dir);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("src/gpuorch/sched/back_edge.cpp:2: layer sched includes gpuorch/k8s/"),

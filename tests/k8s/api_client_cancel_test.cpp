@@ -7,7 +7,7 @@
 #include <chrono>
 #include <thread>
 
-#include "gpuorch/k8s/api_client.hpp"
+#include "gpuorch/k8s/api/api_client.hpp"
 #include "k8s/fake_api_server.hpp"
 
 namespace gpuorch::k8s {

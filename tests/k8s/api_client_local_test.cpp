@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "gpuorch/k8s/api_client.hpp"
+#include "gpuorch/k8s/api/api_client.hpp"
 #include "k8s/api_error_of.hpp"
 #include "k8s/fake_api_server.hpp"
 #include "support/net.hpp"

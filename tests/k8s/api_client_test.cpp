@@ -3,7 +3,7 @@
 // token kubeconfigs, RBAC's 403 and a bad token's 401 with the server's own words, a CA that
 // does not vouch for the server, and an informer that survives an API server restart. Each TEST
 // pays for a control plane start, so each checks several things.
-#include "gpuorch/k8s/api_client.hpp"
+#include "gpuorch/k8s/api/api_client.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "gpuorch/k8s/informer.hpp"
-#include "gpuorch/k8s/kubeconfig.hpp"
+#include "gpuorch/k8s/api/informer.hpp"
+#include "gpuorch/k8s/api/kubeconfig.hpp"
 #include "k8s/api_error_of.hpp"
 #include "k8s/fake_api_server.hpp"
 #include "support/control_plane.hpp"

@@ -1,6 +1,6 @@
 // Names put into API paths: Kubernetes' DNS-1123 rules, and one RFC 3986 segment per name, so a
 // name from a request (`gpuorch extender`'s bind) can never address another resource (issue 30).
-#include "gpuorch/k8s/api_path.hpp"
+#include "gpuorch/k8s/api/api_path.hpp"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "gpuorch/k8s/api_client.hpp"
+#include "gpuorch/k8s/api/api_client.hpp"
 
 namespace gpuorch::k8s::test_apply {
 

@@ -1,7 +1,7 @@
 // The scheduler core's view of a Kubernetes cluster: pods bound by any scheduler are counted on
 // their nodes (GPU indices from gpuorch's annotation when valid), an overcommitted node never goes
 // below zero, a rebuild for a new node set keeps every bound pod, and decisions are the core's.
-#include "gpuorch/k8s/cluster_mirror.hpp"
+#include "gpuorch/k8s/mirror/cluster_mirror.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

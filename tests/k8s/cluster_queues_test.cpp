@@ -1,7 +1,7 @@
 // The cluster's Queues as the job layer's tree (`gpuorch scheduler --queues`): objects as the API
 // server sends them build the tree the simulator's reader would; the default queue is there unless
 // the cluster defines one; a set the reader refuses keeps the last good tree and says why once.
-#include "gpuorch/k8s/cluster_queues.hpp"
+#include "gpuorch/k8s/mirror/cluster_queues.hpp"
 
 #include <gtest/gtest.h>
 

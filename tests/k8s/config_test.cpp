@@ -1,6 +1,6 @@
 // The config file: NVIDIA's format (the seed's `replicas: 4` example among others), and one-line
 // `file:line: what` errors for everything else.
-#include "gpuorch/k8s/config.hpp"
+#include "gpuorch/k8s/deviceplugin/config.hpp"
 
 #include <gtest/gtest.h>
 

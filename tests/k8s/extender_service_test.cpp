@@ -3,7 +3,7 @@
 // are what Kubernetes allows (else 400, one line, no request made); a bind the API server refuses
 // is reported to kube-scheduler once, never retried in here; offered node names the cache does
 // not know (or repeats) are dropped before any work; the verbs need credentials when configured.
-#include "gpuorch/k8s/extender_service.hpp"
+#include "gpuorch/k8s/extender/extender_service.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -14,8 +14,8 @@
 #include <string>
 #include <thread>
 
-#include "gpuorch/k8s/extender_auth.hpp"
-#include "gpuorch/k8s/extender_http.hpp"
+#include "gpuorch/k8s/extender/extender_auth.hpp"
+#include "gpuorch/k8s/extender/extender_http.hpp"
 #include "gpuorch/telemetry/http_server.hpp"
 #include "k8s/fake_api_server.hpp"
 #include "support/test_support.hpp"

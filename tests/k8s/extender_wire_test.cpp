@@ -1,13 +1,14 @@
-// The extender's fast paths around the JSON library (k8s/extender_request.hpp,
-// k8s/extender_answer.hpp): the node names read apart from the parse, only when that is exactly
-// what the parse would read, and answers written as text that parse back to the protocol's shape.
+// The extender's fast paths around the JSON library (k8s/extender/extender_request.hpp,
+// k8s/extender/extender_answer.hpp): the node names read apart from the parse, only when that is
+// exactly what the parse would read, and answers written as text that parse back to the protocol's
+// shape.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "gpuorch/k8s/extender_answer.hpp"
-#include "gpuorch/k8s/extender_request.hpp"
+#include "gpuorch/k8s/extender/extender_answer.hpp"
+#include "gpuorch/k8s/extender/extender_request.hpp"
 
 namespace gpuorch::k8s {
 namespace {

@@ -17,7 +17,7 @@
 #include <string>
 #include <thread>
 
-#include "gpuorch/k8s/kubeconfig.hpp"
+#include "gpuorch/k8s/api/kubeconfig.hpp"
 #include "support/test_support.hpp"
 
 namespace gpuorch::test {

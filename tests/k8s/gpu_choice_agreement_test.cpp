@@ -17,10 +17,10 @@
 #include <variant>
 #include <vector>
 
-#include "gpuorch/k8s/cluster_mirror.hpp"
-#include "gpuorch/k8s/node_labeller.hpp"
-#include "gpuorch/k8s/node_object.hpp"
-#include "gpuorch/k8s/preferred.hpp"
+#include "gpuorch/k8s/deviceplugin/preferred.hpp"
+#include "gpuorch/k8s/labeller/node_labeller.hpp"
+#include "gpuorch/k8s/mirror/cluster_mirror.hpp"
+#include "gpuorch/k8s/mirror/node_object.hpp"
 #include "gpuorch/launch/plan.hpp"
 #include "gpuorch/topology/json_read.hpp"
 #include "gpuorch/topology/labels.hpp"

@@ -10,8 +10,8 @@
 #include <mutex>
 #include <thread>
 
-#include "gpuorch/k8s/fake_kubelet.hpp"
-#include "gpuorch/k8s/plugin_server.hpp"
+#include "gpuorch/k8s/deviceplugin/plugin_server.hpp"
+#include "gpuorch/k8s/kubelet/fake_kubelet.hpp"
 #include "k8s/k8s_support.hpp"
 #include "support/test_support.hpp"
 

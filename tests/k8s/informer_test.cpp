@@ -2,7 +2,7 @@
 // handlers hear on each list and watch event, bookmarks, 410 Gone as an ERROR event and as an
 // HTTP status, 5xx and empty watches with backoff. The real kube-apiserver (restarts, real
 // events) is in api_client_test.cpp.
-#include "gpuorch/k8s/informer.hpp"
+#include "gpuorch/k8s/api/informer.hpp"
 
 #include <gtest/gtest.h>
 

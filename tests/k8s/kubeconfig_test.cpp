@@ -1,7 +1,7 @@
 // Kubeconfig files as kubectl writes them (inline data and file paths, token and tokenFile,
 // contexts and namespaces), the service account of a pod, the order load_cluster_config tries
 // them in, and one `FILE:LINE: what` error for each kind of broken file.
-#include "gpuorch/k8s/kubeconfig.hpp"
+#include "gpuorch/k8s/api/kubeconfig.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -1,11 +1,11 @@
-// `gpuorch manifests` options (k8s/manifest_options.hpp): the spellings each flag takes, the
-// one-line refusals, and where each option lands in the objects. manifests_dry_run_test.cpp
+// `gpuorch manifests` options (k8s/manifests/manifest_options.hpp): the spellings each flag takes,
+// the one-line refusals, and where each option lands in the objects. manifests_dry_run_test.cpp
 // sends their combinations to a real API server.
-#include "gpuorch/k8s/manifest_options.hpp"
+#include "gpuorch/k8s/manifests/manifest_options.hpp"
 
 #include <gtest/gtest.h>
 
-#include "gpuorch/k8s/manifests.hpp"
+#include "gpuorch/k8s/manifests/manifests.hpp"
 #include "support/test_support.hpp"
 
 namespace gpuorch::k8s {

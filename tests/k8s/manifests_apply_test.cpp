@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "gpuorch/io/queue_yaml.hpp"
-#include "gpuorch/k8s/api_client.hpp"
-#include "gpuorch/k8s/kubeconfig.hpp"
-#include "gpuorch/k8s/manifests.hpp"
+#include "gpuorch/k8s/api/api_client.hpp"
+#include "gpuorch/k8s/api/kubeconfig.hpp"
+#include "gpuorch/k8s/manifests/manifests.hpp"
 #include "k8s/apply_support.hpp"
 #include "support/control_plane.hpp"
 #include "support/paths.hpp"

@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "gpuorch/k8s/api_client.hpp"
-#include "gpuorch/k8s/kubeconfig.hpp"
-#include "gpuorch/k8s/quantity.hpp"
+#include "gpuorch/k8s/api/api_client.hpp"
+#include "gpuorch/k8s/api/kubeconfig.hpp"
+#include "gpuorch/k8s/api/quantity.hpp"
 #include "k8s/apply_support.hpp"
 #include "support/control_plane.hpp"
 #include "support/test_support.hpp"

@@ -2,7 +2,7 @@
 // kubernetes-models, offline), the security settings the issue asks for, and the scheduler's
 // objects (exact RBAC, Deployment, PodGroup CRD). tests/k8s/manifests_apply_test.cpp sends them
 // all to a real API server.
-#include "gpuorch/k8s/manifests.hpp"
+#include "gpuorch/k8s/manifests/manifests.hpp"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // (docs/labeller.md): no sharing, time-slicing replicas 4 (renamed and not), MPS, MIG single and
 // mixed (also with a shared MIG profile); the topology annotation; and the merge patch that keeps
 // a Node's labels true (owned labels no longer true removed, other labels untouched).
-#include "gpuorch/k8s/node_features.hpp"
+#include "gpuorch/k8s/labeller/node_features.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -14,8 +14,8 @@
 #include <regex>
 
 #include "gpuorch/base/error.hpp"
-#include "gpuorch/k8s/manifests.hpp"
-#include "gpuorch/k8s/node_labeller.hpp"
+#include "gpuorch/k8s/labeller/node_labeller.hpp"
+#include "gpuorch/k8s/manifests/manifests.hpp"
 #include "k8s/k8s_support.hpp"
 #include "support/paths.hpp"
 

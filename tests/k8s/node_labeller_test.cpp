@@ -4,7 +4,7 @@
 // file is watched), with -SHARED and replicas 4 gone; `gpuorch node-labeller --once` does the same
 // from the command line. A MIG reconfiguration (the host changes) with the mixed strategy brings
 // the MIG labels, and the strategy back to none removes them.
-#include "gpuorch/k8s/node_labeller.hpp"
+#include "gpuorch/k8s/labeller/node_labeller.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,8 +12,8 @@
 #include <mutex>
 #include <thread>
 
-#include "gpuorch/k8s/api_client.hpp"
-#include "gpuorch/k8s/kubeconfig.hpp"
+#include "gpuorch/k8s/api/api_client.hpp"
+#include "gpuorch/k8s/api/kubeconfig.hpp"
 #include "k8s/k8s_support.hpp"
 #include "support/control_plane.hpp"
 #include "support/kube_objects.hpp"

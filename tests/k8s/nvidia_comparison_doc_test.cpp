@@ -9,8 +9,8 @@
 #include <set>
 #include <sstream>
 
-#include "gpuorch/k8s/config.hpp"
-#include "gpuorch/k8s/plugin_flags.hpp"
+#include "gpuorch/k8s/deviceplugin/config.hpp"
+#include "gpuorch/k8s/deviceplugin/plugin_flags.hpp"
 #include "support/paths.hpp"
 #include "support/test_support.hpp"
 

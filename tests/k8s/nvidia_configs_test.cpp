@@ -10,8 +10,8 @@
 #include <sstream>
 
 #include "gpuorch/base/error.hpp"
-#include "gpuorch/k8s/config.hpp"
-#include "gpuorch/k8s/resources.hpp"
+#include "gpuorch/k8s/deviceplugin/config.hpp"
+#include "gpuorch/k8s/deviceplugin/resources.hpp"
 #include "k8s/k8s_support.hpp"
 #include "support/test_support.hpp"
 

@@ -5,11 +5,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gpuorch/k8s/cluster_mirror.hpp"
-#include "gpuorch/k8s/node_object.hpp"
-#include "gpuorch/k8s/pod_object.hpp"
-#include "gpuorch/k8s/quantity.hpp"
-#include "gpuorch/k8s/topology_annotation.hpp"
+#include "gpuorch/k8s/api/quantity.hpp"
+#include "gpuorch/k8s/mirror/cluster_mirror.hpp"
+#include "gpuorch/k8s/mirror/node_object.hpp"
+#include "gpuorch/k8s/mirror/pod_object.hpp"
+#include "gpuorch/k8s/mirror/topology_annotation.hpp"
 
 namespace gpuorch::k8s {
 namespace {

@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gpuorch/k8s/pod_object.hpp"
-#include "gpuorch/k8s/unevaluated_fields.hpp"
+#include "gpuorch/k8s/mirror/pod_object.hpp"
+#include "gpuorch/k8s/mirror/unevaluated_fields.hpp"
 
 namespace gpuorch::k8s {
 namespace {

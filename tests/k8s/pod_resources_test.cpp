@@ -1,6 +1,7 @@
-// The exporter's kubelet client (k8s/pod_resources.hpp) against a test double of the kubelet's
-// side: a real gRPC server implementing v1.PodResourcesLister/List on a temporary unix socket.
-#include "gpuorch/k8s/pod_resources.hpp"
+// The exporter's kubelet client (k8s/kubelet/pod_resources.hpp) against a test double of the
+// kubelet's side: a real gRPC server implementing v1.PodResourcesLister/List on a temporary unix
+// socket.
+#include "gpuorch/k8s/kubelet/pod_resources.hpp"
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>

@@ -5,8 +5,8 @@
 #include <map>
 #include <set>
 
-#include "gpuorch/k8s/allocate.hpp"
-#include "gpuorch/k8s/preferred.hpp"
+#include "gpuorch/k8s/deviceplugin/allocate.hpp"
+#include "gpuorch/k8s/deviceplugin/preferred.hpp"
 #include "gpuorch/mig/layout.hpp"
 #include "k8s/k8s_support.hpp"
 #include "support/test_support.hpp"

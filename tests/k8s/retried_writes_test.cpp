@@ -1,6 +1,6 @@
 // RetriedWrites: a status write the API server did not take is tried again after its backoff
 // (never before), until it succeeds or is withdrawn; a new write under the same key replaces it.
-#include "gpuorch/k8s/retried_writes.hpp"
+#include "gpuorch/k8s/scheduler/retried_writes.hpp"
 
 #include <gtest/gtest.h>
 

@@ -12,10 +12,10 @@
 #include <set>
 #include <thread>
 
-#include "gpuorch/k8s/api_client.hpp"
-#include "gpuorch/k8s/fake_kubelet.hpp"
-#include "gpuorch/k8s/kubeconfig.hpp"
-#include "gpuorch/k8s/plugin_server.hpp"
+#include "gpuorch/k8s/api/api_client.hpp"
+#include "gpuorch/k8s/api/kubeconfig.hpp"
+#include "gpuorch/k8s/deviceplugin/plugin_server.hpp"
+#include "gpuorch/k8s/kubelet/fake_kubelet.hpp"
 #include "k8s/k8s_support.hpp"
 #include "support/control_plane.hpp"
 #include "support/kube_objects.hpp"

@@ -9,7 +9,7 @@
 #include <string>
 #include <thread>
 
-#include "gpuorch/k8s/api_client.hpp"
+#include "gpuorch/k8s/api/api_client.hpp"
 
 namespace gpuorch::test {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <thread>
 
-#include "gpuorch/k8s/api_client.hpp"
-#include "gpuorch/k8s/manifests.hpp"
+#include "gpuorch/k8s/api/api_client.hpp"
+#include "gpuorch/k8s/manifests/manifests.hpp"
 
 namespace gpuorch::test {
 

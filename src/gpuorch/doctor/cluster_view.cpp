@@ -4,7 +4,7 @@
 
 #include <variant>
 
-#include "gpuorch/k8s/node_object.hpp"
+#include "gpuorch/k8s/mirror/node_object.hpp"
 
 namespace gpuorch::doctor {
 

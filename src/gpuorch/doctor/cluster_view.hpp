@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "gpuorch/doctor/pending.hpp"
-#include "gpuorch/k8s/cluster_mirror.hpp"
-#include "gpuorch/k8s/pod_object.hpp"
+#include "gpuorch/k8s/mirror/cluster_mirror.hpp"
+#include "gpuorch/k8s/mirror/pod_object.hpp"
 
 namespace gpuorch::doctor {
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "gpuorch/doctor/finding.hpp"
-#include "gpuorch/k8s/api_client.hpp"
-#include "gpuorch/k8s/cluster_mirror.hpp"
+#include "gpuorch/k8s/api/api_client.hpp"
+#include "gpuorch/k8s/mirror/cluster_mirror.hpp"
 
 namespace gpuorch::doctor {
 

@@ -9,7 +9,7 @@
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/doctor/cluster_view.hpp"
 #include "gpuorch/doctor/pending.hpp"
-#include "gpuorch/k8s/pod_object.hpp"
+#include "gpuorch/k8s/mirror/pod_object.hpp"
 #include "gpuorch/sched/filters/gpu_model.hpp"
 #include "gpuorch/sched/framework/filter_registry.hpp"
 #include "gpuorch/sched/node_constraints.hpp"
@@ -115,7 +115,8 @@ class Explainer {
                                 : std::string(sched::filters::kGpuModel.fix)};
   }
 
-  // The same steps and words as gpuorch scheduler's gang path (k8s/scheduler_service.cpp).
+  // The same steps and words as gpuorch scheduler's gang path
+  // (k8s/scheduler/scheduler_service.cpp).
   Finding explain_gang(const PodObject& pod) {
     const std::string& gang = pod.gang;
     std::vector<PodObject> pending;

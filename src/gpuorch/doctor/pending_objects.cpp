@@ -6,7 +6,7 @@
 
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/doctor/pending.hpp"
-#include "gpuorch/k8s/patient_get.hpp"
+#include "gpuorch/k8s/api/patient_get.hpp"
 
 namespace gpuorch::doctor {
 namespace {

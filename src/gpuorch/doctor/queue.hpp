@@ -10,7 +10,7 @@
 
 #include "gpuorch/doctor/finding.hpp"
 #include "gpuorch/doctor/pending.hpp"
-#include "gpuorch/k8s/cluster_mirror.hpp"
+#include "gpuorch/k8s/mirror/cluster_mirror.hpp"
 
 namespace gpuorch::doctor {
 

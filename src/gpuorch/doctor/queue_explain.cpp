@@ -12,7 +12,7 @@
 #include "gpuorch/base/printable.hpp"
 #include "gpuorch/doctor/cluster_view.hpp"
 #include "gpuorch/doctor/queue.hpp"
-#include "gpuorch/k8s/cluster_queues.hpp"
+#include "gpuorch/k8s/mirror/cluster_queues.hpp"
 #include "gpuorch/sched/jobs/job_layer.hpp"
 
 namespace gpuorch::doctor {

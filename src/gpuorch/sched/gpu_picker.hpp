@@ -1,8 +1,8 @@
 #pragma once
 // The one GPU picker inside a node that knows how the GPUs are connected (NVLink islands, PCIe
 // switches, NUMA nodes). The scheduler core (Policy::choose_gpus, for topology-aware policies)
-// and the device plugin's GetPreferredAllocation (k8s/preferred.cpp) both call it, so a pod gets
-// the same GPUs whichever of them decides.
+// and the device plugin's GetPreferredAllocation (k8s/deviceplugin/preferred.cpp) both call it, so
+// a pod gets the same GPUs whichever of them decides.
 //
 // The rule (docs/device-plugin.md, "GetPreferredAllocation: the rule"): of all sets of `count`
 // members that contain the fixed ones, the set whose pairs are best connected wins: the highest

@@ -1,7 +1,7 @@
 #pragma once
 // Which Kubernetes containers hold which devices, as the kubelet's pod-resources API reports them
-// (k8s/pod_resources.hpp reads it; the exporter only needs the answer). dcgm-exporter labels a
-// GPU's series with `pod`, `namespace` and `container` from the same source.
+// (k8s/kubelet/pod_resources.hpp reads it; the exporter only needs the answer). dcgm-exporter
+// labels a GPU's series with `pod`, `namespace` and `container` from the same source.
 #include <map>
 #include <string>
 #include <vector>

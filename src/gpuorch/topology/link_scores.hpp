@@ -1,7 +1,7 @@
 #pragma once
 // The one scale on which gpuorch compares how well two GPUs of a host are connected. The
 // scheduler core's GPU picker (cluster::NodeSpec::gpu_links, sched/gpu_picker.hpp), the device
-// plugin's preferred allocation (k8s/preferred.cpp) and the launcher's choice of GPUs
+// plugin's preferred allocation (k8s/deviceplugin/preferred.cpp) and the launcher's choice of GPUs
 // (launch/plan.cpp) all read this matrix, so a pod gets the same GPUs whichever of them decides.
 //
 // score = 2 x the link's class + 1 when both GPUs sit on one known NUMA node (docs/topology.md,

@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "gpuorch/k8s/api_client.hpp"
-#include "gpuorch/k8s/api_path.hpp"
+#include "gpuorch/k8s/api/api_client.hpp"
+#include "gpuorch/k8s/api/api_path.hpp"
 #include "gpuorch/k8s/dra/dra_api.hpp"
 #include "gpuorch/k8s/dra/driver_server.hpp"
 #include "gpuorch/k8s/dra/resource_slice.hpp"

@@ -3,12 +3,12 @@
 // equal to the host, and a claim allocated on the API server is prepared over the driver's socket.
 #include <gtest/gtest.h>
 
-#include "gpuorch/k8s/api_path.hpp"
+#include "gpuorch/k8s/api/api_path.hpp"
+#include "gpuorch/k8s/api/kubeconfig.hpp"
 #include "gpuorch/k8s/dra/driver_server.hpp"
 #include "gpuorch/k8s/dra/resource_slice.hpp"
 #include "gpuorch/k8s/dra/slice_publisher.hpp"
-#include "gpuorch/k8s/kubeconfig.hpp"
-#include "gpuorch/k8s/manifests.hpp"
+#include "gpuorch/k8s/manifests/manifests.hpp"
 #include "k8s/api_error_of.hpp"
 #include "k8s/apply_support.hpp"
 #include "k8s/dra/api_driver.hpp"

@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "gpuorch/base/printable.hpp"
-#include "gpuorch/k8s/api_path.hpp"
+#include "gpuorch/k8s/api/api_path.hpp"
 
 namespace gpuorch::k8s::dra {
 namespace {

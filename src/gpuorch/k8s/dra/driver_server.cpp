@@ -9,7 +9,7 @@
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/base/printable.hpp"
 #include "gpuorch/k8s/dra/dra_api.hpp"
-#include "gpuorch/k8s/private_socket.hpp"
+#include "gpuorch/k8s/kubelet/private_socket.hpp"
 #include "pluginregistration/v1/api.grpc.pb.h"
 
 namespace gpuorch::k8s::dra {

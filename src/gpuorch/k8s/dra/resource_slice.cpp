@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "gpuorch/base/error.hpp"
-#include "gpuorch/k8s/api_path.hpp"
+#include "gpuorch/k8s/api/api_path.hpp"
 
 namespace gpuorch::k8s::dra {
 namespace {

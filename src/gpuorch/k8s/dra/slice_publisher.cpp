@@ -1,6 +1,6 @@
 #include "gpuorch/k8s/dra/slice_publisher.hpp"
 
-#include "gpuorch/k8s/api_path.hpp"
+#include "gpuorch/k8s/api/api_path.hpp"
 #include "gpuorch/k8s/dra/resource_slice.hpp"
 
 namespace gpuorch::k8s::dra {

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "gpuorch/k8s/api_client.hpp"
+#include "gpuorch/k8s/api/api_client.hpp"
 
 namespace gpuorch::k8s::dra {
 

@@ -1,0 +1,57 @@
+#pragma once
+// The cluster's Queues (KAI-Scheduler's scheduling.run.ai/v2, the CRD `gpuorch manifests` ships)
+// as the job layer's queue tree, for `gpuorch scheduler --queues`. The objects are read by the
+// same reader as `sim timeline --queues` (io/queue_yaml.hpp), so a cluster and the simulator agree
+// on every field. A set of Queues the reader refuses (a cycle, an undefined parent, a quota above
+// its limit) keeps the last good tree, and the reason is logged once. Pods without the label
+// kai.scheduler/queue belong to the leaf `default`, added without quota or limit when the cluster
+// defines no queue of that name. Spec fields the reader does not know (KAI's that gpuorch does not
+// act on) are left out of a cluster's objects, with a log line, where a file would be refused.
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpuorch/k8s/mirror/pod_object.hpp"
+#include "gpuorch/sched/jobs/queue_tree.hpp"
+#include "gpuorch/sched/jobs/resources.hpp"
+
+namespace gpuorch::k8s {
+
+inline constexpr const char* kDefaultQueue = "default";
+
+class ClusterQueues {
+ public:
+  ClusterQueues();
+  // A Queue object added, changed or deleted; returns a line to log when the set it makes is
+  // refused (the tree stays as it was) or when spec fields the reader does not know were left
+  // out (KAI's own, such as minimum runtimes; named once per queue), "" otherwise.
+  std::string update(const nlohmann::json& queue, bool deleted);
+  [[nodiscard]] const sched::jobs::QueueTree& tree() const { return tree_; }
+  // Why the current set of objects is refused (the last good tree stays); empty when it is not.
+  [[nodiscard]] const std::string& refused() const { return refused_; }
+  // The leaf a pod's label names (empty: the default queue); nullopt when it is no leaf queue.
+  [[nodiscard]] std::optional<std::size_t> leaf(const std::string& name) const;
+
+  // What `pods` hold, per queue of the tree (by index): each pod's request counted in its leaf
+  // and every queue above it; pods naming no leaf queue count nowhere.
+  [[nodiscard]] std::vector<sched::jobs::Resources> holdings(
+      const std::vector<const PodObject*>& pods) const;
+
+  // Each Queue object's status as KAI-Scheduler writes it (`allocated` and `requested`, resource
+  // lists with cpu, memory and nvidia.com/gpu): what the pods of the queue and of the queues
+  // under it hold (`bound`) and hold or ask for (`bound` and `pending`). By queue name; queues
+  // without an object (the added default) are left out.
+  [[nodiscard]] std::map<std::string, nlohmann::json> statuses(
+      const std::vector<const PodObject*>& bound,
+      const std::vector<const PodObject*>& pending) const;
+
+ private:
+  std::map<std::string, nlohmann::json> objects_;  // by name
+  sched::jobs::QueueTree tree_;
+  std::string refused_;                         // the last refusal logged
+  std::map<std::string, std::string> ignored_;  // by queue: the spec fields left out, logged
+};
+
+}  // namespace gpuorch::k8s

@@ -1,0 +1,1118 @@
+#include "gpuorch/k8s/scheduler/scheduler_service.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+#include <thread>
+
+#include "gpuorch/base/printable.hpp"
+#include "gpuorch/k8s/api/api_path.hpp"
+#include "gpuorch/k8s/api/informer.hpp"
+#include "gpuorch/k8s/api/patient_get.hpp"
+#include "gpuorch/k8s/mirror/binding.hpp"
+#include "gpuorch/k8s/mirror/node_object.hpp"
+#include "gpuorch/k8s/mirror/unevaluated_fields.hpp"
+
+namespace gpuorch::k8s {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::string pod_path(const PodObject& p) { return k8s::pod_path(p.ns, p.name); }
+
+std::string now_rfc3339() {
+  const auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
+
+SchedulerService::SchedulerService(ApiClient& api, SchedulerServiceOptions options)
+    : api_(api),
+      options_(std::move(options)),
+      mirror_(options_.mirror),
+      backoff_(options_.backoff_initial, options_.backoff_max),
+      writes_([this](const std::string& key, const std::string& error, int attempt) {
+        log(fmt::format("{}: status write failed (attempt {}, retried with backoff): {}", key,
+                        attempt, error),
+            base::Severity::kWarning);
+      }) {
+  beat();
+}
+
+SchedulerService::~SchedulerService() = default;
+
+void SchedulerService::log(const std::string& line, base::Severity severity,
+                           base::SourceLocation where) const {
+  if (options_.log) options_.log(severity, line, where);
+}
+
+bool SchedulerService::ours(const PodObject& pod) const {
+  return pod.scheduler_name == options_.scheduler_name;
+}
+
+void SchedulerService::push(Event e) {
+  {
+    const std::lock_guard lock(events_mutex_);
+    events_.push_back(std::move(e));
+  }
+  events_cv_.notify_one();
+}
+
+void SchedulerService::beat() {
+  heartbeat_ns_ =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
+bool SchedulerService::alive() const {
+  const auto last = Clock::time_point(std::chrono::nanoseconds(heartbeat_ns_.load()));
+  return heartbeat_ns_.load() != 0 && Clock::now() - last < options_.stale_after;
+}
+
+bool SchedulerService::discover_podgroups(const std::atomic<bool>& stop) {
+  static constexpr const char* kPath = "/apis/scheduling.x-k8s.io/v1alpha1";
+  try {
+    if (!patient_get(api_, kPath, options_.startup_timeout, stop, options_.log,
+                     [this] { beat(); })) {
+      return false;  // stopped meanwhile
+    }
+    podgroups_served_ = true;
+  } catch (const ApiError& e) {
+    if (e.status() != 404) {
+      throw std::runtime_error(fmt::format("the API server refused {}: {}", kPath, e.what()));
+    }
+    log("no scheduling.x-k8s.io/v1alpha1 API (PodGroup CRD not installed): gangs will wait",
+        base::Severity::kWarning);
+  }
+  return true;
+}
+
+bool SchedulerService::discover_queues(const std::atomic<bool>& stop) {
+  static constexpr const char* kPath = "/apis/scheduling.run.ai/v2";
+  try {
+    return patient_get(api_, kPath, options_.startup_timeout, stop, options_.log,
+                       [this] { beat(); })
+        .has_value();
+  } catch (const ApiError& e) {
+    if (e.status() == 404) {
+      throw std::runtime_error(
+          "--queues: the API server does not serve scheduling.run.ai/v2 (the Queue CRD of "
+          "`gpuorch manifests`, or KAI-Scheduler's, is not installed)");
+    }
+    throw std::runtime_error(fmt::format("the API server refused {}: {}", kPath, e.what()));
+  }
+}
+
+void SchedulerService::run(const std::atomic<bool>& stop) {
+  beat();
+  // PodGroups only where their API is served (the CRD is installed); gangs wait otherwise.
+  if (!discover_podgroups(stop)) return;
+  if (options_.queues && !discover_queues(stop)) return;
+  auto handlers = [this](Event::Kind kind) {
+    InformerHandlers h;
+    h.on_add = h.on_update = [this, kind](const json& o) {
+      push({kind, Event::Type::kUpsert, o, {}});
+    };
+    h.on_delete = [this, kind](const json& o) { push({kind, Event::Type::kDelete, o, {}}); };
+    h.on_synced = [this] { push({Event::Kind::kSynced, Event::Type::kUpsert, {}, {}}); };
+    h.on_error = [this](const std::string& what) {
+      log(fmt::format("watch: {}", what), base::Severity::kWarning);
+    };
+    return h;
+  };
+  Informer nodes(api_, "/api/v1/nodes", handlers(Event::Kind::kNode));
+  // Finished pods hold nothing; kube-scheduler watches the same set.
+  Informer pods(api_, "/api/v1/pods", handlers(Event::Kind::kPod),
+                "status.phase!=Succeeded,status.phase!=Failed");
+  Informer groups(api_, "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
+                  handlers(Event::Kind::kPodGroup));
+  Informer queues(api_, "/apis/scheduling.run.ai/v2/queues", handlers(Event::Kind::kQueue));
+  // The threads stop on `quit`: set when `stop` is, and when this loop gives up on its own.
+  std::atomic<bool> quit{false};
+  std::string failure;
+  {
+    std::vector<std::jthread> threads;
+    threads.reserve(4 + static_cast<std::size_t>(std::max(1, options_.binders)));
+    threads.emplace_back([&] { nodes.run(quit); });
+    threads.emplace_back([&] { pods.run(quit); });
+    if (podgroups_served_) threads.emplace_back([&] { groups.run(quit); });
+    if (options_.queues) threads.emplace_back([&] { queues.run(quit); });
+    for (int i = 0; i < std::max(1, options_.binders); ++i) {
+      threads.emplace_back([&] { bind_loop(quit); });
+    }
+    const auto started = Clock::now();
+    last_retry_ = started;
+    std::deque<Event> batch;
+    while (!stop.load()) {
+      beat();
+      {
+        std::unique_lock lock(events_mutex_);
+        events_cv_.wait_for(lock, std::chrono::milliseconds(200), [&] {
+          return !events_.empty() || (synced_ && !active_.empty()) || stop.load();
+        });
+        batch.swap(events_);
+      }
+      // An object the server sends that is not what its API says (or a bug here) costs that
+      // one event or decision, never the scheduler.
+      for (Event& e : batch) {
+        try {
+          handle(e);
+        } catch (const std::exception& ex) {
+          log(fmt::format("ignored an event that could not be used: {}", ex.what()),
+              base::Severity::kWarning);
+        }
+      }
+      batch.clear();
+      const auto now = Clock::now();
+      writes_.retry_due(now);
+      if (!synced_) {
+        if (now - started > options_.sync_timeout) {
+          failure = fmt::format(
+              "the informers did not list nodes{} and pods within {} s (see the watch errors "
+              "above)",
+              podgroups_served_ ? ", PodGroups" : "", options_.sync_timeout.count());
+          break;
+        }
+        continue;
+      }
+      if (cluster_changed_ || now - last_retry_ > options_.retry_unschedulable) {
+        retry_unschedulable();
+      }
+      for (const std::string& uid : backoff_.due(now)) requeue(uid);
+      // A few decisions, then back to the events, so binds and deletions are seen promptly.
+      for (int i = 0; i < 32; ++i) {
+        if (!schedule_next()) break;
+      }
+      counters_.queue_length = active_.size() + unschedulable_.size() + backoff_.parked_count();
+      if (options_.queues && queue_status_dirty_ &&
+          now - last_queue_status_ >= std::chrono::seconds(1)) {
+        last_queue_status_ = now;
+        queue_status_dirty_ = false;
+        write_queue_statuses();
+      }
+    }
+    quit = true;
+    bind_cv_.notify_all();
+  }
+  if (!failure.empty()) throw std::runtime_error(failure);
+}
+
+void SchedulerService::handle(Event& e) {
+  // What the Queues' statuses count changes only with pods, binds and the Queues themselves.
+  if (e.kind == Event::Kind::kPod || e.kind == Event::Kind::kQueue ||
+      e.kind == Event::Kind::kBindDone || e.kind == Event::Kind::kBindFailed) {
+    queue_status_dirty_ = true;
+  }
+  switch (e.kind) {
+    case Event::Kind::kNode:
+      handle_node(e.object, e.type == Event::Type::kDelete);
+      break;
+    case Event::Kind::kPod:
+      handle_pod(e.object, e.type == Event::Type::kDelete);
+      break;
+    case Event::Kind::kPodGroup:
+      handle_podgroup(e.object, e.type == Event::Type::kDelete);
+      break;
+    case Event::Kind::kQueue:
+      if (const std::string refused = queues_.update(e.object, e.type == Event::Type::kDelete);
+          !refused.empty()) {
+        log(refused, base::Severity::kWarning);
+      }
+      if (e.type == Event::Type::kDelete && e.object.is_object()) {
+        // Nothing is owed to a Queue that is gone; a new one of that name gets its status anew.
+        const std::string name =
+            e.object.value("metadata", json::object()).value("name", std::string());
+        writes_.withdraw("queue/" + name);
+        queue_status_written_.erase(name);
+      }
+      cluster_changed_ = true;  // a limit raised may let a pod go
+      break;
+    case Event::Kind::kSynced:
+      if (++synced_informers_ >= (podgroups_served_ ? 3 : 2) + (options_.queues ? 1 : 0) &&
+          !synced_) {
+        synced_ = true;
+        log(fmt::format("synced: {} nodes, {} pods", nodes_.size(), pods_.size()));
+      }
+      break;
+    case Event::Kind::kBindDone:
+      binding_.erase(e.uid);
+      break;
+    case Event::Kind::kBindFailed: {
+      binding_.erase(e.uid);
+      mirror_.release(e.uid);
+      cluster_changed_ = true;
+      const auto it = pods_.find(e.uid);
+      // Never back in the queue at once (a bind refused again would spin): the pod waits its
+      // backoff, and its condition says why it is still pending.
+      if (it != pods_.end() && it->second.node_name.empty()) {
+        fail_attempt(e.uid);
+        backoff_.park(e.uid);
+        const std::string why = e.object.is_string() ? e.object.get<std::string>() : "";
+        const std::string message = fmt::format("binding rejected: {}", why);
+        if (reported_[e.uid] != message) {
+          reported_[e.uid] = message;
+          write_condition(it->second, "SchedulerError", message, true);
+        }
+      }
+      break;
+    }
+  }
+}
+
+void SchedulerService::handle_node(const json& obj, bool deleted) {
+  const auto parsed = node_from_json(obj);
+  bool changed = true;
+  if (const auto* spec = std::get_if<cluster::NodeSpec>(&parsed)) {
+    if (deleted) {
+      nodes_.erase(spec->name);
+    } else if (auto [it, added] = nodes_.try_emplace(spec->name, *spec); !added) {
+      // A kubelet's status report changes nothing the core sees: no new node set (a copy and a
+      // comparison of every node) and no retry of the unschedulable pods for it.
+      changed = !ClusterMirror::same_node(it->second, *spec);
+      it->second = *spec;
+    }
+    bad_nodes_.erase(spec->name);
+  } else {
+    const std::string& why = std::get<std::string>(parsed);
+    std::string name;
+    if (const auto m = obj.find("metadata"); m != obj.end() && m->is_object()) {
+      name = m->value("name", "");
+    }
+    nodes_.erase(name);
+    if (!deleted && bad_nodes_[name] != why) {
+      bad_nodes_[name] = why;
+      log(fmt::format("left out {}", why), base::Severity::kWarning);
+    }
+  }
+  if (!changed) return;
+  nodes_dirty_ = true;
+  cluster_changed_ = true;
+}
+
+void SchedulerService::handle_podgroup(const json& obj, bool deleted) {
+  if (!obj.is_object() || !obj.contains("metadata") || !obj["metadata"].is_object()) return;
+  const json& meta = obj.value("metadata", json::object());
+  const std::string key = fmt::format("{}/{}", meta.value("namespace", ""), meta.value("name", ""));
+  cluster_changed_ = true;  // a new or changed group may let its gang go
+  if (deleted) {
+    podgroups_.erase(key);
+    gang_resized_.erase(key);
+    writes_.withdraw("podgroup/" + key);  // nothing is owed to a PodGroup that is gone
+    writes_.withdraw("podgroup-event/" + key);
+    return;
+  }
+  PodGroupInfo& g = podgroups_[key];
+  g.object = obj;
+  g.error.clear();
+  const json spec = obj.value("spec", json::object());
+  const json min = spec.is_object() ? spec.value("minMember", json(1)) : json(nullptr);
+  if (!min.is_number_integer() || min.get<std::int64_t>() < 1 || min.get<std::int64_t>() > 100000) {
+    g.error = fmt::format("spec.minMember {} is not a whole number in [1, 100000]", min.dump());
+  } else {
+    g.min_member = static_cast<int>(min.get<std::int64_t>());
+  }
+  const json timeout = spec.is_object() ? spec.value("scheduleTimeoutSeconds", json(0)) : json(0);
+  if (!timeout.is_number_integer() || timeout.get<std::int64_t>() < 0) {
+    g.error =
+        fmt::format("spec.scheduleTimeoutSeconds {} is not a whole number >= 0", timeout.dump());
+  } else {
+    g.timeout_seconds =
+        static_cast<int>(std::min<std::int64_t>(timeout.get<std::int64_t>(), 1 << 30));
+  }
+}
+
+void SchedulerService::forget_queued(const std::string& uid) {
+  active_.erase(uid);
+  unschedulable_.erase(uid);
+  backoff_.unpark(uid);
+}
+
+void SchedulerService::requeue(const std::string& uid) {
+  if (const auto it = pods_.find(uid); it != pods_.end()) {
+    active_.push(uid, it->second.priority, it->second.created + " " + it->second.key());
+  }
+}
+
+void SchedulerService::fail_attempt(const std::string& uid) { backoff_.fail(uid, Clock::now()); }
+
+void SchedulerService::handle_pod(const json& obj, bool deleted) {
+  PodObject p = pod_from_json(obj);
+  if (p.uid.empty()) return;
+  const std::string uid = p.uid;
+  // A pod gone or placed owes nothing more: no retry, no status write left to make.
+  auto settle = [&] {
+    forget_queued(uid);
+    backoff_.forget(uid);
+    writes_.withdraw("pod/" + uid);
+    reported_.erase(uid);
+    preferences_logged_.erase(uid);
+  };
+  if (deleted || p.terminal()) {
+    settle();
+    pods_.erase(uid);
+    if (mirror_.accounted(uid)) {
+      mirror_.release(uid);
+      cluster_changed_ = true;
+    }
+    member_gone(uid);
+    victim_gone(uid);
+    return;
+  }
+  if (!p.node_name.empty()) {
+    settle();
+    pods_[uid] = p;
+    if (mirror_.accounted(uid)) {
+      mirror_.refresh(p);
+    } else {
+      mirror_.account(p);
+    }
+    return;
+  }
+  const bool queued = active_.contains(uid) || backoff_.parked(uid);
+  pods_[uid] = p;
+  if (!ours(p) || p.deleting || binding_.contains(uid) || mirror_.accounted(uid)) return;
+  if (p.gated()) {
+    // Not ours to decide yet (Kueue has not admitted it): out of every queue until the last
+    // gate goes, which arrives here as an update.
+    forget_queued(uid);
+    report_gated(p);
+    return;
+  }
+  // An update of a pod already reported (our own status write among them) waits for a change.
+  if (queued || unschedulable_.contains(uid)) return;
+  requeue(uid);
+}
+
+void SchedulerService::report_gated(const PodObject& pod) {
+  std::vector<std::string> gates = pod.scheduling_gates;
+  std::sort(gates.begin(), gates.end());
+  const std::string message =
+      fmt::format("waiting for scheduling gates: [{}]", fmt::join(gates, " "));
+  if (reported_[pod.uid] == message) return;
+  reported_[pod.uid] = message;
+  // kube-scheduler's words for it; no Event (a gated pod is not a failure).
+  if (pod.unscheduled_reason == "SchedulingGated") return;
+  write_condition(pod, "SchedulingGated", message, false);
+}
+
+void SchedulerService::write_condition(const PodObject& pod, const std::string& reason,
+                                       const std::string& message, bool event) {
+  const json status = {{"status",
+                        {{"conditions", json::array({{{"type", "PodScheduled"},
+                                                      {"status", "False"},
+                                                      {"reason", reason},
+                                                      {"message", message},
+                                                      {"lastTransitionTime", now_rfc3339()}}})}}}};
+  const json involved = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"namespace", pod.ns}, {"name", pod.name}, {"uid", pod.uid}}}};
+  // The condition first, then the Event; a retry after the condition was taken posts only the
+  // Event (the state is shared by the copies std::function makes).
+  auto patched = std::make_shared<bool>(false);
+  writes_.submit("pod/" + pod.uid, [this, path = pod_path(pod), ns = pod.ns, status, involved,
+                                    message, event, patched] {
+    if (!*patched) {
+      api_.patch(path + "/status", status, "application/strategic-merge-patch+json");
+      *patched = true;
+    }
+    if (event) post_event(ns, involved, "Warning", "FailedScheduling", message);
+  });
+}
+
+void SchedulerService::retry_unschedulable() {
+  const auto now = Clock::now();
+  for (const auto& [uid, message] : unschedulable_) {
+    if (!pods_.contains(uid)) continue;
+    // A pod that failed just now waits out its backoff even when the cluster changed.
+    if (backoff_.ready_at(uid) <= now) {
+      requeue(uid);
+    } else {
+      backoff_.park(uid);
+    }
+  }
+  // Their last message stays known (kept in retried_) so an unchanged verdict is not re-written.
+  for (auto& [uid, message] : unschedulable_) reported_[uid] = std::move(message);
+  unschedulable_.clear();
+  cluster_changed_ = false;
+  last_retry_ = Clock::now();
+}
+
+bool SchedulerService::schedule_next() {
+  const std::optional<std::string> next = active_.pop();
+  if (!next) return false;
+  const std::string uid = *next;
+  const auto it = pods_.find(uid);
+  if (it == pods_.end()) return true;
+  const PodObject& pod = it->second;  // deciding reads pods_, never changes it
+  if (!pod.node_name.empty() || !ours(pod) || pod.deleting || pod.gated() ||
+      binding_.contains(uid) || mirror_.accounted(uid)) {
+    return true;
+  }
+  ++counters_.attempts;
+  try {
+    decide(pod);
+  } catch (const std::exception& ex) {
+    // A decision that throws is a failure like any other: the pod waits its backoff.
+    log(fmt::format("{}: the scheduling decision failed: {}", pod.key(), ex.what()),
+        base::Severity::kError);
+    fail_attempt(uid);
+    backoff_.park(uid);
+  }
+  return true;
+}
+
+void SchedulerService::decide(const PodObject& pod) {
+  if (!pod.error.empty()) {
+    report_unschedulable(pod, fmt::format("Infeasible: {}", pod.error));
+    return;
+  }
+  if (!pod.unevaluated.empty()) {
+    report_unschedulable(pod, unevaluated_message(pod.unevaluated));
+    return;
+  }
+  if (!pod.ignored_preferences.empty() && preferences_logged_.insert(pod.uid).second) {
+    log(fmt::format("{}: soft constraints not evaluated (the pod is placed without them): {}",
+                    pod.key(), fmt::join(pod.ignored_preferences, "; ")),
+        base::Severity::kWarning);
+  }
+  if (!pod.gang.empty()) {
+    schedule_gang(pod.gang);
+    return;
+  }
+  if (!ensure_built(pod)) return;
+  if (options_.queues) {
+    const JobDecision d = place_job({pod});
+    if (!d.placement.placed) {
+      report_unschedulable(pod, d.placement.message);
+      return;
+    }
+    if (!d.nominated) queue_bind(pod, d.placement.nodes.front(), d.placement.gpus.front());
+    return;
+  }
+  const ClusterMirror::Result r = mirror_.schedule(pod);
+  if (r.decision.outcome != sched::Outcome::kPlaced) {
+    sched::RequestResolver resolver(mirror_.cluster());
+    const std::string msg =
+        unschedulable_message(r, resolver.resolve(pod.spec), mirror_.cluster().node_count());
+    report_unschedulable(pod, msg);
+    return;
+  }
+  queue_bind(pod, r.node, r.decision.placement.gpus);
+}
+
+bool SchedulerService::ensure_built(const PodObject& pod) {
+  if (nodes_dirty_) {
+    mirror_.set_nodes(nodes_);
+    nodes_dirty_ = false;
+  }
+  std::vector<workload::PodSpec> seen;
+  if (options_.mirror.history.empty() && !mirror_.built()) {
+    for (const auto& [u, p] : pods_) {
+      if (p.error.empty()) seen.push_back(p.spec);
+    }
+  }
+  try {
+    if (mirror_.ensure_built(seen)) {
+      log(fmt::format("cluster: {} nodes, {} GPUs", mirror_.cluster().node_count(),
+                      mirror_.cluster().gpu_total()));
+    }
+  } catch (const std::exception& e) {
+    report_unschedulable(pod, fmt::format("the scheduler cannot build its policy: {}", e.what()));
+    return false;
+  }
+  return true;
+}
+
+SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodObject>& members,
+                                                          int min_members) {
+  JobDecision out;
+  const std::string& name = members.front().queue;
+  const auto leaf = queues_.leaf(name);
+  if (!leaf) {
+    out.placement.message = fmt::format(
+        "queue '{}' (label {}) is not a leaf Queue of the cluster (scheduling.run.ai/v2); "
+        "waiting for it",
+        base::printable(name), kQueueLabel);
+    return out;
+  }
+  const auto now = Clock::now();
+  ClusterMirror::AdmitOptions admit;
+  // What the queues hold is what the bound pods hold, each in its queue (one that names no leaf
+  // queue counts in none).
+  admit.queue_of = [this](const PodObject& p) { return queues_.leaf(p.queue); };
+  admit.preempt = options_.preemption;
+  admit.now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+  admit.preemptible = [this, now](const PodObject& p) { return preemptible(p, now); };
+  admit.gang_min = [this](const std::string& gang) {
+    const auto it = podgroups_.find(gang);
+    return it == podgroups_.end() || !it->second.error.empty() ? 0 : it->second.min_member;
+  };
+  admit.min_members = min_members;
+  // GPUs of our pods that are terminating come back soon: preempting more now could take more
+  // victims than needed (a restarted scheduler, whose earlier victims are still going, would).
+  // Other pods' churn (a rollout elsewhere) does not hold preemption back.
+  const auto terminating = std::count_if(pods_.begin(), pods_.end(), [this](const auto& e) {
+    const PodObject& p = e.second;
+    return p.deleting && !p.node_name.empty() && ours(p) && p.spec.gpu_count > 0;
+  });
+  std::string refusal;  // the last eviction refused, for the wait's message
+  // A refused eviction makes the layer choose again without that victim; a few times, then the
+  // job waits its backoff like any other.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    ClusterMirror::Admission a = mirror_.admit(queues_.tree(), *leaf, members, admit);
+    if (!a.placement.placed) {
+      out.placement = std::move(a.placement);
+      if (out.placement.message.empty()) {
+        // The layer's line names the queue (or its parent) that holds the job back.
+        out.placement.message =
+            fmt::format("queue admission: {} ({})", a.why, sched::jobs::wait_key(a.waiting));
+      } else {
+        out.placement.message = fmt::format("queue {}: {}", queues_.tree().spec(*leaf).name, a.why);
+      }
+      if (!refusal.empty()) out.placement.message += " Preemption refused: " + refusal;
+      return out;
+    }
+    if (a.victims.empty()) {
+      out.placement = std::move(a.placement);
+      return out;
+    }
+    const auto undo = [&](std::size_t from) {
+      for (const PodObject& m : members) mirror_.release(m.uid);
+      for (std::size_t i = from; i < a.victims.size(); ++i) mirror_.restore(a.victims[i].uid);
+    };
+    if (terminating > 0) {
+      undo(0);
+      out.placement.message = fmt::format(
+          "queue {}: waiting for {} terminating pod(s) to free their resources before "
+          "preempting more",
+          queues_.tree().spec(*leaf).name, terminating);
+      return out;
+    }
+    // Every eviction is tried as a dry run first, so a PodDisruptionBudget that forbids one
+    // evicts none of the others.
+    std::vector<std::string> refused;
+    for (const auto& v : a.victims) {
+      std::string why;
+      if (!evict(pods_.at(v.uid), true, why)) {
+        refused.push_back(v.uid);
+        refusal = why;
+      }
+    }
+    std::size_t evicted = 0;
+    if (refused.empty()) {
+      for (; evicted < a.victims.size(); ++evicted) {
+        std::string why;
+        if (!evict(pods_.at(a.victims[evicted].uid), false, why)) {
+          refused.push_back(a.victims[evicted].uid);
+          refusal = why;
+          break;
+        }
+      }
+      if (evicted == a.victims.size()) {
+        nominate(members, a, *leaf);
+        out.placement = std::move(a.placement);
+        out.nominated = true;
+        return out;
+      }
+      // A budget changed between the dry run and the eviction: those evicted stay so (they
+      // terminate, and their resources come back); the rest count again.
+      for (std::size_t i = 0; i < evicted; ++i) evicted_.emplace(a.victims[i].uid, "");
+    }
+    undo(evicted);
+    for (const std::string& uid : refused) {
+      eviction_refused_[uid] = now + options_.backoff_max;
+      log(fmt::format("eviction of {} refused, choosing again: {}", pods_.at(uid).key(), refusal),
+          base::Severity::kWarning);
+    }
+  }
+  out.placement.message =
+      fmt::format("queue {}: preemption refused: {}", queues_.tree().spec(*leaf).name, refusal);
+  return out;
+}
+
+bool SchedulerService::preemptible(const PodObject& pod, Clock::time_point now) const {
+  const auto it = pods_.find(pod.uid);
+  if (it == pods_.end() || !ours(it->second) || it->second.deleting ||
+      it->second.priority > kSystemPriority || it->second.node_name.empty() ||
+      nominated_.contains(pod.uid) || binding_.contains(pod.uid)) {
+    return false;
+  }
+  const auto refused = eviction_refused_.find(pod.uid);
+  return refused == eviction_refused_.end() || refused->second <= now;
+}
+
+bool SchedulerService::evict(const PodObject& pod, bool dry_run, std::string& why) {
+  json body = {{"apiVersion", "policy/v1"},
+               {"kind", "Eviction"},
+               {"metadata", {{"name", pod.name}, {"namespace", pod.ns}}},
+               // Only this pod, not a new one that took its name meanwhile.
+               {"deleteOptions", {{"preconditions", {{"uid", pod.uid}}}}}};
+  if (dry_run) body["deleteOptions"]["dryRun"] = json::array({"All"});
+  try {
+    api_.create(pod_path(pod) + "/eviction", body);
+    return true;
+  } catch (const ApiError& e) {
+    if (e.status() == 404) return true;  // gone already
+    why = fmt::format("{}: {}", pod.key(), e.what());
+  } catch (const std::exception& e) {
+    why = fmt::format("{}: {}", pod.key(), e.what());
+  }
+  return false;
+}
+
+void SchedulerService::nominate(const std::vector<PodObject>& members,
+                                const ClusterMirror::Admission& admission, std::size_t queue) {
+  const PodObject& first = members.front();
+  const std::string job = first.gang.empty() ? first.key() : first.gang;
+  const std::string preemptor = first.gang.empty() ? first.key() : "gang " + first.gang;
+  const std::string& queue_name = queues_.tree().spec(queue).name;
+  Nomination& n = nominations_[job];
+  std::vector<std::string> victims;
+  for (const auto& v : admission.victims) {
+    const PodObject& pod = pods_.at(v.uid);
+    victims.push_back(pod.key());
+    n.victims.insert(v.uid);
+    evicted_[v.uid] = job;
+    std::string message;
+    switch (v.reason) {
+      case sched::jobs::PreemptReason::kReclaim:
+        message = fmt::format(
+            "Preempted by {} to reclaim queue {}'s quota (queue {} is over its fair share)",
+            preemptor, queue_name, queues_.tree().spec(v.queue).name);
+        break;
+      case sched::jobs::PreemptReason::kPriority:
+        message = fmt::format("Preempted by {} (priority {}) of queue {}: a higher priority",
+                              preemptor, first.priority, queue_name);
+        break;
+      default:
+        message = fmt::format("Preempted by {} of queue {} ({})", preemptor, queue_name,
+                              sched::jobs::preempt_key(v.reason));
+    }
+    log(fmt::format("{}: {}", pod.key(), message));
+    const json involved = {
+        {"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"metadata", {{"namespace", pod.ns}, {"name", pod.name}, {"uid", pod.uid}}}};
+    writes_.submit("preempted/" + pod.uid, [this, ns = pod.ns, involved, message] {
+      post_event(ns, involved, "Normal", "Preempted", message);
+    });
+  }
+  const std::string message = fmt::format(
+      "Preempting {} pod(s) ({}) for queue {}; bound on the resources they free once "
+      "they are gone",
+      victims.size(), fmt::join(victims, ", "), queue_name);
+  log(fmt::format("{}: {}", preemptor, message));
+  for (const PodObject& m : members) {
+    const auto& placed = admission.placement.uids;
+    if (std::find(placed.begin(), placed.end(), m.uid) == placed.end()) continue;
+    n.members.push_back(m.uid);
+    nominated_[m.uid] = job;
+    const auto where = mirror_.assumed(m.uid);
+    const json involved = {{"apiVersion", "v1"},
+                           {"kind", "Pod"},
+                           {"metadata", {{"namespace", m.ns}, {"name", m.name}, {"uid", m.uid}}}};
+    const json status = {{"status", {{"nominatedNodeName", where ? where->first : ""}}}};
+    writes_.submit("nominated/" + m.uid, [this, path = pod_path(m), ns = m.ns, status, involved,
+                                          message, patched = std::make_shared<bool>(false)] {
+      if (!*patched) {
+        api_.patch(path + "/status", status, "application/strategic-merge-patch+json");
+        *patched = true;
+      }
+      post_event(ns, involved, "Normal", "Preempting", message);
+    });
+  }
+}
+
+void SchedulerService::victim_gone(const std::string& uid) {
+  const auto it = evicted_.find(uid);
+  if (it == evicted_.end()) return;
+  const std::string job = it->second;
+  evicted_.erase(it);
+  eviction_refused_.erase(uid);
+  const auto n = nominations_.find(job);
+  if (n == nominations_.end()) return;
+  n->second.victims.erase(uid);
+  if (!n->second.victims.empty()) return;
+  int bound = 0;
+  for (const std::string& member : n->second.members) {
+    nominated_.erase(member);
+    const auto pod = pods_.find(member);
+    const auto where = mirror_.assumed(member);
+    if (pod == pods_.end() || !where || !pod->second.node_name.empty()) continue;
+    queue_bind(pod->second, where->first, where->second);
+    ++bound;
+  }
+  log(fmt::format("{}: its victims are gone; binding {} pod(s)", job, bound));
+  nominations_.erase(n);
+}
+
+void SchedulerService::member_gone(const std::string& uid) {
+  const auto it = nominated_.find(uid);
+  if (it == nominated_.end()) return;
+  const auto n = nominations_.find(it->second);
+  nominated_.erase(it);
+  if (n == nominations_.end()) return;
+  std::erase(n->second.members, uid);
+  // Its victims still go (their evictions are made); what they free is anyone's again.
+  if (n->second.members.empty()) nominations_.erase(n);
+}
+
+void SchedulerService::queue_bind(const PodObject& pod, const std::string& node,
+                                  const std::vector<int>& gpus) {
+  reported_.erase(pod.uid);
+  binding_.insert(pod.uid);
+  queue_status_dirty_ = true;
+  BindJob job{pod, node, gpus, 0, Clock::now()};
+  // The pod's own gpuorch.io/gpu-milli is never rewritten (what it asked stays as it asked it).
+  if (pod.spec.gpu_share() && !pod.gpu_milli_annotated) job.gpu_milli = pod.spec.gpu_milli;
+  {
+    const std::lock_guard lock(bind_mutex_);
+    bind_queue_.push_back(std::move(job));
+  }
+  bind_cv_.notify_one();
+}
+
+void SchedulerService::schedule_gang(const std::string& gang) {
+  std::vector<PodObject> pending;
+  int bound = 0;
+  for (const auto& [uid, p] : pods_) {
+    if (p.gang != gang || !ours(p)) continue;
+    if (!p.node_name.empty() || binding_.contains(uid) || mirror_.accounted(uid)) {
+      ++bound;
+    } else if (!p.deleting && !p.gated()) {
+      pending.push_back(p);  // a gated member is not there yet: it neither counts nor waits
+    }
+  }
+  // Members in a fixed order (name), so a gang is placed the same way every time.
+  std::sort(pending.begin(), pending.end(),
+            [](const PodObject& a, const PodObject& b) { return a.key() < b.key(); });
+  for (const auto& p : pending) {
+    active_.erase(p.uid);
+    backoff_.unpark(p.uid);  // decided now, with the member that came up
+  }
+  if (pending.empty()) return;
+  auto report_all = [&](const std::string& message) {
+    for (const auto& p : pending) report_unschedulable(p, message);
+  };
+  const auto group = podgroups_.find(gang);
+  if (group == podgroups_.end()) {
+    report_all(
+        fmt::format("gang {}: PodGroup {} does not exist (scheduling.x-k8s.io/v1alpha1); "
+                    "waiting for it",
+                    gang, gang));
+    return;
+  }
+  PodGroupInfo& g = group->second;
+  if (!g.error.empty()) {
+    report_all(fmt::format("gang {}: PodGroup {} is malformed: {}", gang, gang, g.error));
+    return;
+  }
+  for (const auto& p : pending) {
+    if (!p.error.empty()) {
+      report_all(fmt::format("gang {}: member {} cannot be placed: {}", gang, p.key(), p.error));
+      return;
+    }
+    if (!p.unevaluated.empty()) {
+      report_all(
+          fmt::format("gang {}: member {}: {}", gang, p.key(), unevaluated_message(p.unevaluated)));
+      return;
+    }
+  }
+  const auto since = gang_waiting_since_.try_emplace(gang, Clock::now()).first->second;
+  const int present = bound + static_cast<int>(pending.size());
+  if (present < g.min_member) {
+    report_all(
+        fmt::format("gang {}: {} of minMember {} pods exist ({} bound); waiting for the "
+                    "rest",
+                    gang, present, g.min_member, bound));
+    write_podgroup_status(gang, "Pending", bound);
+    return;
+  }
+  if (!ensure_built(pending.front())) return;
+  // --queues: the pods beyond minMember are elastic replicas (KAI's and Volcano's convention):
+  // the gang starts with at least minMember and the rest as they fit; once it runs, the pods
+  // left grow it when room frees, at most once per resize interval.
+  const bool growing = options_.queues && bound >= g.min_member;
+  const bool elastic = options_.queues && present > g.min_member;
+  const auto now = Clock::now();
+  if (growing) {
+    const auto last = gang_resized_.find(gang);
+    if (last != gang_resized_.end() && now - last->second < options_.resize_interval) {
+      const auto wait = std::chrono::duration_cast<std::chrono::seconds>(options_.resize_interval -
+                                                                         (now - last->second));
+      report_all(fmt::format(
+          "gang {}: elastic, runs {} of up to {} pods; grows at most once per resize interval "
+          "({} s), next in {} s",
+          gang, bound, present, options_.resize_interval.count(), wait.count() + 1));
+      return;
+    }
+  }
+  bool nominated = false;
+  ClusterMirror::GangResult r;
+  if (options_.queues) {
+    JobDecision d = place_job(pending, growing ? 1 : elastic ? g.min_member - bound : 0);
+    r = std::move(d.placement);
+    nominated = d.nominated;
+  } else {
+    r = mirror_.schedule_gang(pending);
+  }
+  if (!r.placed) {
+    std::string message =
+        growing
+            ? fmt::format("gang {}: elastic, runs {} of up to {} pods; no room to grow: {}", gang,
+                          bound, present, r.message)
+            : fmt::format(
+                  "gang {} ({} pending, minMember {}) cannot be placed whole, so none of it is: "
+                  "{}{}",
+                  gang, pending.size(), g.min_member,
+                  r.failed_pod.empty() ? "" : "member " + r.failed_pod + ": ", r.message);
+    const auto waited = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - since);
+    if (!growing && g.timeout_seconds > 0 && waited.count() > g.timeout_seconds) {
+      message += fmt::format(
+          " Waited longer than scheduleTimeoutSeconds ({} s); nothing is "
+          "reserved meanwhile.",
+          g.timeout_seconds);
+    }
+    report_all(message);
+    if (!growing) {
+      write_podgroup_status(gang, "Pending", bound);
+      if (reported_[gang] != message) {
+        reported_[gang] = message;
+        post_podgroup_event(gang, "Warning", "FailedScheduling", message);
+      }
+    }
+    return;
+  }
+  gang_waiting_since_.erase(gang);
+  reported_.erase(gang);
+  if (elastic) gang_resized_[gang] = now;
+  std::map<std::string, std::size_t> placed;  // uid -> index in r
+  for (std::size_t i = 0; i < r.uids.size(); ++i) placed[r.uids[i]] = i;
+  const int running = bound + static_cast<int>(placed.size());
+  for (const auto& p : pending) {
+    const auto at = placed.find(p.uid);
+    if (at == placed.end()) {
+      report_unschedulable(
+          p, fmt::format("gang {}: elastic replica: the gang starts with {} of up to {} pods; "
+                         "this one waits for room (at most one resize per {} s)",
+                         gang, running, present, options_.resize_interval.count()));
+      continue;
+    }
+    unschedulable_.erase(p.uid);
+    if (!nominated) queue_bind(p, r.nodes[at->second], r.gpus[at->second]);
+  }
+  if (nominated) return;  // bound once its victims are gone (victim_gone)
+  write_podgroup_status(gang, "Scheduled", running);
+  const std::string what =
+      placed.size() == pending.size()
+          ? fmt::format("all {} pending members placed", pending.size())
+          : fmt::format("{} of {} pending members placed ({} of up to {} pods run)", placed.size(),
+                        pending.size(), running, present);
+  log(fmt::format(
+      "gang {}: {}{}", gang,
+      placed.size() == pending.size() ? fmt::format("{} members placed", placed.size()) : what,
+      r.domain.empty() ? "" : " under " + r.domain));
+  post_podgroup_event(gang, "Normal", growing ? "Resized" : "Scheduled",
+                      what + (r.domain.empty() ? "" : " under " + r.domain));
+}
+
+void SchedulerService::post_podgroup_event(const std::string& gang, const std::string& type,
+                                           const std::string& reason, const std::string& message) {
+  const json& obj = podgroups_.at(gang).object;
+  writes_.submit("podgroup-event/" + gang,
+                 [this, ns = obj["metadata"].value("namespace", ""), obj, type, reason, message] {
+                   post_event(ns, obj, type, reason, message);
+                 });
+}
+
+void SchedulerService::write_podgroup_status(const std::string& gang, const std::string& phase,
+                                             int scheduled) {
+  const auto it = podgroups_.find(gang);
+  if (it == podgroups_.end()) return;
+  const std::string written = fmt::format("{}/{}", phase, scheduled);
+  if (it->second.written == written) return;
+  it->second.written = written;
+  const json& meta = it->second.object["metadata"];
+  const std::string path =
+      namespaced_path("/apis/scheduling.x-k8s.io/v1alpha1", meta.value("namespace", ""),
+                      "podgroups", meta.value("name", ""));
+  json status = {{"status", {{"phase", phase}, {"scheduled", scheduled}}}};
+  if (phase != "Scheduled") status["status"]["scheduleStartTime"] = now_rfc3339();
+  writes_.submit("podgroup/" + gang, [this, path, status] {
+    try {
+      api_.patch(path + "/status", status);
+    } catch (const ApiError& e) {
+      // A CRD without the status subresource keeps status in the object itself.
+      if (e.status() != 404) throw;
+      api_.patch(path, status);
+    }
+  });
+}
+
+void SchedulerService::write_queue_statuses() {
+  std::vector<const PodObject*> bound, pending;
+  for (const auto& [uid, p] : pods_) {
+    if (p.terminal() || p.deleting) continue;
+    if (!p.node_name.empty() || binding_.contains(uid)) {
+      bound.push_back(&p);
+    } else if (ours(p) && !p.gated()) {
+      pending.push_back(&p);
+    }
+  }
+  for (auto& [name, status] : queues_.statuses(bound, pending)) {
+    std::string text = status.dump();
+    auto& written = queue_status_written_[name];
+    if (written == text) continue;
+    written = std::move(text);
+    const std::string path = "/apis/scheduling.run.ai/v2/queues/" + percent_encode(name);
+    writes_.submit("queue/" + name, [this, path, body = json{{"status", status}}] {
+      api_.patch(path + "/status", body);
+    });
+  }
+}
+
+void SchedulerService::report_unschedulable(const PodObject& pod, const std::string& message) {
+  ++counters_.unschedulable;
+  unschedulable_[pod.uid] = message;
+  fail_attempt(pod.uid);
+  if (const auto it = reported_.find(pod.uid); it != reported_.end() && it->second == message) {
+    return;  // the pod already says so (or its write is being retried)
+  }
+  reported_[pod.uid] = message;
+  log(fmt::format("{}: {}", pod.key(), message));
+  write_condition(pod, "Unschedulable", message, true);
+}
+
+void SchedulerService::post_event(const std::string& ns, const json& involved,
+                                  const std::string& type, const std::string& reason,
+                                  const std::string& message) {
+  const json& meta = involved.value("metadata", json::object());
+  const std::string now = now_rfc3339();
+  const json event = {
+      {"apiVersion", "v1"},
+      {"kind", "Event"},
+      {"metadata", {{"generateName", meta.value("name", "x") + "."}, {"namespace", ns}}},
+      {"involvedObject",
+       {{"apiVersion", involved.value("apiVersion", "v1")},
+        {"kind", involved.value("kind", "")},
+        {"namespace", ns},
+        {"name", meta.value("name", "")},
+        {"uid", meta.value("uid", "")}}},
+      {"reason", reason},
+      {"message", message},
+      {"type", type},
+      {"source", {{"component", options_.scheduler_name}}},
+      {"reportingComponent", options_.scheduler_name},
+      {"reportingInstance", options_.scheduler_name},
+      {"firstTimestamp", now},
+      {"lastTimestamp", now},
+      {"count", 1}};
+  api_.create(namespaced_path("/api/v1", ns, "events"), event);
+}
+
+void SchedulerService::bind_loop(const std::atomic<bool>& stop) {
+  while (true) {
+    BindJob job;
+    {
+      std::unique_lock lock(bind_mutex_);
+      bind_cv_.wait_for(lock, std::chrono::milliseconds(200),
+                        [&] { return !bind_queue_.empty() || stop.load(); });
+      if (stop.load()) return;
+      if (bind_queue_.empty()) continue;
+      job = std::move(bind_queue_.front());
+      bind_queue_.pop_front();
+    }
+    bind(job);
+  }
+}
+
+void SchedulerService::bind(const BindJob& job) {
+  try {
+    const json binding =
+        gpu_binding(job.pod.ns, job.pod.name, job.pod.uid, job.node, job.gpus, job.gpu_milli);
+    api_.create(pod_path(job.pod) + "/binding", binding);
+    const double seconds = std::chrono::duration<double>(Clock::now() - job.decided).count();
+    std::size_t b = 0;
+    while (b < std::size(SchedulerCounters::kBuckets) && seconds > SchedulerCounters::kBuckets[b]) {
+      ++b;
+    }
+    ++counters_.latency[b];
+    counters_.latency_sum_us += static_cast<std::uint64_t>(seconds * 1e6);
+    ++counters_.binds;
+    log(fmt::format("bound {} to {}{}", job.pod.key(), job.node,
+                    job.gpus.empty() ? "" : fmt::format(" gpus {}", fmt::join(job.gpus, ","))));
+    push({Event::Kind::kBindDone, Event::Type::kUpsert, {}, job.pod.uid});
+  } catch (const ApiCancelled&) {
+    // Stopping: nothing to retry, nothing to report.
+  } catch (const std::exception& e) {
+    ++counters_.bind_errors;
+    log(fmt::format("bind {} to {} failed: {}", job.pod.key(), job.node, e.what()),
+        base::Severity::kError);
+    push(
+        {Event::Kind::kBindFailed, Event::Type::kUpsert, json(std::string(e.what())), job.pod.uid});
+    // 409: the pod is not what was decided on (bound by another, gated, changed); 404: gone.
+    // Read it again so the retry, if any, starts from what it is now.
+    const auto* api_error = dynamic_cast<const ApiError*>(&e);
+    if (api_error != nullptr && (api_error->status() == 409 || api_error->status() == 404)) {
+      reread(job.pod);
+    }
+  }
+}
+
+void SchedulerService::reread(const PodObject& pod) {
+  try {
+    push({Event::Kind::kPod, Event::Type::kUpsert, api_.get(pod_path(pod)), {}});
+  } catch (const ApiError& e) {
+    if (e.status() != 404) return;  // the informer will tell
+    push({Event::Kind::kPod,
+          Event::Type::kDelete,
+          {{"metadata", {{"namespace", pod.ns}, {"name", pod.name}, {"uid", pod.uid}}}},
+          {}});
+  } catch (const std::exception&) {
+    // Unreachable for now: the informer brings the pod's state when it can.
+  }
+}
+
+std::string SchedulerService::metrics() const {
+  std::string out;
+  auto counter = [&out](const char* name, const char* help, std::uint64_t v) {
+    out += prometheus_counter(name, help, v);
+  };
+  counter("gpuorch_scheduler_attempts_total", "Scheduling decisions made.", counters_.attempts);
+  counter("gpuorch_scheduler_binds_total", "Pods bound.", counters_.binds);
+  counter("gpuorch_scheduler_bind_errors_total", "Binds the API server refused.",
+          counters_.bind_errors);
+  counter("gpuorch_scheduler_unschedulable_total", "Decisions that found no node.",
+          counters_.unschedulable);
+  out += fmt::format(
+      "# HELP gpuorch_scheduler_pending_pods Pods waiting (active and unschedulable).\n"
+      "# TYPE gpuorch_scheduler_pending_pods gauge\ngpuorch_scheduler_pending_pods {}\n",
+      counters_.queue_length.load());
+  out +=
+      "# HELP gpuorch_scheduler_bind_duration_seconds From decision to bound.\n"
+      "# TYPE gpuorch_scheduler_bind_duration_seconds histogram\n";
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i < std::size(SchedulerCounters::kBuckets); ++i) {
+    cumulative += counters_.latency[i];
+    out += fmt::format("gpuorch_scheduler_bind_duration_seconds_bucket{{le=\"{}\"}} {}\n",
+                       SchedulerCounters::kBuckets[i], cumulative);
+  }
+  cumulative += counters_.latency.back();
+  out +=
+      fmt::format("gpuorch_scheduler_bind_duration_seconds_bucket{{le=\"+Inf\"}} {}\n", cumulative);
+  out += fmt::format("gpuorch_scheduler_bind_duration_seconds_sum {}\n",
+                     static_cast<double>(counters_.latency_sum_us.load()) / 1e6);
+  out += fmt::format("gpuorch_scheduler_bind_duration_seconds_count {}\n", cumulative);
+  return out;
+}
+
+}  // namespace gpuorch::k8s

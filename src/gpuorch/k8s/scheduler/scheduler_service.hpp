@@ -1,0 +1,248 @@
+#pragma once
+// `gpuorch scheduler`: places the pods whose spec.schedulerName is ours on a real cluster with the
+// scheduler core. Informers keep Nodes and Pods current; one thread decides, pod by pod in
+// priority order, through ClusterMirror (the same core and policies as `gpuorch sim`); binders
+// write the GPU choice onto the pod and bind it through pods/binding; a pod that fits nowhere gets
+// PodScheduled=False (Unschedulable) and an Event with the core's explanation, and is tried again
+// when the cluster changes, never in a busy loop: every failure (no room, a refused bind, a
+// decision that threw) makes the pod wait its backoff (1 s doubling to 10 s, as kube-scheduler).
+// A pod with spec.schedulingGates is never decided (PodScheduled=False, SchedulingGated) until
+// its last gate is removed; a required constraint the core does not evaluate (inter-pod
+// affinity, topology spread, host ports, node-bound volumes, DRA claims) makes it Unschedulable
+// with the field's name instead of being ignored. Status writes the API server did not take are
+// retried with backoff.
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "gpuorch/base/log.hpp"
+#include "gpuorch/k8s/api/api_client.hpp"
+#include "gpuorch/k8s/mirror/cluster_mirror.hpp"
+#include "gpuorch/k8s/mirror/cluster_queues.hpp"
+#include "gpuorch/k8s/mirror/pod_object.hpp"
+#include "gpuorch/k8s/scheduler/retried_writes.hpp"
+#include "gpuorch/sched/backoff.hpp"
+#include "gpuorch/sched/pending_queue.hpp"
+
+namespace gpuorch::k8s {
+
+struct SchedulerServiceOptions {
+  std::string scheduler_name = "gpuorch";
+  MirrorOptions mirror;
+  int binders = 4;  // concurrent bind calls (decisions stay sequential)
+  // Unschedulable pods are retried on every cluster change, and at the latest after this long.
+  std::chrono::seconds retry_unschedulable{60};
+  // Per-pod wait after a failure: initial, doubled per failure in a row, at most max.
+  std::chrono::milliseconds backoff_initial{1000};
+  std::chrono::milliseconds backoff_max{10000};
+  // The discovery of the PodGroup API is retried this long, then run() throws (the process
+  // exits non-zero and is restarted); the informers must have listed within sync_timeout.
+  std::chrono::seconds startup_timeout{20};
+  std::chrono::seconds sync_timeout{120};
+  // The decision loop counts as stuck (alive() false) when it has not come round for this long.
+  std::chrono::seconds stale_after{30};
+  // Decide through the job layer over the cluster's Queues (scheduling.run.ai/v2, label
+  // kai.scheduler/queue; docs/scheduler.md): limits hold, reasons are the layer's.
+  bool queues = false;
+  // With queues: a job that finds no room takes it back from queues over their fair share and
+  // from lower priorities (the layer's victims, evicted through the Eviction API; the job is
+  // bound on the GPUs they free, held for it meanwhile, once they are gone).
+  bool preemption = true;
+  // With queues: an elastic gang (more pods than its PodGroup's minMember) grows onto freed
+  // resources at most once per this long, so restarts of its training do not eat the gain.
+  std::chrono::seconds resize_interval{300};
+  base::LogSink log;  // one line per bind/failure; may be empty
+};
+
+struct SchedulerCounters {
+  std::atomic<std::uint64_t> attempts{0};
+  std::atomic<std::uint64_t> binds{0};
+  std::atomic<std::uint64_t> bind_errors{0};
+  std::atomic<std::uint64_t> unschedulable{0};
+  std::atomic<std::uint64_t> queue_length{0};
+  // Decision-to-bound latency, seconds, cumulative buckets as Prometheus histograms keep them.
+  static constexpr double kBuckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                        0.1,   0.25,   0.5,   1,    2.5,   5};
+  std::array<std::atomic<std::uint64_t>, std::size(kBuckets) + 1> latency{};
+  std::atomic<std::uint64_t> latency_sum_us{0};
+};
+
+class SchedulerService {
+ public:
+  SchedulerService(ApiClient& api, SchedulerServiceOptions options);
+  ~SchedulerService();
+  SchedulerService(const SchedulerService&) = delete;
+  SchedulerService& operator=(const SchedulerService&) = delete;
+
+  // Blocks until `stop`: informers, the decision loop and the binders. Throws
+  // std::runtime_error (one line) when it cannot start: the PodGroup discovery failed for
+  // startup_timeout, or the informers did not sync within sync_timeout.
+  void run(const std::atomic<bool>& stop);
+  // The decision loop (or the start-up before it) came round within stale_after: what
+  // /healthz and the leader's lease renewal go by.
+  [[nodiscard]] bool alive() const;
+
+  [[nodiscard]] const SchedulerCounters& counters() const { return counters_; }
+  // Prometheus text: scheduling latency histogram, queue length, binds, failures.
+  [[nodiscard]] std::string metrics() const;
+  [[nodiscard]] bool synced() const { return synced_.load(); }
+
+ private:
+  struct Event {
+    enum class Kind : std::uint8_t {
+      kNode,
+      kPod,
+      kPodGroup,
+      kQueue,
+      kBindDone,
+      kBindFailed,
+      kSynced
+    } kind;
+    enum class Type : std::uint8_t { kUpsert, kDelete } type = Type::kUpsert;
+    nlohmann::json object;
+    std::string uid;
+  };
+  struct BindJob {
+    PodObject pod;
+    std::string node;
+    std::vector<int> gpus;
+    std::int64_t gpu_milli = 0;
+    std::chrono::steady_clock::time_point decided;
+  };
+
+  void push(Event e);
+  void handle(Event& e);
+  void handle_pod(const nlohmann::json& obj, bool deleted);
+  void handle_node(const nlohmann::json& obj, bool deleted);
+  void handle_podgroup(const nlohmann::json& obj, bool deleted);
+  // Whether the PodGroup API is served; retried with backoff (false: stopped meanwhile).
+  bool discover_podgroups(const std::atomic<bool>& stop);
+  // With --queues, the Queue API must be served (retried like the PodGroup discovery; a 404 is
+  // a start-up error: the user asked for queues the cluster does not have).
+  bool discover_queues(const std::atomic<bool>& stop);
+  // --queues: the job layer's admission of a job's pending members (ClusterMirror::admit) in the
+  // queue their label names; not placed: the reason in `message`. Placed by preemption
+  // (`nominated`): its victims are evicted and it is bound once they are gone (victim_gone).
+  struct JobDecision {
+    ClusterMirror::GangResult placement;
+    bool nominated = false;
+  };
+  // `min_members`: ClusterMirror::AdmitOptions::min_members (0: all of them).
+  JobDecision place_job(const std::vector<PodObject>& members, int min_members = 0);
+  // Whether a bound pod may be a victim now: ours, not system-critical, not terminating, not
+  // one whose eviction was refused within the backoff, not a preemptor waiting to be bound.
+  [[nodiscard]] bool preemptible(const PodObject& pod,
+                                 std::chrono::steady_clock::time_point now) const;
+  // POST pods/eviction (dry run: the API server checks the PodDisruptionBudgets and deletes
+  // nothing). False with `why` when refused; a pod already gone counts as evicted.
+  bool evict(const PodObject& pod, bool dry_run, std::string& why);
+  // The job's members hold their reservation until `victims` are gone: nominatedNodeName and
+  // Events on both sides.
+  void nominate(const std::vector<PodObject>& members, const ClusterMirror::Admission& admission,
+                std::size_t queue);
+  // A pod that was evicted for a nomination is gone; the last one binds the preemptor.
+  void victim_gone(const std::string& uid);
+  void member_gone(const std::string& uid);
+  // --queues: each Queue's status.allocated and status.requested, written when it changed.
+  void write_queue_statuses();
+  void beat();
+  void decide(const PodObject& pod);
+  void report_gated(const PodObject& pod);
+  void write_condition(const PodObject& pod, const std::string& reason, const std::string& message,
+                       bool event);
+  void forget_queued(const std::string& uid);
+  void requeue(const std::string& uid);
+  void fail_attempt(const std::string& uid);
+  // A gang's pending members decided together (the member just popped from the queue among them).
+  void schedule_gang(const std::string& gang);
+  bool ensure_built(const PodObject& pod);
+  void queue_bind(const PodObject& pod, const std::string& node, const std::vector<int>& gpus);
+  void post_podgroup_event(const std::string& gang, const std::string& type,
+                           const std::string& reason, const std::string& message);
+  void write_podgroup_status(const std::string& gang, const std::string& phase, int scheduled);
+  // Throws when the API server does not take it (callers retry through writes_).
+  void post_event(const std::string& ns, const nlohmann::json& involved, const std::string& type,
+                  const std::string& reason, const std::string& message);
+  void retry_unschedulable();
+  bool schedule_next();
+  void report_unschedulable(const PodObject& pod, const std::string& message);
+  void bind_loop(const std::atomic<bool>& stop);
+  void bind(const BindJob& job);
+  void reread(const PodObject& pod);  // after a bind refused as stale: its current state
+  void log(const std::string& line, base::Severity severity = base::Severity::kInfo,
+           base::SourceLocation where = base::SourceLocation::current()) const;
+  [[nodiscard]] bool ours(const PodObject& pod) const;
+
+  ApiClient& api_;
+  SchedulerServiceOptions options_;
+  ClusterMirror mirror_;
+  SchedulerCounters counters_;
+  std::atomic<bool> synced_{false};
+  int synced_informers_ = 0;
+
+  std::mutex events_mutex_;
+  std::condition_variable events_cv_;
+  std::deque<Event> events_;
+
+  // Decision-thread state.
+  std::map<std::string, cluster::NodeSpec> nodes_;
+  std::map<std::string, std::string> bad_nodes_;     // name -> why it is left out (logged once)
+  std::unordered_map<std::string, PodObject> pods_;  // every pod, by uid
+  // Waiting to be decided, by uid, in the core's order (priority, then creation time).
+  sched::PendingQueue active_;
+  std::unordered_map<std::string, std::string> unschedulable_;  // uid -> its message
+  // The message each pod was last given, so an unchanged verdict is not written again.
+  std::unordered_map<std::string, std::string> reported_;
+  std::unordered_set<std::string> binding_;  // uid: a bind is in flight
+  sched::Backoff backoff_;                   // failures in a row, and who waits them out
+  RetriedWrites writes_;                     // conditions, Events, PodGroup status not yet taken
+  ClusterQueues queues_;                     // --queues: the cluster's Queue objects
+  std::map<std::string, std::string> queue_status_written_;  // by queue: the status last written
+  std::chrono::steady_clock::time_point last_queue_status_;
+  bool queue_status_dirty_ = true;  // pods, binds or Queues changed since the last write
+  std::unordered_set<std::string> preferences_logged_;  // uid: its ignored soft constraints
+  std::atomic<std::int64_t> heartbeat_ns_{0};           // steady clock of the last round
+  // PodGroups (scheduling.x-k8s.io/v1alpha1) by "namespace/name".
+  struct PodGroupInfo {
+    nlohmann::json object;
+    int min_member = 1;
+    int timeout_seconds = 0;
+    std::string error;    // malformed: why
+    std::string written;  // the status last written ("phase/scheduled")
+  };
+  std::map<std::string, PodGroupInfo> podgroups_;
+  bool podgroups_served_ = false;
+  std::map<std::string, std::chrono::steady_clock::time_point> gang_waiting_since_;
+  std::map<std::string, std::chrono::steady_clock::time_point> gang_resized_;  // elastic gangs
+  std::chrono::steady_clock::time_point last_retry_;
+  // Preemptions under way (--queues): by job ("namespace/name" of its pod or gang), the members
+  // holding their reservation in the mirror and the victims not yet gone.
+  struct Nomination {
+    std::vector<std::string> members;
+    std::unordered_set<std::string> victims;
+  };
+  std::map<std::string, Nomination> nominations_;
+  std::unordered_map<std::string, std::string> nominated_;  // member uid -> job
+  std::unordered_map<std::string, std::string> evicted_;    // victim uid -> job
+  // Victims the Eviction API refused (a PodDisruptionBudget): not chosen again until then.
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point> eviction_refused_;
+  bool cluster_changed_ = false;
+  bool nodes_dirty_ = false;
+
+  std::mutex bind_mutex_;
+  std::condition_variable bind_cv_;
+  std::deque<BindJob> bind_queue_;
+};
+
+}  // namespace gpuorch::k8s
