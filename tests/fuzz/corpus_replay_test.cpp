@@ -16,17 +16,18 @@
 #include "support/test_support.hpp"
 
 using FuzzEntry = int (*)(const std::uint8_t*, std::size_t);
-#define GPUORCH_FUZZ_TARGETS(X)                                                               \
-  X(api_path)                                                                                 \
-  X(device_plugin_config)                                                                     \
-  X(dra_claims)                                                                               \
-  X(etcd_answer)                                                                              \
-  X(extender_requests)                                                                        \
-  X(inventory)                                                                                \
-  X(k8s_objects)                                                                              \
-  X(nccl_log)                                                                                 \
-  X(openb_nodes) X(openb_pods) X(prometheus) X(sysfs_recording) X(tcp_store) X(topology_json) \
-      X(torch_rdzv_state)
+#define GPUORCH_FUZZ_TARGETS(X) \
+  X(api_path)                   \
+  X(cel_selector)               \
+  X(device_plugin_config)       \
+  X(dra_claims)                 \
+  X(etcd_answer)                \
+  X(extender_requests)          \
+  X(inventory)                  \
+  X(k8s_objects)                \
+  X(nccl_log)                   \
+  X(openb_nodes)                \
+  X(openb_pods) X(prometheus) X(sysfs_recording) X(tcp_store) X(topology_json) X(torch_rdzv_state)
 #define GPUORCH_DECLARE(name) extern "C" int gpuorch_fuzz_##name(const std::uint8_t*, std::size_t);
 GPUORCH_FUZZ_TARGETS(GPUORCH_DECLARE)
 #undef GPUORCH_DECLARE

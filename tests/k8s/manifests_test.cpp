@@ -136,7 +136,11 @@ TEST(Manifests, SchedulerRbacIsExactlyWhatItCalls) {
     {"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups", "podgroups/status"],
      "verbs": ["get", "list", "watch", "update", "patch"]},
     {"apiGroups": ["scheduling.run.ai"], "resources": ["queues"], "verbs": ["get", "list", "watch"]},
-    {"apiGroups": ["scheduling.run.ai"], "resources": ["queues/status"], "verbs": ["patch", "update"]}
+    {"apiGroups": ["scheduling.run.ai"], "resources": ["queues/status"], "verbs": ["patch", "update"]},
+    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices", "deviceclasses"],
+     "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/status"], "verbs": ["update", "patch"]}
   ])");
   EXPECT_EQ((*role)["rules"], expected) << (*role)["rules"].dump(2);
   EXPECT_FALSE((*role)["metadata"].contains("namespace"));

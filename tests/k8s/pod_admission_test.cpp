@@ -150,10 +150,6 @@ INSTANTIATE_TEST_SUITE_P(
         Unevaluated{"CsiInlineVolume",
                     {{"volumes", json::array({{{"name", "v"}, {"csi", {{"driver", "d"}}}}})}},
                     "spec.volumes[0].csi"},
-        Unevaluated{
-            "ResourceClaims",
-            {{"resourceClaims", json::array({{{"name", "gpu"}, {"resourceClaimName", "c"}}})}},
-            "spec.resourceClaims"},
         Unevaluated{"EphemeralStorage", with_resource("ephemeral-storage"),
                     "resources.requests[ephemeral-storage]"},
         Unevaluated{"Hugepages", with_resource("hugepages-2Mi"),

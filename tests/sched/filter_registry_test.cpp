@@ -55,8 +55,9 @@ constexpr FilterPlugin kPool{
 };
 
 TEST(FilterRegistry, BuiltInFiltersKeepTheirKeysInTheirOrder) {
-  EXPECT_THAT(names(), ElementsAre("unschedulable", "node-affinity", "taint", "no-gpu", "gpu-model",
-                                   "gpu-count", "gpu-milli", "cpu", "memory", "pods"));
+  EXPECT_THAT(names(),
+              ElementsAre("unschedulable", "node-affinity", "taint", "no-gpu", "gpu-model",
+                          "gpu-count", "gpu-milli", "gpu-groups", "cpu", "memory", "pods"));
   EXPECT_EQ(filter_name(kFits), "fits");
   EXPECT_EQ(filter_id("gpu-milli"), builtin_filter_id(filters::kGpuMilli));
   EXPECT_THROW((void)filter_id("maintenance"), std::out_of_range);

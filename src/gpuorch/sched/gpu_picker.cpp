@@ -220,4 +220,52 @@ std::vector<int> pick_gpus(std::span<const std::int32_t> gpu_left, int count,
   return pick_connected(n, strength, free, {}, count);
 }
 
+std::vector<int> pick_gpus_in_groups(std::span<const std::int32_t> gpu_left, int count,
+                                     std::span<const std::uint8_t> links,
+                                     std::span<const std::vector<int>> groups) {
+  const std::size_t n = gpu_left.size();
+  if (!links.empty() && links.size() != n * n) {
+    throw std::invalid_argument(fmt::format(
+        "GPU picker: a link matrix of {} entries for a node of {} GPUs", links.size(), n));
+  }
+  const std::vector<int> strength(links.begin(), links.end());
+  std::vector<int> free_anywhere;
+  for (std::size_t g = 0; g < n; ++g) {
+    if (gpu_left[g] == base::kMilliPerGpu) free_anywhere.push_back(static_cast<int>(g));
+  }
+  std::vector<int> best;
+  Key best_key;
+  for (const auto& group : groups) {
+    std::vector<int> free;
+    for (const int g : group) {
+      if (g >= 0 && static_cast<std::size_t>(g) < n &&
+          gpu_left[static_cast<std::size_t>(g)] == base::kMilliPerGpu) {
+        free.push_back(g);
+      }
+    }
+    std::sort(free.begin(), free.end());
+    free.erase(std::unique(free.begin(), free.end()), free.end());
+    if (count <= 0 || static_cast<int>(free.size()) < count) continue;
+    if (links.empty()) return {free.begin(), free.begin() + count};
+    std::vector<int> set = pick_connected(n, strength, free, {}, count);
+    Key k;
+    for (std::size_t i = 0; i < set.size(); ++i) {
+      for (std::size_t j = i + 1; j < set.size(); ++j) {
+        k.add_pair(
+            strength[static_cast<std::size_t>(set[i]) * n + static_cast<std::size_t>(set[j])]);
+      }
+      for (const int c : free_anywhere) {
+        if (!std::binary_search(set.begin(), set.end(), c)) {
+          k.add_leak(strength[static_cast<std::size_t>(set[i]) * n + static_cast<std::size_t>(c)]);
+        }
+      }
+    }
+    if (best.empty() || better(k, best_key) || (same(k, best_key) && set < best)) {
+      best = std::move(set);
+      best_key = k;
+    }
+  }
+  return best;
+}
+
 }  // namespace gpuorch::sched

@@ -41,4 +41,14 @@ std::vector<int> pick_connected(std::size_t n, std::span<const int> links,
 std::vector<int> pick_gpus(std::span<const std::int32_t> gpu_left, int count,
                            std::span<const std::uint8_t> links);
 
+// pick_gpus inside groups (a DRA claim's eligible devices, one group per matchAttribute value):
+// `count` fully free GPUs all of one group. Each group with room gets the picker's best set; the
+// sets are compared by the same rule (weakest pair, sum, then the least tied to the free GPUs
+// left over anywhere on the node, then the lowest indices). Without a matrix: the lowest free
+// GPUs of the first group with room. Empty when no group has room. Indices outside the node are
+// ignored.
+std::vector<int> pick_gpus_in_groups(std::span<const std::int32_t> gpu_left, int count,
+                                     std::span<const std::uint8_t> links,
+                                     std::span<const std::vector<int>> groups);
+
 }  // namespace gpuorch::sched

@@ -20,6 +20,7 @@ std::size_t RequestKeyHash::operator()(const RequestKey& k) const {
   h = mix(h, k.model_mask);
   h = mix(h, static_cast<std::uint64_t>(k.gpu_count));
   h = mix(h, k.constraint);
+  h = mix(h, k.gpu_choice);
   return static_cast<std::size_t>(h);
 }
 
@@ -51,7 +52,35 @@ PodRequest RequestResolver::resolve(const workload::PodSpec& pod) {
   auto [it, inserted] = shapes_.try_emplace(key, static_cast<std::uint32_t>(shapes_.size()));
   r.shape = it->second;
   resolve_constraints(pod.constraints, r);
+  resolve_gpu_groups(pod, r);
   return r;
+}
+
+void RequestResolver::resolve_gpu_groups(const workload::PodSpec& pod, PodRequest& r) {
+  if (!pod.gpus_restricted || pod.gpu_count == 0) return;
+  auto [it, inserted] = gpu_choice_ids_.try_emplace(
+      pod.gpu_groups, static_cast<std::uint32_t>(gpu_choice_ids_.size() + 1));
+  if (inserted) {
+    std::vector<std::vector<std::vector<int>>> per_node(cluster_->node_count());
+    const auto specs = cluster_->specs();
+    for (const workload::NodeGpuGroups& g : pod.gpu_groups) {
+      for (std::size_t n = 0; n < specs.size(); ++n) {
+        if (specs[n].name != g.node) continue;
+        for (const auto& group : g.groups) {
+          std::vector<int> valid;
+          for (const int gpu : group) {
+            if (gpu >= 0 && gpu < specs[n].gpu_count) valid.push_back(gpu);
+          }
+          std::sort(valid.begin(), valid.end());
+          valid.erase(std::unique(valid.begin(), valid.end()), valid.end());
+          if (!valid.empty()) per_node[n].push_back(std::move(valid));
+        }
+      }
+    }
+    gpu_groups_.push_back(std::move(per_node));
+  }
+  r.gpu_choice = it->second;
+  r.gpu_groups = gpu_groups_[it->second - 1];
 }
 
 void RequestResolver::resolve_constraints(const workload::NodeConstraints& constraints,

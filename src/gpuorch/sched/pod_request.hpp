@@ -37,6 +37,10 @@ struct PodRequest {
   // node passes.
   std::uint32_t constraint = 0;
   std::span<const FilterId> node_reasons;
+  // GPUs restricted to groups (workload::PodSpec::gpu_groups): 0 = any GPU, else an id of the
+  // resolver, equal for equal groups; gpu_groups[n] are node n's groups (owned by the resolver).
+  std::uint32_t gpu_choice = 0;
+  std::span<const std::vector<std::vector<int>>> gpu_groups;
 
   [[nodiscard]] bool cpu_only() const { return gpu_count == 0; }
   [[nodiscard]] bool gpu_share() const { return gpu_count == 1 && gpu_milli < base::kMilliPerGpu; }
@@ -52,6 +56,7 @@ struct RequestKey {
   std::uint64_t model_mask = 0;
   int gpu_count = 0;
   std::uint32_t constraint = 0;
+  std::uint32_t gpu_choice = 0;
 
   explicit RequestKey(const PodRequest& pod)
       : cpu_milli(pod.cpu_milli),
@@ -59,7 +64,8 @@ struct RequestKey {
         gpu_milli(pod.gpu_milli),
         model_mask(pod.model_mask),
         gpu_count(pod.gpu_count),
-        constraint(pod.constraint) {}
+        constraint(pod.constraint),
+        gpu_choice(pod.gpu_choice) {}
   RequestKey() = default;
   auto operator<=>(const RequestKey&) const = default;
 };
@@ -82,6 +88,7 @@ class RequestResolver {
 
  private:
   void resolve_constraints(const workload::NodeConstraints& constraints, PodRequest& r);
+  void resolve_gpu_groups(const workload::PodSpec& pod, PodRequest& r);
 
   const cluster::Cluster* cluster_;
   std::map<std::tuple<std::int64_t, std::int64_t, int, std::uint64_t>, std::uint32_t> shapes_;
@@ -90,6 +97,9 @@ class RequestResolver {
   std::map<workload::NodeConstraints, std::uint32_t> constraint_ids_;
   std::deque<std::vector<FilterId>> node_reasons_;
   std::optional<bool> nodes_constrained_;  // some node is tainted or cordoned
+  // Interned GPU groups: id - 1 indexes the per-node groups.
+  std::map<std::vector<workload::NodeGpuGroups>, std::uint32_t> gpu_choice_ids_;
+  std::deque<std::vector<std::vector<std::vector<int>>>> gpu_groups_;
 };
 
 // The model mask for a list of model names (empty list = any model).

@@ -51,6 +51,14 @@ std::vector<int> Policy::choose_gpus(const cluster::Cluster& cluster, cluster::N
     return {best_fit_gpu(left, pod.gpu_milli)};
   }
   const auto& links = cluster.spec(node).gpu_links;
+  if (pod.gpu_choice != 0 && node < pod.gpu_groups.size()) {
+    // Only GPUs of one allowed group (a DRA claim's); the picker chooses among them when the
+    // policy places by topology, else the lowest free ones of the first group with room.
+    return pick_gpus_in_groups(left, pod.gpu_count,
+                               topology_aware_gpus() ? std::span<const std::uint8_t>(links)
+                                                     : std::span<const std::uint8_t>(),
+                               pod.gpu_groups[node]);
+  }
   if (topology_aware_gpus() && !links.empty()) return pick_gpus(left, pod.gpu_count, links);
   return lowest_free_gpus(left, pod.gpu_count);
 }

@@ -10,6 +10,15 @@
 
 namespace gpuorch::workload {
 
+// The GPUs of one node a pod may get when not every GPU will do (Kubernetes DRA claims: the
+// devices its selectors allow, grouped by the value of a matchAttribute constraint): its GPUs all
+// come from one group.
+struct NodeGpuGroups {
+  std::string node;
+  std::vector<std::vector<int>> groups;  // GPU indices on the node
+  auto operator<=>(const NodeGpuGroups&) const = default;
+};
+
 struct PodSpec {
   std::string name;
   std::int64_t cpu_milli = 0;
@@ -18,6 +27,10 @@ struct PodSpec {
   std::int64_t gpu_milli = 0;               // per GPU, 1..1000 when gpu_count > 0
   std::vector<std::string> allowed_models;  // empty = any model
   NodeConstraints constraints;              // labels, affinity, taints (Kubernetes pods)
+  // With gpus_restricted, whole GPUs only from gpu_groups (a node not listed has none for it);
+  // without, any free GPUs of a node.
+  bool gpus_restricted = false;
+  std::vector<NodeGpuGroups> gpu_groups;
 
   [[nodiscard]] bool cpu_only() const { return gpu_count == 0; }
   [[nodiscard]] bool gpu_share() const { return gpu_count == 1 && gpu_milli < base::kMilliPerGpu; }

@@ -12,6 +12,7 @@
 #include "gpuorch/k8s/manifests/manifests.hpp"
 #include "k8s/apply_support.hpp"
 #include "k8s/dra/api_driver.hpp"
+#include "k8s/dra/dra_node.hpp"
 #include "k8s/k8s_support.hpp"
 #include "support/cluster_objects.hpp"
 #include "support/control_plane.hpp"
@@ -25,20 +26,6 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 
 constexpr const char* kNode = "dgx-h100-01";
-
-// The recorded DGX H100 with its NVSwitch fabric cut in two: GPUs 0-3 and 4-7 (GPU 7 in MIG mode,
-// so 3 whole GPUs) reach each other over NVLink only within their half.
-topology::Host two_domain_host() {
-  topology::Host h = test::fixture_host("dgx-h100");
-  for (auto& l : h.links) {
-    const bool gpus = l.a < 8 && l.b < 8;
-    if (gpus && (l.a < 4) != (l.b < 4)) {
-      l.path = l.pcie;
-      l.nvlinks = 0;
-    }
-  }
-  return h;
-}
 
 json claim_pod(const std::string& name, const std::string& claim_name) {
   return {
@@ -64,14 +51,7 @@ TEST(DraKubeScheduler, AllocatesOneNvlinkDomainFromTheDriversSliceAndExplainsWha
     api.remove(claims);
   } catch (const ApiError&) {
   }
-  // A node with no kubelet: the Node object is all a scheduler reads; its GPUs are DRA devices
-  // only (no nvidia.com/gpu in allocatable).
-  const json res = {{"cpu", "32"}, {"memory", "256Gi"}, {"pods", "110"}};
-  api.create("/api/v1/nodes",
-             {{"apiVersion", "v1"},
-              {"kind", "Node"},
-              {"metadata", {{"name", kNode}, {"labels", {{"kubernetes.io/hostname", kNode}}}}}});
-  api.patch(node_path(kNode, "status"), {{"status", {{"capacity", res}, {"allocatable", res}}}});
+  add_dra_node(api, kNode);
 
   const topology::Host host = two_domain_host();
   SliceOptions o;

@@ -340,6 +340,10 @@ Json scheduler_cluster_role(const ManifestOptions& o) {
            {"get", "list", "watch", "update", "patch"}),
       rule({"scheduling.run.ai"}, {"queues"}, {"get", "list", "watch"}),
       rule({"scheduling.run.ai"}, {"queues/status"}, {"patch", "update"}),
+      // DRA: the devices published, the classes, and the claims it allocates and releases.
+      rule({"resource.k8s.io"}, {"resourceslices", "deviceclasses"}, {"get", "list", "watch"}),
+      rule({"resource.k8s.io"}, {"resourceclaims"}, {"get", "list", "watch"}),
+      rule({"resource.k8s.io"}, {"resourceclaims/status"}, {"update", "patch"}),
   });
   return role;
 }

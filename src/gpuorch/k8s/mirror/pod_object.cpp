@@ -320,6 +320,26 @@ std::int64_t rfc3339_seconds(const std::string& text) {
   return local < 0 ? -1 : local - offset;
 }
 
+std::vector<PodClaim> pod_claims(const json& pod) {
+  std::vector<PodClaim> out;
+  const json& claims = field(field(pod, "spec"), "resourceClaims");
+  if (!claims.is_array()) return out;
+  const json& statuses = field(field(pod, "status"), "resourceClaimStatuses");
+  for (const json& c : claims) {
+    PodClaim pc;
+    pc.name = str(c, "name");
+    pc.claim = str(c, "resourceClaimName");
+    pc.template_name = str(c, "resourceClaimTemplateName");
+    if (pc.claim.empty() && statuses.is_array()) {
+      for (const json& st : statuses) {
+        if (str(st, "name") == pc.name) pc.claim = str(st, "resourceClaimName");
+      }
+    }
+    out.push_back(std::move(pc));
+  }
+  return out;
+}
+
 PodObject pod_from_json(const json& obj) {
   PodObject p;
   const json& meta = field(obj, "metadata");
@@ -365,6 +385,7 @@ PodObject pod_from_json(const json& obj) {
   } catch (const BadPod& e) {
     p.error = e.what();
   }
+  p.claims = pod_claims(obj);
   UnevaluatedFields unevaluated = unevaluated_fields(obj);
   if (!unevaluated.required.empty()) p.unevaluated = std::move(unevaluated.required.front());
   p.ignored_preferences = std::move(unevaluated.preferred);

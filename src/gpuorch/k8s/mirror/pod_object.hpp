@@ -26,6 +26,17 @@ inline constexpr const char* kQueueLabel = "kai.scheduler/queue";
 // Priorities above this are the system's (system-cluster-critical and up): never preempted.
 inline constexpr int kSystemPriority = 1'000'000'000;
 
+// One entry of spec.resourceClaims (Dynamic Resource Allocation): the ResourceClaim it names
+// (resourceClaimName), or the one kube-controller-manager's resourceclaim controller made from
+// its template (resourceClaimTemplateName; the name in status.resourceClaimStatuses); `claim` is
+// empty while that one does not exist yet.
+struct PodClaim {
+  std::string name;
+  std::string claim;
+  std::string template_name;
+  bool operator==(const PodClaim&) const = default;
+};
+
 struct PodObject {
   std::string uid;
   std::string ns;
@@ -53,6 +64,9 @@ struct PodObject {
   // the soft ones it ignores (unevaluated_fields.hpp). The extender leaves both to kube-scheduler.
   std::string unevaluated;
   std::vector<std::string> ignored_preferences;
+  // spec.resourceClaims: devices the pod gets through ResourceClaims (gpuorch scheduler allocates
+  // them, k8s/mirror/dra_claims.hpp); its GPUs are then the claims', not in `spec`.
+  std::vector<PodClaim> claims;
   bool gpu_milli_annotated = false;  // the pod carries gpuorch.io/gpu-milli itself
   // The reason of its PodScheduled=False condition, when it has one ("Unschedulable",
   // "SchedulingGated"), so a verdict it already shows is not written again.
@@ -65,6 +79,8 @@ struct PodObject {
 };
 
 PodObject pod_from_json(const nlohmann::json& pod);
+// spec.resourceClaims, each with the claim it names or was given (status.resourceClaimStatuses).
+std::vector<PodClaim> pod_claims(const nlohmann::json& pod);
 
 // An RFC 3339 time the API server writes ("2026-12-04T07:28:05Z", fractions and offsets
 // allowed) as Unix seconds; -1 when it is not one.

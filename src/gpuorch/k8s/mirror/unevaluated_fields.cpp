@@ -122,9 +122,6 @@ UnevaluatedFields unevaluated_fields(const json& pod) {
   check_spread(field(spec, "topologySpreadConstraints"), out);
   check_containers(spec, out);
   check_volumes(field(spec, "volumes"), out);
-  if (non_empty(field(spec, "resourceClaims"))) {
-    out.required.emplace_back("spec.resourceClaims (Dynamic Resource Allocation)");
-  }
   return out;
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // The parts of a pod spec that constrain placement and that `gpuorch scheduler` does not evaluate
-// (inter-pod affinity, topology spread, host ports, volumes that bind to nodes, DRA claims,
+// (inter-pod affinity, topology spread, host ports, volumes that bind to nodes,
 // resources the core does not account). A scheduler that ignored them would bind the pod where
 // kube-scheduler's default filters would refuse it, so a required one makes the pod
 // Unschedulable with its name; a soft one (a preference) is logged once and ignored.

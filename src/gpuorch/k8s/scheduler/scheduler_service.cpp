@@ -114,6 +114,7 @@ void SchedulerService::run(const std::atomic<bool>& stop) {
   // PodGroups only where their API is served (the CRD is installed); gangs wait otherwise.
   if (!discover_podgroups(stop)) return;
   if (options_.queues && !discover_queues(stop)) return;
+  if (!discover_dra(stop)) return;
   auto handlers = [this](Event::Kind kind) {
     InformerHandlers h;
     h.on_add = h.on_update = [this, kind](const json& o) {
@@ -133,16 +134,27 @@ void SchedulerService::run(const std::atomic<bool>& stop) {
   Informer groups(api_, "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
                   handlers(Event::Kind::kPodGroup));
   Informer queues(api_, "/apis/scheduling.run.ai/v2/queues", handlers(Event::Kind::kQueue));
+  Informer slices(api_, "/apis/resource.k8s.io/v1/resourceslices",
+                  handlers(Event::Kind::kResourceSlice));
+  Informer classes(api_, "/apis/resource.k8s.io/v1/deviceclasses",
+                   handlers(Event::Kind::kDeviceClass));
+  Informer claims(api_, "/apis/resource.k8s.io/v1/resourceclaims",
+                  handlers(Event::Kind::kResourceClaim));
   // The threads stop on `quit`: set when `stop` is, and when this loop gives up on its own.
   std::atomic<bool> quit{false};
   std::string failure;
   {
     std::vector<std::jthread> threads;
-    threads.reserve(4 + static_cast<std::size_t>(std::max(1, options_.binders)));
+    threads.reserve(7 + static_cast<std::size_t>(std::max(1, options_.binders)));
     threads.emplace_back([&] { nodes.run(quit); });
     threads.emplace_back([&] { pods.run(quit); });
     if (podgroups_served_) threads.emplace_back([&] { groups.run(quit); });
     if (options_.queues) threads.emplace_back([&] { queues.run(quit); });
+    if (dra_served_) {
+      threads.emplace_back([&] { slices.run(quit); });
+      threads.emplace_back([&] { classes.run(quit); });
+      threads.emplace_back([&] { claims.run(quit); });
+    }
     for (int i = 0; i < std::max(1, options_.binders); ++i) {
       threads.emplace_back([&] { bind_loop(quit); });
     }
@@ -234,18 +246,33 @@ void SchedulerService::handle(Event& e) {
       cluster_changed_ = true;  // a limit raised may let a pod go
       break;
     case Event::Kind::kSynced:
-      if (++synced_informers_ >= (podgroups_served_ ? 3 : 2) + (options_.queues ? 1 : 0) &&
+      if (++synced_informers_ >=
+              (podgroups_served_ ? 3 : 2) + (options_.queues ? 1 : 0) + (dra_served_ ? 3 : 0) &&
           !synced_) {
         synced_ = true;
         log(fmt::format("synced: {} nodes, {} pods", nodes_.size(), pods_.size()));
       }
       break;
+    case Event::Kind::kResourceSlice:
+      handle_slice(e.object, e.type == Event::Type::kDelete);
+      break;
+    case Event::Kind::kDeviceClass:
+      handle_device_class(e.object, e.type == Event::Type::kDelete);
+      break;
+    case Event::Kind::kResourceClaim:
+      handle_claim(e.object, e.type == Event::Type::kDelete);
+      break;
     case Event::Kind::kBindDone:
-      binding_.erase(e.uid);
+    case Event::Kind::kClaimsWritten:
+      // The API server holds the claims' allocation now: the mirror keeps counting it, bound
+      // or not, until the claim says otherwise.
+      assumed_claims_.erase(e.uid);
+      if (e.kind == Event::Kind::kBindDone) binding_.erase(e.uid);
       break;
     case Event::Kind::kBindFailed: {
       binding_.erase(e.uid);
       mirror_.release(e.uid);
+      drop_assumed_claims(e.uid);
       cluster_changed_ = true;
       const auto it = pods_.find(e.uid);
       // Never back in the queue at once (a bind refused again would spin): the pod waits its
@@ -354,6 +381,7 @@ void SchedulerService::handle_pod(const json& obj, bool deleted) {
     preferences_logged_.erase(uid);
   };
   if (deleted || p.terminal()) {
+    release_claims_of(p);
     settle();
     pods_.erase(uid);
     if (mirror_.accounted(uid)) {
@@ -375,6 +403,10 @@ void SchedulerService::handle_pod(const json& obj, bool deleted) {
     return;
   }
   const bool queued = active_.contains(uid) || backoff_.parked(uid);
+  // The claim made from its template arriving in its status: what it waited for may be there.
+  if (const auto old = pods_.find(uid); old != pods_.end() && old->second.claims != p.claims) {
+    cluster_changed_ = true;
+  }
   pods_[uid] = p;
   if (!ours(p) || p.deleting || binding_.contains(uid) || mirror_.accounted(uid)) return;
   if (p.gated()) {
@@ -486,6 +518,10 @@ void SchedulerService::decide(const PodObject& pod) {
     schedule_gang(pod.gang);
     return;
   }
+  if (!pod.claims.empty()) {
+    decide_with_claims(pod);
+    return;
+  }
   if (!ensure_built(pod)) return;
   if (options_.queues) {
     const JobDecision d = place_job({pod});
@@ -509,7 +545,7 @@ void SchedulerService::decide(const PodObject& pod) {
 
 bool SchedulerService::ensure_built(const PodObject& pod) {
   if (nodes_dirty_) {
-    mirror_.set_nodes(nodes_);
+    mirror_.set_nodes(nodes_with_dra());
     nodes_dirty_ = false;
   }
   std::vector<workload::PodSpec> seen;
@@ -767,11 +803,11 @@ void SchedulerService::member_gone(const std::string& uid) {
 }
 
 void SchedulerService::queue_bind(const PodObject& pod, const std::string& node,
-                                  const std::vector<int>& gpus) {
+                                  const std::vector<int>& gpus, std::vector<ClaimWrite> claims) {
   reported_.erase(pod.uid);
   binding_.insert(pod.uid);
   queue_status_dirty_ = true;
-  BindJob job{pod, node, gpus, 0, Clock::now()};
+  BindJob job{pod, node, gpus, 0, Clock::now(), std::move(claims)};
   // The pod's own gpuorch.io/gpu-milli is never rewritten (what it asked stays as it asked it).
   if (pod.spec.gpu_share() && !pod.gpu_milli_annotated) job.gpu_milli = pod.spec.gpu_milli;
   {
@@ -824,6 +860,14 @@ void SchedulerService::schedule_gang(const std::string& gang) {
     if (!p.unevaluated.empty()) {
       report_all(
           fmt::format("gang {}: member {}: {}", gang, p.key(), unevaluated_message(p.unevaluated)));
+      return;
+    }
+    if (!p.claims.empty()) {
+      report_all(
+          fmt::format("gang {}: member {}: Unsupported: spec.resourceClaims in a gang "
+                      "(gpuorch scheduler allocates claims of single pods so far; "
+                      "docs/dra.md)",
+                      gang, p.key()));
       return;
     }
   }
@@ -1037,6 +1081,20 @@ void SchedulerService::bind_loop(const std::atomic<bool>& stop) {
 
 void SchedulerService::bind(const BindJob& job) {
   try {
+    // The claims first, as kube-scheduler's PreBind: a pod is never bound without its devices.
+    // A claim the API server does not take (409: someone changed it) fails the bind, which
+    // releases what was assumed and retries the pod after its backoff.
+    for (const ClaimWrite& w : job.claims) {
+      try {
+        api_.replace(w.path, w.claim);
+      } catch (const ApiError& e) {
+        throw std::runtime_error(fmt::format("ResourceClaim {}/{}: status write refused: {}",
+                                             job.pod.ns, object_name(w.claim), e.what()));
+      }
+    }
+    if (!job.claims.empty()) {
+      push({Event::Kind::kClaimsWritten, Event::Type::kUpsert, {}, job.pod.uid});
+    }
     const json binding =
         gpu_binding(job.pod.ns, job.pod.name, job.pod.uid, job.node, job.gpus, job.gpu_milli);
     api_.create(pod_path(job.pod) + "/binding", binding);

@@ -8,9 +8,10 @@
 // decision that threw) makes the pod wait its backoff (1 s doubling to 10 s, as kube-scheduler).
 // A pod with spec.schedulingGates is never decided (PodScheduled=False, SchedulingGated) until
 // its last gate is removed; a required constraint the core does not evaluate (inter-pod
-// affinity, topology spread, host ports, node-bound volumes, DRA claims) makes it Unschedulable
-// with the field's name instead of being ignored. Status writes the API server did not take are
-// retried with backoff.
+// affinity, topology spread, host ports, node-bound volumes) makes it Unschedulable with the
+// field's name instead of being ignored. DRA claims are allocated by the core and written before
+// the binding (scheduler_dra.cpp). Status writes the API server did not take are retried with
+// backoff.
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -30,6 +31,8 @@
 #include "gpuorch/k8s/api/api_client.hpp"
 #include "gpuorch/k8s/mirror/cluster_mirror.hpp"
 #include "gpuorch/k8s/mirror/cluster_queues.hpp"
+#include "gpuorch/k8s/mirror/dra_claims.hpp"
+#include "gpuorch/k8s/mirror/dra_devices.hpp"
 #include "gpuorch/k8s/mirror/pod_object.hpp"
 #include "gpuorch/k8s/scheduler/retried_writes.hpp"
 #include "gpuorch/sched/backoff.hpp"
@@ -105,6 +108,10 @@ class SchedulerService {
       kPod,
       kPodGroup,
       kQueue,
+      kResourceSlice,
+      kDeviceClass,
+      kResourceClaim,
+      kClaimsWritten,  // a bind's claims were written (the binding itself may still fail)
       kBindDone,
       kBindFailed,
       kSynced
@@ -113,12 +120,18 @@ class SchedulerService {
     nlohmann::json object;
     std::string uid;
   };
+  // A ResourceClaim's status (allocation, reservedFor) written before the pod's binding.
+  struct ClaimWrite {
+    std::string path;  // the claim's status subresource
+    nlohmann::json claim;
+  };
   struct BindJob {
     PodObject pod;
     std::string node;
     std::vector<int> gpus;
     std::int64_t gpu_milli = 0;
     std::chrono::steady_clock::time_point decided;
+    std::vector<ClaimWrite> claims;
   };
 
   void push(Event e);
@@ -126,6 +139,21 @@ class SchedulerService {
   void handle_pod(const nlohmann::json& obj, bool deleted);
   void handle_node(const nlohmann::json& obj, bool deleted);
   void handle_podgroup(const nlohmann::json& obj, bool deleted);
+  // DRA (scheduler_dra.cpp): ResourceSlices become the nodes' GPUs, claims allocated by anyone
+  // count as used, a pod's claims are allocated by the core and written before its binding.
+  bool discover_dra(const std::atomic<bool>& stop);
+  void handle_slice(const nlohmann::json& obj, bool deleted);
+  void handle_device_class(const nlohmann::json& obj, bool deleted);
+  void handle_claim(const nlohmann::json& obj, bool deleted);
+  // The mirror counts the claim's allocated GPUs (or the allocation this scheduler is writing).
+  void account_claim(const ClaimObject& claim);
+  void decide_with_claims(const PodObject& pod);
+  // A bind that failed: the claims it was to allocate count as the API server has them.
+  void drop_assumed_claims(const std::string& pod_uid);
+  // A pod of ours gone or finished leaves the claims reserved for it (deallocated when nobody
+  // else holds them), as kube-controller-manager's resourceclaim controller does.
+  void release_claims_of(const PodObject& pod);
+  [[nodiscard]] std::map<std::string, cluster::NodeSpec> nodes_with_dra();
   // Whether the PodGroup API is served; retried with backoff (false: stopped meanwhile).
   bool discover_podgroups(const std::atomic<bool>& stop);
   // With --queues, the Queue API must be served (retried like the PodGroup discovery; a 404 is
@@ -167,7 +195,8 @@ class SchedulerService {
   // A gang's pending members decided together (the member just popped from the queue among them).
   void schedule_gang(const std::string& gang);
   bool ensure_built(const PodObject& pod);
-  void queue_bind(const PodObject& pod, const std::string& node, const std::vector<int>& gpus);
+  void queue_bind(const PodObject& pod, const std::string& node, const std::vector<int>& gpus,
+                  std::vector<ClaimWrite> claims = {});
   void post_podgroup_event(const std::string& gang, const std::string& type,
                            const std::string& reason, const std::string& message);
   void write_podgroup_status(const std::string& gang, const std::string& phase, int scheduled);
@@ -239,6 +268,14 @@ class SchedulerService {
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> eviction_refused_;
   bool cluster_changed_ = false;
   bool nodes_dirty_ = false;
+  // DRA (resource.k8s.io/v1, when served).
+  bool dra_served_ = false;
+  DraInventory dra_;
+  std::set<std::string> dra_gpu_nodes_;  // nodes whose GPUs are their DRA devices
+  std::map<std::string, DeviceClassObject> device_classes_;
+  std::map<std::string, ClaimObject> claims_;         // by "namespace/name"
+  std::unordered_set<std::string> claims_in_flight_;  // claim uid: allocation being written
+  std::unordered_map<std::string, std::vector<std::string>> assumed_claims_;  // pod uid -> claims
 
   std::mutex bind_mutex_;
   std::condition_variable bind_cv_;

@@ -6,6 +6,7 @@
 
 #include "gpuorch/sched/filters/cpu.hpp"
 #include "gpuorch/sched/filters/gpu_count.hpp"
+#include "gpuorch/sched/filters/gpu_groups.hpp"
 #include "gpuorch/sched/filters/gpu_milli.hpp"
 #include "gpuorch/sched/filters/gpu_model.hpp"
 #include "gpuorch/sched/filters/memory.hpp"
@@ -28,6 +29,7 @@ inline constexpr std::array kBuiltinFilters{
     &filters::kGpuModel,
     &filters::kGpuCount,
     &filters::kGpuMilli,
+    &filters::kGpuGroups,
     &filters::kCpu,
     &filters::kMemory,
     &filters::kPodCount,

@@ -1,0 +1,86 @@
+#pragma once
+// A pod's ResourceClaims (resource.k8s.io/v1) in the scheduler core's terms, and the claim
+// status gpuorch scheduler writes back. A claim's device request (its DeviceClass's and its own
+// CEL selectors, evaluated here by the subset of cel_subset.hpp; ExactCount, All, firstAvailable)
+// and its matchAttribute constraints become per node groups of eligible GPUs
+// (workload::PodSpec::gpu_groups: the devices sharing one value of every constrained attribute),
+// so the core's gpu-groups filter and its GPU picker choose among valid sets; CEL never reaches
+// the core. What the subset or this planner cannot evaluate is refused by name, never guessed.
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gpuorch/k8s/mirror/dra_devices.hpp"
+#include "gpuorch/k8s/mirror/pod_object.hpp"
+#include "gpuorch/workload/pod_spec.hpp"
+
+namespace gpuorch::k8s {
+
+// A ResourceClaim as gpuorch scheduler reads it.
+struct ClaimObject {
+  nlohmann::json object;  // as the API server sent it: the base of a status write
+  std::string uid;
+  std::string ns;
+  std::string name;
+  bool allocated = false;
+  std::string node;  // allocated: the node its allocation's nodeSelector names (may be empty)
+  std::vector<std::string> owners;         // metadata.ownerReferences uids
+  std::vector<std::string> reserved_uids;  // status.reservedFor uids
+  [[nodiscard]] std::string key() const { return ns + "/" + name; }
+};
+ClaimObject claim_from_json(const nlohmann::json& claim);
+
+// The whole GPUs of gpuorch's driver an allocation holds, as (node, GPU index); results of other
+// drivers or of devices not (or no longer) published are left out.
+std::vector<std::pair<std::string, int>> allocated_gpus(const ClaimObject& claim,
+                                                        const DraInventory& inventory);
+
+// A DeviceClass: its selectors' expressions and its opaque configuration.
+struct DeviceClassObject {
+  std::vector<std::string> selectors;
+  nlohmann::json config = nlohmann::json::array();
+};
+DeviceClassObject device_class_from_json(const nlohmann::json& cls);
+
+// One way to meet a pod's unallocated claims: `gpus` whole GPUs of one group of a node; `parts`
+// say which request of which claim gets how many of them, in order.
+struct ClaimChoice {
+  int gpus = 0;
+  std::vector<workload::NodeGpuGroups> groups;
+  struct Part {
+    std::string claim;    // "namespace/name"
+    std::string request;  // the result's request: "gpus", or "gpus/h100" for a subrequest
+    int count = 0;
+    nlohmann::json class_config = nlohmann::json::array();
+  };
+  std::vector<Part> parts;
+};
+
+struct ClaimPlan {
+  std::string waiting;      // a claim (or its DeviceClass) does not exist yet: why the pod waits
+  std::string refused;      // outside what gpuorch evaluates, or no node can ever meet it: why
+  std::string pinned_node;  // claims already allocated put the pod on this node
+  std::vector<ClaimChoice> choices;  // to try in order; empty when nothing is to be allocated
+  std::vector<std::string> claims;   // every claim of the pod ("namespace/name"), to reserve
+};
+
+// `gpu_nodes`: the nodes whose GPUs are their DRA devices (DraInventory::apply took them).
+ClaimPlan plan_claims(const PodObject& pod, const std::map<std::string, ClaimObject>& claims,
+                      const std::map<std::string, DeviceClassObject>& classes,
+                      const DraInventory& inventory, const std::set<std::string>& gpu_nodes);
+
+// The claim's object with `pod` added to status.reservedFor and, when `gpus` is not empty, with
+// status.allocation: one result per GPU (its part's request, the driver, the node's pool, the
+// device), the node pinned by its nodeSelector, the class's and the claim's configuration.
+nlohmann::json claim_status_for(const ClaimObject& claim, const PodObject& pod,
+                                const std::string& node, const std::vector<int>& gpus,
+                                const std::vector<ClaimChoice::Part>& parts,
+                                const DraInventory& inventory);
+
+// The claim's object without `pod_uid` in status.reservedFor, and deallocated when nobody is
+// left; nullopt-like empty json when the pod is not there.
+nlohmann::json claim_released(const ClaimObject& claim, const std::string& pod_uid);
+
+}  // namespace gpuorch::k8s

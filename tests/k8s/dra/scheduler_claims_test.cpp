@@ -1,0 +1,240 @@
+// gpuorch scheduler allocating ResourceClaims on the real API server (docs/dra.md, "The scheduler
+// side"), on the driver's slice of the recorded DGX H100 cut into two NVLink domains (GPUs 0-3,
+// and 4-6 with GPU 7's MIG instances): a claim for 2 GPUs of one domain gets two NVLink-connected
+// GPUs, written to the claim's status (allocation, reservedFor) and bound on that node, in the
+// domain that keeps the 4-GPU one whole; kube-scheduler's allocator gives the same claim a valid
+// set too (first fit); claims that cannot be met are explained; no device is given twice; a
+// claim is released when its pod goes; a template's claim is used once it exists.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "gpuorch/k8s/api/api_path.hpp"
+#include "gpuorch/k8s/api/kubeconfig.hpp"
+#include "gpuorch/k8s/dra/resource_slice.hpp"
+#include "gpuorch/k8s/dra/slice_publisher.hpp"
+#include "gpuorch/k8s/manifests/manifests.hpp"
+#include "k8s/apply_support.hpp"
+#include "k8s/dra/api_driver.hpp"
+#include "k8s/dra/dra_node.hpp"
+#include "k8s/k8s_support.hpp"
+#include "support/cluster_objects.hpp"
+#include "support/control_plane.hpp"
+#include "support/kube_objects.hpp"
+#include "support/scheduler_process.hpp"
+#include "support/test_support.hpp"
+
+namespace gpuorch::k8s::dra {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr const char* kNode = "dgx-claims";
+const std::string kClaims = namespaced_path(kResourceApi, "default", "resourceclaims");
+
+json claim_pod(const std::string& name, const std::string& claim, const std::string& scheduler) {
+  json spec = {{"resourceClaims", json::array({{{"name", "gpus"}, {"resourceClaimName", claim}}})},
+               {"containers", json::array({{{"name", "c"},
+                                            {"image", "registry.k8s.io/pause:3.10"},
+                                            {"resources",
+                                             {{"requests", {{"cpu", "1"}}},
+                                              {"claims", json::array({{{"name", "gpus"}}})}}}}})}};
+  if (!scheduler.empty()) spec["schedulerName"] = scheduler;
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", name}, {"namespace", "default"}}},
+          {"spec", spec}};
+}
+
+// The devices of an allocated claim ("gpu-4"), or none.
+std::set<std::string> devices_of(const json& claim) {
+  std::set<std::string> out;
+  for (const auto& r :
+       claim.value("/status/allocation/devices/results"_json_pointer, json::array())) {
+    out.insert(r.value("device", ""));
+  }
+  return out;
+}
+
+int domain_of(const std::string& device) { return std::stoi(device.substr(4)) < 4 ? 0 : 4; }
+
+bool one_domain(const std::set<std::string>& devices) {
+  std::set<int> domains;
+  for (const auto& d : devices) domains.insert(domain_of(d));
+  return domains.size() == 1;
+}
+
+void drop(ApiClient& api, const std::string& path) {
+  try {
+    api.remove(path);
+  } catch (const ApiError& e) {
+    if (e.status() != 404) throw;
+  }
+}
+
+// Every claim in default gone, also those kube-scheduler protected with its finalizer (no
+// resourceclaim controller runs here to remove it).
+void drop_claims(ApiClient& api) {
+  const json list = api.get(kClaims);
+  for (const auto& c : list["items"]) {
+    try {
+      api.patch(kClaims + "/" + c["metadata"]["name"].get<std::string>(),
+                {{"metadata", {{"finalizers", nullptr}}}});
+    } catch (const ApiError&) {
+    }
+  }
+  drop(api, kClaims);
+  test::wait_for(api, kClaims, [](const json& l) { return l["items"].empty(); });
+}
+
+TEST(DraGpuorchScheduler, AllocatesConnectedGpusExplainsNeverSharesAndReleases) {
+  auto& plane = test::ControlPlane::shared();
+  ApiClient api(load_cluster_config(plane.kubeconfig()));
+  test::clear_cluster(api);
+  drop_claims(api);
+  add_dra_node(api, kNode);
+  const topology::Host host = two_domain_host();
+  SliceOptions o;
+  o.node_name = kNode;
+  drop(api, std::string(kResourceApi) + "/resourceslices/" + slice_name(o));
+  ASSERT_EQ(publish_slice(api, resource_slice(host, o)), SliceChange::kCreated);
+  apply_device_classes(api);
+  test::TempDir dir;
+  test::SchedulerProcess scheduler({"--kubeconfig", plane.kubeconfig(), "--listen", "127.0.0.1:0"},
+                                   dir.file("scheduler.log"));
+  const auto started = std::chrono::steady_clock::now();
+
+  // 1. Two GPUs of one NVLink domain: the picker takes them from the 3-GPU domain (4-6), so the
+  // 4-GPU domain stays whole; the claim says so before the pod is bound there.
+  api.create(kClaims, gpu_claim("default", "pair", 2, "gpu.gpuorch.io/nvlinkDomain"));
+  api.create(test::kDefaultPods, claim_pod("pair", "pair", "gpuorch"));
+  const json pair_pod = test::wait_for(api, test::kDefaultPods + "/pair",
+                                       [](const json& p) { return test::node_of(p) == kNode; });
+  const json pair = api.get(kClaims + "/pair");
+  const std::set<std::string> pair_devices = devices_of(pair);
+  std::cout << "gpuorch scheduler: pair -> " << fmt::format("{}", fmt::join(pair_devices, ","))
+            << " after "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
+            << " s\n";
+  ASSERT_EQ(pair_devices.size(), 2U) << pair.dump();
+  EXPECT_TRUE(one_domain(pair_devices));
+  EXPECT_EQ(domain_of(*pair_devices.begin()), 4) << "the 4-GPU domain was broken";
+  EXPECT_EQ(pair["status"]["reservedFor"][0]["uid"], pair_pod["metadata"]["uid"]);
+  EXPECT_EQ(pair["status"]["reservedFor"][0]["resource"], "pods");
+  EXPECT_EQ(pair["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]
+                ["values"][0],
+            kNode);
+  for (const auto& r : pair["status"]["allocation"]["devices"]["results"]) {
+    EXPECT_EQ(r["request"], "gpus");
+    EXPECT_EQ(r["driver"], kDriverName);
+    EXPECT_EQ(r["pool"], kNode);
+  }
+  // The pod carries no device plugin annotation: its GPUs are the claim's.
+  EXPECT_FALSE(pair_pod["metadata"].contains("annotations") &&
+               pair_pod["metadata"]["annotations"].contains("gpuorch.io/gpus"));
+
+  // 2. Four of one domain still fit whole.
+  api.create(kClaims, gpu_claim("default", "quad", 4, "gpu.gpuorch.io/nvlinkDomain"));
+  api.create(test::kDefaultPods, claim_pod("quad", "quad", "gpuorch"));
+  test::wait_for(api, test::kDefaultPods + "/quad",
+                 [](const json& p) { return test::node_of(p) == kNode; });
+  const std::set<std::string> quad = devices_of(api.get(kClaims + "/quad"));
+  EXPECT_EQ(quad, (std::set<std::string>{"gpu-0", "gpu-1", "gpu-2", "gpu-3"}));
+
+  // 3. What cannot be met says why: five of one domain, a selector outside the subset; a pair
+  // while only GPU 6 is free waits.
+  api.create(kClaims, gpu_claim("default", "five", 5, "gpu.gpuorch.io/nvlinkDomain"));
+  api.create(test::kDefaultPods, claim_pod("five", "five", "gpuorch"));
+  const std::string regex = R"(device.attributes["gpu.gpuorch.io"].productName.matches("H100.*"))";
+  json odd = gpu_claim("default", "regex", 1, "gpu.gpuorch.io/nvlinkDomain");
+  odd["spec"]["devices"]["requests"][0]["exactly"]["selectors"] =
+      json::array({{{"cel", {{"expression", regex}}}}});
+  api.create(kClaims, odd);
+  api.create(test::kDefaultPods, claim_pod("regex", "regex", "gpuorch"));
+  api.create(kClaims, gpu_claim("default", "later", 2, "gpu.gpuorch.io/nvlinkDomain"));
+  api.create(test::kDefaultPods, claim_pod("later", "later", "gpuorch"));
+  auto message = [&](const std::string& name) {
+    const json p = test::wait_for(api, test::kDefaultPods + "/" + name, [](const json& q) {
+      return !test::unschedulable_message(q).empty();
+    });
+    EXPECT_EQ(test::node_of(p), "") << name;
+    std::cout << name << ": " << test::unschedulable_message(p) << "\n";
+    return test::unschedulable_message(p);
+  };
+  EXPECT_NE(message("five").find("matchAttribute gpu.gpuorch.io/nvlinkDomain cannot be satisfied "
+                                 "with 5 devices on any node: at most 4"),
+            std::string::npos);
+  EXPECT_NE(message("regex").find("`" + regex + "` is outside the CEL subset"), std::string::npos);
+  const std::string later = message("later");
+  EXPECT_NE(later.find("ResourceClaims default/later: 0/1 nodes are available: 1 lack 2 free"),
+            std::string::npos)
+      << later;
+  EXPECT_NE(later.find("Waiting"), std::string::npos) << later;
+  EXPECT_TRUE(devices_of(api.get(kClaims + "/later")).empty());
+
+  // 4. The pair's pod goes: its claim is released (nobody else reserves it, so deallocated), and
+  // the waiting pair takes GPUs of the freed domain, none of the quad's.
+  drop(api, test::kDefaultPods + "/pair?gracePeriodSeconds=0");
+  const json released = test::wait_for(api, kClaims + "/pair", [](const json& c) {
+    return !c.contains("status") || !c["status"].contains("allocation");
+  });
+  EXPECT_FALSE(released.contains("status") && released["status"].contains("reservedFor"));
+  test::wait_for(
+      api, test::kDefaultPods + "/later", [](const json& p) { return test::node_of(p) == kNode; },
+      30s);
+  const std::set<std::string> later_devices = devices_of(api.get(kClaims + "/later"));
+  EXPECT_EQ(later_devices.size(), 2U);
+  EXPECT_TRUE(one_domain(later_devices));
+  for (const auto& d : later_devices) EXPECT_FALSE(quad.contains(d)) << d << " given twice";
+
+  // 5. A template's claim: waits until kube-controller-manager's resourceclaim controller would
+  // have made it (done here as it does: owned by the pod, named in the pod's status), then used.
+  json templated = claim_pod("templated", "", "gpuorch");
+  templated["spec"]["resourceClaims"][0].erase("resourceClaimName");
+  templated["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] = "one-gpu";
+  const json t = api.create(test::kDefaultPods, templated);
+  EXPECT_NE(message("templated").find("has not been made yet"), std::string::npos);
+  json made = gpu_claim("default", "templated-gpus-x1", 1, "gpu.gpuorch.io/nvlinkDomain");
+  made["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "v1"},
+                                                      {"kind", "Pod"},
+                                                      {"name", "templated"},
+                                                      {"uid", t["metadata"]["uid"]},
+                                                      {"controller", true}}});
+  api.create(kClaims, made);
+  api.patch(test::kDefaultPods + "/templated/status",
+            {{"status",
+              {{"resourceClaimStatuses",
+                json::array({{{"name", "gpus"}, {"resourceClaimName", "templated-gpus-x1"}}})}}}});
+  test::wait_for(
+      api, test::kDefaultPods + "/templated",
+      [](const json& p) { return test::node_of(p) == kNode; }, 30s);
+  const std::set<std::string> last = devices_of(api.get(kClaims + "/templated-gpus-x1"));
+  ASSERT_EQ(last.size(), 1U);
+  EXPECT_FALSE(quad.contains(*last.begin()) || later_devices.contains(*last.begin()));
+  scheduler.stop();
+
+  // 6. The same 2-GPU claim through kube-scheduler's own allocator, on the node emptied: a valid
+  // set too (one domain), by first fit.
+  for (const char* p : {"quad", "later", "templated", "five", "regex"}) {
+    drop(api, test::kDefaultPods + "/" + std::string(p) + "?gracePeriodSeconds=0");
+  }
+  drop_claims(api);
+  plane.start_kube_scheduler();
+  api.create(kClaims, gpu_claim("default", "kube-pair", 2, "gpu.gpuorch.io/nvlinkDomain"));
+  json kube_pod = claim_pod("kube-pair", "kube-pair", "");
+  kube_pod["spec"]["nodeSelector"] = {{"kubernetes.io/hostname", kNode}};
+  api.create(test::kDefaultPods, kube_pod);
+  test::wait_for(api, test::kDefaultPods + "/kube-pair",
+                 [](const json& p) { return test::node_of(p) == kNode; });
+  const std::set<std::string> kube = devices_of(api.get(kClaims + "/kube-pair"));
+  std::cout << "kube-scheduler: pair -> " << fmt::format("{}", fmt::join(kube, ",")) << "\n";
+  EXPECT_EQ(kube.size(), 2U);
+  EXPECT_TRUE(one_domain(kube));
+  drop(api, test::kDefaultPods + "/kube-pair?gracePeriodSeconds=0");
+  drop_claims(api);
+}
+
+}  // namespace
+}  // namespace gpuorch::k8s::dra
