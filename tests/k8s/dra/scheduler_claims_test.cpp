@@ -236,5 +236,94 @@ TEST(DraGpuorchScheduler, AllocatesConnectedGpusExplainsNeverSharesAndReleases) 
   drop_claims(api);
 }
 
+// A claim's status write the API server refuses (here a ValidatingAdmissionPolicy on
+// resourceclaims/status; a conflict with another scheduler goes the same way) binds nothing: the
+// pod shows why, what was assumed is given back, and it is retried with backoff until the write
+// is taken, then bound with its claim allocated.
+TEST(DraGpuorchScheduler, ARefusedClaimWriteBindsNothingAndIsRetried) {
+  auto& plane = test::ControlPlane::shared();
+  ApiClient api(load_cluster_config(plane.kubeconfig()));
+  test::clear_cluster(api);
+  drop_claims(api);
+  add_dra_node(api, kNode);
+  SliceOptions o;
+  o.node_name = kNode;
+  drop(api, std::string(kResourceApi) + "/resourceslices/" + slice_name(o));
+  ASSERT_EQ(publish_slice(api, resource_slice(two_domain_host(), o)), SliceChange::kCreated);
+  apply_device_classes(api);
+  const std::string policies = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
+  const std::string bindings =
+      "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
+  drop(api, bindings + "/refuse-claim");
+  drop(api, policies + "/refuse-claim");
+  api.create(
+      policies,
+      {{"apiVersion", "admissionregistration.k8s.io/v1"},
+       {"kind", "ValidatingAdmissionPolicy"},
+       {"metadata", {{"name", "refuse-claim"}}},
+       {"spec",
+        {{"failurePolicy", "Fail"},
+         {"matchConstraints",
+          {{"resourceRules", json::array({{{"apiGroups", {"resource.k8s.io"}},
+                                           {"apiVersions", {"v1"}},
+                                           {"operations", {"UPDATE"}},
+                                           {"resources", {"resourceclaims/status"}}}})}}},
+         {"validations", json::array({{{"expression", "object.metadata.name != 'refused'"},
+                                       {"message", "claim 'refused' may not be written"}}})}}}});
+  api.create(bindings,
+             {{"apiVersion", "admissionregistration.k8s.io/v1"},
+              {"kind", "ValidatingAdmissionPolicyBinding"},
+              {"metadata", {{"name", "refuse-claim"}}},
+              {"spec", {{"policyName", "refuse-claim"}, {"validationActions", {"Deny"}}}}});
+  api.create(kClaims, gpu_claim("default", "refused", 1, "gpu.gpuorch.io/nvlinkDomain"));
+  // The policy takes a moment to load: probe with a status write that changes nothing.
+  bool loaded = false;
+  for (int i = 0; i < 150 && !loaded; ++i) {
+    try {
+      api.replace(kClaims + "/refused/status", api.get(kClaims + "/refused"));
+    } catch (const ApiError& e) {
+      loaded = std::string(e.what()).find("may not be written") != std::string::npos;
+    }
+    if (!loaded) std::this_thread::sleep_for(200ms);
+  }
+  ASSERT_TRUE(loaded) << "the ValidatingAdmissionPolicy never took effect";
+
+  test::TempDir dir;
+  test::SchedulerProcess scheduler({"--kubeconfig", plane.kubeconfig(), "--listen", "127.0.0.1:0"},
+                                   dir.file("scheduler.log"));
+  api.create(test::kDefaultPods, claim_pod("refused", "refused", "gpuorch"));
+  const json p = test::wait_for(api, test::kDefaultPods + "/refused", [](const json& q) {
+    return test::unscheduled_reason(q) == "SchedulerError";
+  });
+  const std::string why = test::unschedulable_message(p);
+  std::cout << "refused: " << why << "\n";
+  EXPECT_NE(why.find("ResourceClaim default/refused: status write refused"), std::string::npos)
+      << why;
+  EXPECT_NE(why.find("may not be written"), std::string::npos) << why;
+  EXPECT_EQ(test::node_of(api.get(test::kDefaultPods + "/refused")), "");
+  EXPECT_TRUE(devices_of(api.get(kClaims + "/refused")).empty());
+  // Nothing it assumed is kept: all seven GPUs go to another pod meanwhile.
+  json all = gpu_claim("default", "all", 1, "gpu.gpuorch.io/nvlinkDomain");
+  all["spec"]["devices"]["requests"][0]["exactly"] = {{"deviceClassName", kDriverName},
+                                                      {"allocationMode", "All"}};
+  all["spec"]["devices"].erase("constraints");
+  api.create(kClaims, all);
+  api.create(test::kDefaultPods, claim_pod("all", "all", "gpuorch"));
+  test::wait_for(api, test::kDefaultPods + "/all",
+                 [](const json& q) { return test::node_of(q) == kNode; });
+  EXPECT_EQ(devices_of(api.get(kClaims + "/all")).size(), 7U);
+  // The refusal lifted and the seven GPUs given back: bound, with its claim allocated.
+  drop(api, bindings + "/refuse-claim");
+  drop(api, policies + "/refuse-claim");
+  drop(api, test::kDefaultPods + "/all?gracePeriodSeconds=0");
+  test::wait_for(
+      api, test::kDefaultPods + "/refused", [](const json& q) { return test::node_of(q) == kNode; },
+      40s);
+  EXPECT_EQ(devices_of(api.get(kClaims + "/refused")).size(), 1U);
+  scheduler.stop();
+  drop(api, test::kDefaultPods + "/refused?gracePeriodSeconds=0");
+  drop_claims(api);
+}
+
 }  // namespace
 }  // namespace gpuorch::k8s::dra
