@@ -21,6 +21,7 @@ using FuzzEntry = int (*)(const std::uint8_t*, std::size_t);
   X(cel_selector)               \
   X(device_plugin_config)       \
   X(dra_claims)                 \
+  X(dra_objects)                \
   X(etcd_answer)                \
   X(extender_requests)          \
   X(inventory)                  \
