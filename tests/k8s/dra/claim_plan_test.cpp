@@ -201,6 +201,11 @@ TEST(DraClaimPlan, FirstAvailableAndAllAreChoicesInOrder) {
   EXPECT_EQ(two.choices[0].gpus, 3);
   ASSERT_EQ(two.choices[0].parts.size(), 2U);
 
+  // What each asks for, as the policy's workload history counts it.
+  EXPECT_EQ(requested_gpus(f.claims.at("default/first")), 8);  // the first subrequest
+  EXPECT_EQ(requested_gpus(f.claims.at("default/all")), 0);    // depends on the node
+  EXPECT_EQ(requested_gpus(f.claims.at("default/two")), 3);
+
   // The written allocation: one result per GPU, in request order, the node pinned.
   PodObject pod;
   pod.uid = "pod-uid";

@@ -179,6 +179,22 @@ std::vector<std::pair<std::string, int>> allocated_gpus(const ClaimObject& claim
   return out;
 }
 
+int requested_gpus(const ClaimObject& claim) {
+  int total = 0;
+  for (const json& r : array_of(field(field(field(claim.object, "spec"), "devices"), "requests"))) {
+    const json* ask = &field(r, "exactly");
+    if (!ask->is_object()) {
+      const json& first = array_of(field(r, "firstAvailable"));
+      if (first.empty()) continue;
+      ask = &first[0];
+    }
+    DeviceAsk a;
+    if (!read_ask(*ask, "", a).empty() || a.all) continue;
+    total += a.count;
+  }
+  return std::min(total, 1024);
+}
+
 DeviceClassObject device_class_from_json(const json& cls) {
   DeviceClassObject c;
   const json& spec = field(cls, "spec");

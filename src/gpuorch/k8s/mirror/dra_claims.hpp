@@ -37,6 +37,10 @@ ClaimObject claim_from_json(const nlohmann::json& claim);
 std::vector<std::pair<std::string, int>> allocated_gpus(const ClaimObject& claim,
                                                         const DraInventory& inventory);
 
+// How many devices an unallocated claim asks for: ExactCount requests' counts (a firstAvailable
+// request's first subrequest); All counts none (it depends on the node).
+int requested_gpus(const ClaimObject& claim);
+
 // A DeviceClass: its selectors' expressions and its opaque configuration.
 struct DeviceClassObject {
   std::vector<std::string> selectors;

@@ -56,6 +56,23 @@ std::map<std::string, cluster::NodeSpec> SchedulerService::nodes_with_dra() {
   return out;
 }
 
+workload::PodSpec SchedulerService::history_spec(const PodObject& pod) const {
+  workload::PodSpec spec = pod.spec;
+  if (pod.claims.empty() || spec.gpu_count > 0) return spec;
+  int gpus = 0;
+  for (const PodClaim& pc : pod.claims) {
+    const auto it = claims_.find(pod.ns + "/" + pc.claim);
+    if (it == claims_.end()) continue;
+    gpus += it->second.allocated ? static_cast<int>(allocated_gpus(it->second, dra_).size())
+                                 : requested_gpus(it->second);
+  }
+  if (gpus > 0) {
+    spec.gpu_count = gpus;
+    spec.gpu_milli = base::kMilliPerGpu;
+  }
+  return spec;
+}
+
 void SchedulerService::handle_slice(const json& obj, bool deleted) {
   if (!dra_.update_slice(obj, deleted)) return;
   nodes_dirty_ = true;

@@ -551,7 +551,7 @@ bool SchedulerService::ensure_built(const PodObject& pod) {
   std::vector<workload::PodSpec> seen;
   if (options_.mirror.history.empty() && !mirror_.built()) {
     for (const auto& [u, p] : pods_) {
-      if (p.error.empty()) seen.push_back(p.spec);
+      if (p.error.empty()) seen.push_back(history_spec(p));
     }
   }
   try {

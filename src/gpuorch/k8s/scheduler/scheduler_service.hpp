@@ -154,6 +154,9 @@ class SchedulerService {
   // else holds them), as kube-controller-manager's resourceclaim controller does.
   void release_claims_of(const PodObject& pod);
   [[nodiscard]] std::map<std::string, cluster::NodeSpec> nodes_with_dra();
+  // The pod as the policy's workload history counts it: with its claims' GPUs (allocated, else
+  // asked), so efd's target workload knows what DRA pods ask.
+  [[nodiscard]] workload::PodSpec history_spec(const PodObject& pod) const;
   // Whether the PodGroup API is served; retried with backoff (false: stopped meanwhile).
   bool discover_podgroups(const std::atomic<bool>& stop);
   // With --queues, the Queue API must be served (retried like the PodGroup discovery; a 404 is
