@@ -30,6 +30,7 @@ std::unique_ptr<CLI::App> make_app(Action& action) {
   add_exporter(*app, action);
   add_scheduler(*app, action);
   add_extender(*app, action);
+  add_admission_check(*app, action);
   add_bench(*app, action);
   add_tune(*app, action);
   add_device_plugin(*app, action);

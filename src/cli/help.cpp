@@ -47,6 +47,10 @@ const std::map<std::string, std::vector<std::string>>& examples() {
         "gpuorch scheduler --queues   # pods held to their KAI Queues (limits, reclaim, priority; "
         "label "
         "kai.scheduler/queue)"}},
+      {"admission-check",
+       {"gpuorch admission-check --kubeconfig ~/.kube/config --policy efd",
+        "gpuorch admission-check --retry-after 30   # Kueue waits 30 s (then 60, 120, 240) after "
+        "Retry"}},
       {"extender",
        {"gpuorch extender --kubeconfig ~/.kube/config --policy efd --listen 127.0.0.1:10262",
         "gpuorch extender --print-config      # the KubeSchedulerConfiguration extenders[] entry"}},

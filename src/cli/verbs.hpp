@@ -38,6 +38,8 @@ void add_dra_driver(CLI::App& app, Action& action);
 void add_scheduler(CLI::App& app, Action& action);
 // `gpuorch extender`: the scheduler core as kube-scheduler's HTTP extender
 void add_extender(CLI::App& app, Action& action);
+// `gpuorch admission-check`: Kueue's AdmissionCheck controller gpuorch.io/placeable
+void add_admission_check(CLI::App& app, Action& action);
 
 // `gpuorch launch [options] -- PROGRAM ARGS` or torchrun's `... SCRIPT ARGS`
 void add_launch(CLI::App& app, Action& action);

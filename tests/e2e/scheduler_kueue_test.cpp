@@ -27,6 +27,7 @@
 #include "support/cluster_objects.hpp"
 #include "support/control_plane.hpp"
 #include "support/kube_objects.hpp"
+#include "support/kueue_objects.hpp"
 #include "support/scheduler_process.hpp"
 #include "support/test_support.hpp"
 
@@ -37,7 +38,7 @@ using namespace std::chrono_literals;
 using nlohmann::json;
 
 const std::string kPods = "/api/v1/namespaces/default/pods";
-const std::string kKueue = "/apis/kueue.x-k8s.io/v1beta2";
+const std::string kKueue = test::kKueueApi;
 const std::string kAdmissionGate = "kueue.x-k8s.io/admission";
 const std::string kQueueLabel = "kueue.x-k8s.io/queue-name";
 const std::string kPoolLabel = "gpuorch.io/pool";
@@ -80,13 +81,6 @@ std::string scheduled_reason(const json& pod) {
   return "";
 }
 
-bool has_condition(const json& obj, const std::string& type) {
-  for (const auto& c : obj.value("/status/conditions"_json_pointer, json::array())) {
-    if (c.value("type", "") == type && c.value("status", "") == "True") return true;
-  }
-  return false;
-}
-
 std::string names(const std::vector<json>& pods) {
   std::string s;
   for (const auto& p : pods) {
@@ -124,17 +118,11 @@ Split wait_split(k8s::ApiClient& api, const std::vector<std::string>& pods,
   return s;
 }
 
-// The end of Kueue's log (DIR/logs/kueue.log), for failure messages.
-std::string kueue_log(const test::ControlPlane& cp) {
-  const std::string text = test::read_text(cp.dir() + "/logs/kueue.log");
-  return text.size() > 6000 ? text.substr(text.size() - 6000) : text;
-}
-
 std::size_t admitted_workloads(k8s::ApiClient& api) {
   std::size_t n = 0;
   const json list = api.get(kKueue + "/namespaces/default/workloads");
   for (const auto& wl : list["items"]) {
-    if (has_condition(wl, "QuotaReserved") && has_condition(wl, "Admitted")) ++n;
+    if (test::has_condition(wl, "QuotaReserved") && test::has_condition(wl, "Admitted")) ++n;
   }
   return n;
 }
@@ -175,9 +163,9 @@ TEST(SchedulerKueue, PlacesExactlyWhatTheRealKueueAdmitsOnTheFlavorsNodes) {
               {"metadata", {{"name", "team"}, {"namespace", "default"}}},
               {"spec", {{"clusterQueue", "gpus"}}}});
   test::wait_for(api, kKueue + "/clusterqueues/gpus",
-                 [](const json& cq) { return has_condition(cq, "Active"); });
+                 [](const json& cq) { return test::has_condition(cq, "Active"); });
   test::wait_for(api, kKueue + "/namespaces/default/localqueues/team",
-                 [](const json& lq) { return has_condition(lq, "Active"); });
+                 [](const json& lq) { return test::has_condition(lq, "Active"); });
 
   test::TempDir dir;
   test::SchedulerProcess scheduler({"--kubeconfig", cp.kubeconfig(), "--policy", "efd", "--listen",
@@ -199,7 +187,7 @@ TEST(SchedulerKueue, PlacesExactlyWhatTheRealKueueAdmitsOnTheFlavorsNodes) {
       api, pods, [](const Split& x) { return x.ungated.size() == 2; }, 60s);
   std::this_thread::sleep_for(2s);
   s = split(api, pods);
-  ASSERT_EQ(s.ungated.size(), 2U) << names(s.ungated) << "\n" << kueue_log(cp);
+  ASSERT_EQ(s.ungated.size(), 2U) << names(s.ungated) << "\n" << test::kueue_log(cp);
   ASSERT_EQ(s.gated.size(), 1U);
   EXPECT_EQ(admitted_workloads(api), 2U);
   for (const auto& p : s.ungated) {

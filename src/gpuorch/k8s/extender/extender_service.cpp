@@ -114,7 +114,7 @@ std::string checked_name(const json& args, std::string_view key, bool label) {
 }  // namespace
 
 ExtenderService::ExtenderService(ApiClient& api, ExtenderOptions options)
-    : api_(api), options_(std::move(options)), mirror_(options_.mirror) {}
+    : api_(api), options_(std::move(options)), feed_(options_.mirror, options_.log) {}
 
 void ExtenderService::log(const std::string& line, base::Severity severity,
                           base::SourceLocation where) const {
@@ -130,7 +130,7 @@ void ExtenderService::run(const std::atomic<bool>& stop) {
     h.on_synced = [this, &synced] {
       if (!synced.exchange(true) && synced_nodes_ && synced_pods_) {
         const std::lock_guard lock(mutex_);
-        log(fmt::format("synced: {} nodes, {} pods", nodes_.size(), seen_.size()));
+        log(fmt::format("synced: {} nodes, {} pods", feed_.nodes().size(), feed_.live_pods()));
       }
     };
     h.on_error = [this](const std::string& what) {
@@ -146,41 +146,13 @@ void ExtenderService::run(const std::atomic<bool>& stop) {
 }
 
 void ExtenderService::on_node(const json& obj, bool deleted) {
-  const auto parsed = node_from_json(obj);
-  {
-    const std::unique_lock names(names_mutex_);
-    const auto* spec = std::get_if<cluster::NodeSpec>(&parsed);
-    if (spec != nullptr && !deleted) {
-      node_names_.insert(spec->name);
-    } else if (const auto it = node_names_.find(spec ? spec->name : object_name(obj));
-               it != node_names_.end()) {
-      node_names_.erase(it);
-    }
-  }
   const std::lock_guard lock(mutex_);
-  // Only a change the core sees marks the node set dirty: the next filter hands the whole set to
-  // the mirror, a copy and a comparison of every node (about 11 ms at 5,000 nodes), and kubelets'
-  // status reports, which change nothing here, arrive many times a second on a large cluster.
-  if (const auto* spec = std::get_if<cluster::NodeSpec>(&parsed)) {
-    if (deleted) {
-      nodes_dirty_ = nodes_.erase(spec->name) > 0 || nodes_dirty_;
-    } else {
-      auto [it, added] = nodes_.try_emplace(spec->name, *spec);
-      if (!added) {
-        if (!ClusterMirror::same_node(it->second, *spec)) nodes_dirty_ = true;
-        it->second = *spec;  // what the core ignores is kept current for the next build
-      }
-      nodes_dirty_ = nodes_dirty_ || added;
-    }
-    bad_nodes_.erase(spec->name);
-    return;
-  }
-  const std::string name = object_name(obj);
-  nodes_dirty_ = nodes_.erase(name) > 0 || nodes_dirty_;
-  const std::string& why = std::get<std::string>(parsed);
-  if (!deleted && bad_nodes_[name] != why) {
-    bad_nodes_[name] = why;
-    log(fmt::format("left out {}", why), base::Severity::kWarning);
+  const std::optional<std::string> usable = feed_.node(obj, deleted);
+  const std::unique_lock names(names_mutex_);
+  if (usable) {
+    node_names_.insert(*usable);
+  } else {
+    node_names_.erase(object_name(obj));
   }
 }
 
@@ -190,52 +162,24 @@ void ExtenderService::on_pod(const json& obj, bool deleted) {
   const std::lock_guard lock(mutex_);
   if (deleted || p.terminal()) {
     pending_.erase(p.uid);
-    seen_.erase(p.uid);
     decisions_.erase(p.uid);
-    mirror_.release(p.uid);
-    return;
-  }
-  if (p.error.empty()) seen_[p.uid] = p.spec;
-  if (p.node_name.empty()) {
+  } else if (p.node_name.empty()) {
     pending_[p.uid] = p;
-    return;
+  } else {
+    pending_.erase(p.uid);
+    // Bound: by our bind (already counted where we decided) or by anyone else (counted by the
+    // feed); bound elsewhere than decided, it is counted where it is.
+    if (const auto d = decisions_.find(p.uid); d != decisions_.end()) {
+      if (d->second.node != p.node_name) feed_.mirror().release(p.uid);
+      decisions_.erase(d);
+    }
   }
-  pending_.erase(p.uid);
-  // Bound: by our bind (already counted where we decided) or by anyone else (counted now).
-  if (const auto d = decisions_.find(p.uid); d != decisions_.end()) {
-    if (d->second.node != p.node_name) mirror_.release(p.uid);
-    decisions_.erase(d);
-  }
-  if (!mirror_.accounted(p.uid)) mirror_.account(p);
+  feed_.pod(p, deleted);
 }
 
 std::string ExtenderService::ensure_built_locked(const PodObject& asking) {
-  if (nodes_dirty_) {
-    mirror_.set_nodes(nodes_);
-    nodes_dirty_ = false;
-  }
-  // The history is copied and sorted only for a build: per call it would cost O(pods) (at 5,000
-  // nodes, tens of thousands of pods) for nothing.
-  std::vector<workload::PodSpec> seen;
-  if (options_.mirror.history.empty() && mirror_.needs_build()) {
-    seen.reserve(seen_.size() + 1);
-    for (const auto& [uid, spec] : seen_) seen.push_back(spec);
-    // kube-scheduler may ask about a pod before the extender's own watch delivers it: it is part
-    // of the workload all the same (and the only part of it on a new cluster, where efd would
-    // otherwise have no history to estimate the target workload from).
-    if (asking.error.empty() && !seen_.contains(asking.uid)) seen.push_back(asking.spec);
-    // A fixed order, so a rebuild does not depend on the hash map's.
-    std::sort(seen.begin(), seen.end(), [](const workload::PodSpec& a, const workload::PodSpec& b) {
-      return a.name < b.name;
-    });
-  }
-  try {
-    if (mirror_.ensure_built(seen)) {
-      log(fmt::format("cluster: {} nodes, {} GPUs", mirror_.cluster().node_count(),
-                      mirror_.cluster().gpu_total()));
-    }
-  } catch (const std::exception& e) {
-    return fmt::format("the extender cannot build its policy: {}", e.what());
+  if (std::string why = feed_.ensure_built(&asking); !why.empty()) {
+    return "the extender " + why;
   }
   return {};
 }
@@ -258,7 +202,7 @@ std::vector<std::string_view> ExtenderService::known_nodes(
 void ExtenderService::forget_locked(const std::string& uid) {
   const auto it = decisions_.find(uid);
   if (it == decisions_.end()) return;
-  mirror_.release(uid);
+  feed_.mirror().release(uid);
   decisions_.erase(it);
 }
 
@@ -269,7 +213,7 @@ void ExtenderService::expire_locked() {
       log(fmt::format("{}: the decision for {} was never bound; forgotten",
                       base::printable(it->second.pod.key()), it->second.node),
           base::Severity::kWarning);
-      mirror_.release(it->first);
+      feed_.mirror().release(it->first);
       it = decisions_.erase(it);
     } else {
       ++it;
@@ -304,18 +248,18 @@ std::string ExtenderService::filter(const json& args,
       a.error = ensure_built_locked(pod);
       if (!a.error.empty()) {
         log(fmt::format("filter {}: {}", base::printable(pod.key()), a.error));
-      } else if (mirror_.accounted(pod.uid)) {
+      } else if (feed_.mirror().accounted(pod.uid)) {
         a.error = fmt::format("pod {} is already bound", pod.key());
       } else {
-        ClusterMirror::Result r = mirror_.schedule(pod);
+        ClusterMirror::Result r = feed_.mirror().schedule(pod);
         const bool placed = r.decision.outcome == sched::Outcome::kPlaced;
         if (placed && std::find(c.names.begin(), c.names.end(), r.node) == c.names.end()) {
           // kube-scheduler ruled the core's node out for a reason the core does not model
           // (inter-pod affinity, volumes, ...): decide again among the nodes it offers.
-          mirror_.release(pod.uid);
+          feed_.mirror().release(pod.uid);
           PodObject among = pod;
           among.spec.constraints.node_names.assign(c.names.begin(), c.names.end());
-          r = mirror_.schedule(among);
+          r = feed_.mirror().schedule(among);
         }
         if (r.decision.outcome == sched::Outcome::kPlaced) {
           decisions_[pod.uid] = {pod, r.node, r.decision.placement.gpus, Clock::now()};
@@ -325,9 +269,9 @@ std::string ExtenderService::filter(const json& args,
           a.keep = r.node;
         } else {
           ++counters_.unschedulable;
-          sched::RequestResolver resolver(mirror_.cluster());
+          sched::RequestResolver resolver(feed_.mirror().cluster());
           a.why =
-              unschedulable_message(r, resolver.resolve(pod.spec), mirror_.cluster().node_count());
+              unschedulable_message(r, resolver.resolve(pod.spec), feed_.mirror().cluster().node_count());
           a.unresolvable = r.decision.outcome == sched::Outcome::kInfeasible;
         }
       }
@@ -384,7 +328,7 @@ json ExtenderService::bind(const json& args) {
       if (const std::string why = ensure_built_locked(p->second); !why.empty()) return refuse(why);
       PodObject there = p->second;
       there.spec.constraints.node_names = {node};
-      const ClusterMirror::Result r = mirror_.schedule(there);
+      const ClusterMirror::Result r = feed_.mirror().schedule(there);
       if (r.decision.outcome != sched::Outcome::kPlaced) {
         return refuse(fmt::format("the pod does not fit on {}", node));
       }

@@ -25,6 +25,7 @@
 #include "gpuorch/base/log.hpp"
 #include "gpuorch/k8s/api/api_client.hpp"
 #include "gpuorch/k8s/mirror/cluster_mirror.hpp"
+#include "gpuorch/k8s/mirror/mirror_feed.hpp"
 #include "gpuorch/k8s/mirror/pod_object.hpp"
 
 namespace gpuorch::k8s {
@@ -124,12 +125,8 @@ class ExtenderService {
   std::unordered_set<std::string, NameHash, std::equal_to<>> node_names_;
 
   std::mutex mutex_;  // everything below; the HTTP threads and the informers share it
-  ClusterMirror mirror_;
-  std::map<std::string, cluster::NodeSpec> nodes_;
-  std::map<std::string, std::string> bad_nodes_;
-  bool nodes_dirty_ = true;
-  std::unordered_map<std::string, PodObject> pending_;       // unbound pods by uid
-  std::unordered_map<std::string, workload::PodSpec> seen_;  // every live pod, for the history
+  MirrorFeed feed_;
+  std::unordered_map<std::string, PodObject> pending_;   // unbound pods by uid
   std::unordered_map<std::string, Decision> decisions_;      // filtered, not yet bound
 };
 

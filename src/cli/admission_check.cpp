@@ -1,0 +1,78 @@
+// gpuorch admission-check: Kueue's AdmissionCheck controller gpuorch.io/placeable (docs/kueue.md).
+#include <fmt/format.h>
+
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include "cli/k8s_flags.hpp"
+#include "cli/verbs.hpp"
+#include "gpuorch/base/error.hpp"
+#include "gpuorch/base/log.hpp"
+#include "gpuorch/io/openb.hpp"
+#include "gpuorch/k8s/api/kubeconfig.hpp"
+#include "gpuorch/k8s/kueue/admission_check_service.hpp"
+
+namespace gpuorch::cli {
+namespace {
+
+struct AdmissionCheckFlags {
+  std::string kubeconfig;
+  std::string policy = "efd";
+  std::uint64_t seed = 42;
+  std::string workload;
+  int retry_after_s = 15;
+  int sync_timeout_s = 120;
+};
+
+int run(const AdmissionCheckFlags& f) {
+  if (f.retry_after_s < 1 || f.retry_after_s > 3600) {
+    base::fail_input(fmt::format("--retry-after {}: 1..3600 seconds", f.retry_after_s));
+  }
+  if (f.sync_timeout_s < 1) base::fail_input("--sync-timeout must be at least 1 second");
+  k8s::kueue::AdmissionCheckOptions options;
+  options.mirror.policy = policy_spec(f.policy);
+  options.mirror.seed = f.seed;
+  if (!f.workload.empty()) options.mirror.history = io::load_openb_pods(f.workload).pods;
+  options.placeable.retry_after = std::chrono::seconds(f.retry_after_s);
+  options.sync_timeout = std::chrono::seconds(f.sync_timeout_s);
+  options.log = base::log;
+
+  const std::optional<std::string> kubeconfig =
+      f.kubeconfig.empty() ? std::nullopt : std::optional<std::string>(f.kubeconfig);
+  std::atomic<bool> stop{false};
+  k8s::ApiClientOptions api_options;
+  api_options.cancel = &stop;
+  k8s::ApiClient api(k8s::load_cluster_config(kubeconfig), api_options);
+  std::jthread signal_thread = stop_on_signals(stop);
+  base::log_info(
+      fmt::format("admission check {} (policy {}, seed {}) for the cluster at {}; Retry after {} s",
+                  k8s::kueue::kPlaceableController, options.mirror.policy, f.seed,
+                  api.config().server, f.retry_after_s));
+  k8s::kueue::AdmissionCheckService service(api, options);
+  service.run(stop);  // a start-up failure is one line and exit 1 (main)
+  base::log_info(fmt::format("stopped ({} verdicts written)", service.verdicts_written()));
+  return 0;
+}
+
+}  // namespace
+
+void add_admission_check(CLI::App& app, Action& action) {
+  auto flags = std::make_shared<AdmissionCheckFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "admission-check",
+      "Kueue AdmissionCheck controller gpuorch.io/placeable: tells Kueue whether a Workload whose "
+      "quota it reserved can be placed now (Ready), later (Retry: the quota goes back) or never "
+      "(Rejected), with the scheduler core on the cluster as it is (docs/kueue.md).");
+  add_core_flags(*cmd, flags->kubeconfig, flags->policy, flags->seed, flags->workload);
+  cmd->add_option("--retry-after", flags->retry_after_s,
+                  "Seconds Kueue waits before it reserves quota again for a Workload told Retry "
+                  "(requeueAfterSeconds; doubled per retry Kueue counted, at most 8 times)")
+      ->capture_default_str();
+  cmd->add_option("--sync-timeout", flags->sync_timeout_s,
+                  "Seconds the informers have to list Nodes, Pods and Kueue's objects at start")
+      ->capture_default_str();
+  cmd->callback([flags, &action] { action = [flags] { return run(*flags); }; });
+}
+
+}  // namespace gpuorch::cli

@@ -1,0 +1,187 @@
+#include "gpuorch/k8s/kueue/admission_check_service.hpp"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include <thread>
+#include <vector>
+
+#include "gpuorch/k8s/api/api_path.hpp"
+#include "gpuorch/k8s/api/informer.hpp"
+#include "gpuorch/k8s/api/patient_get.hpp"
+
+namespace gpuorch::k8s::kueue {
+
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::string now_rfc3339() {
+  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}",
+                     std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
+}
+
+constexpr int kInformers = 5;
+
+}  // namespace
+
+AdmissionCheckService::AdmissionCheckService(ApiClient& api, AdmissionCheckOptions options)
+    : api_(api),
+      options_(std::move(options)),
+      feed_(options_.mirror, options_.log),
+      empty_(options_.mirror),
+      checks_(options_.placeable) {}
+
+void AdmissionCheckService::log(const std::string& line, base::Severity severity,
+                                base::SourceLocation where) const {
+  if (options_.log) options_.log(severity, line, where);
+}
+
+void AdmissionCheckService::on_node(const json& obj, bool deleted) {
+  const std::lock_guard lock(mutex_);
+  feed_.node(obj, deleted);
+  dirty_ = true;
+}
+
+void AdmissionCheckService::on_pod(const json& obj, bool deleted) {
+  const PodObject p = pod_from_json(obj);
+  const std::lock_guard lock(mutex_);
+  feed_.pod(p, deleted);
+  checks_.pod(obj, p, deleted);
+  dirty_ = true;
+}
+
+bool AdmissionCheckService::pass() {
+  std::vector<Verdict> verdicts;
+  std::vector<json> inactive;
+  {
+    const std::lock_guard lock(mutex_);
+    inactive = checks_.inactive_checks();
+    if (dirty_ && checks_.waiting()) {
+      dirty_ = false;
+      const bool rebuild = feed_.mirror().needs_build();
+      if (const std::string why = feed_.ensure_built(); !why.empty()) {
+        log(why, base::Severity::kError);
+        return false;
+      }
+      if (rebuild || !empty_.built()) {
+        empty_.set_nodes(feed_.nodes());
+        empty_.ensure_built(options_.mirror.history.empty() ? feed_.history()
+                                                            : std::vector<workload::PodSpec>{});
+      }
+      verdicts = checks_.evaluate(feed_.mirror(), empty_);
+    }
+  }
+  bool ok = true;
+  for (const json& check : inactive) {
+    const std::string name = check["metadata"].value("name", "");
+    try {
+      api_.patch(fmt::format("{}/admissionchecks/{}/status", kGroupVersion, percent_encode(name)),
+                 active_status(check, now_rfc3339()));
+      const std::lock_guard lock(mutex_);
+      checks_.mark_active(name);
+      log(fmt::format("AdmissionCheck {} (controllerName {}) is Active", name,
+                      kPlaceableController));
+    } catch (const std::exception& e) {
+      log(fmt::format("AdmissionCheck {}: status not written: {}", name, e.what()),
+          base::Severity::kWarning);
+      ok = false;
+    }
+  }
+  for (const Verdict& v : verdicts) {
+    try {
+      api_.patch(namespaced_path(kGroupVersion, v.ns, "workloads", v.name) + "/status",
+                 check_patch(v, now_rfc3339()), "application/json-patch+json");
+      ++written_;
+      log(fmt::format("workload {}/{}: {} {}", v.ns, v.name, v.state, v.message));
+    } catch (const std::exception& e) {
+      // Changed meanwhile (the test failed) or not taken: decided again after the backoff.
+      const std::lock_guard lock(mutex_);
+      checks_.unwritten(v);
+      dirty_ = true;
+      log(fmt::format("workload {}/{}: verdict {} not written: {}", v.ns, v.name, v.state,
+                      e.what()),
+          base::Severity::kWarning);
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+void AdmissionCheckService::run(const std::atomic<bool>& stop) {
+  const std::string version = kGroupVersion;
+  try {
+    if (!patient_get(api_, version, std::chrono::seconds(20), stop, options_.log, {})) return;
+  } catch (const ApiError& e) {
+    if (e.status() == 404) {
+      throw std::runtime_error(fmt::format(
+          "the API server does not serve {} (Kueue v0.15 or later is not installed)", version));
+    }
+    throw std::runtime_error(fmt::format("the API server refused {}: {}", version, e.what()));
+  }
+  auto handlers = [this](std::function<void(const json&, bool)> on) {
+    InformerHandlers h;
+    h.on_add = h.on_update = [on](const json& o) { on(o, false); };
+    h.on_delete = [on](const json& o) { on(o, true); };
+    h.on_synced = [this] { ++synced_; };
+    h.on_error = [this](const std::string& what) {
+      log(fmt::format("watch: {}", what), base::Severity::kWarning);
+    };
+    return h;
+  };
+  auto guarded = [this](auto member) {
+    return [this, member](const json& o, bool deleted) {
+      const std::lock_guard lock(mutex_);
+      if ((checks_.*member)(o, deleted)) dirty_ = true;
+    };
+  };
+  Informer nodes(api_, "/api/v1/nodes", handlers([this](const json& o, bool d) { on_node(o, d); }));
+  Informer pods(api_, "/api/v1/pods", handlers([this](const json& o, bool d) { on_pod(o, d); }),
+                "status.phase!=Succeeded,status.phase!=Failed");
+  Informer workloads(api_, version + "/workloads", handlers(guarded(&PlaceableChecks::workload)));
+  Informer admission_checks(api_, version + "/admissionchecks",
+                            handlers(guarded(&PlaceableChecks::admission_check)));
+  Informer flavors(api_, version + "/resourceflavors", handlers(guarded(&PlaceableChecks::flavor)));
+
+  std::atomic<bool> quit{false};
+  std::string failure;
+  {
+    std::vector<std::jthread> threads;
+    for (Informer* i : {&nodes, &pods, &workloads, &admission_checks, &flavors}) {
+      threads.emplace_back([i, &quit] { i->run(quit); });
+    }
+    const auto started = Clock::now();
+    bool synced = false;
+    auto backoff = std::chrono::milliseconds(1000);
+    auto next = Clock::now();
+    while (!stop.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      if (!synced) {
+        if (synced_.load() < kInformers) {
+          if (Clock::now() - started > options_.sync_timeout) {
+            failure = fmt::format(
+                "the informers did not list nodes, pods and Kueue's objects within {} s (see the "
+                "watch errors above)",
+                options_.sync_timeout.count());
+            break;
+          }
+          continue;
+        }
+        synced = true;
+        log("synced");
+      }
+      if (Clock::now() < next) continue;
+      if (pass()) {
+        backoff = std::chrono::milliseconds(1000);
+      } else {
+        next = Clock::now() + backoff;
+        backoff = std::min(backoff * 2, std::chrono::milliseconds(30000));
+      }
+    }
+    quit = true;
+  }
+  if (!failure.empty()) throw std::runtime_error(failure);
+}
+
+}  // namespace gpuorch::k8s::kueue

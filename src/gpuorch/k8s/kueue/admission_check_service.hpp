@@ -1,0 +1,61 @@
+#pragma once
+// `gpuorch admission-check` (docs/kueue.md): Kueue's AdmissionCheck controller for
+// controllerName gpuorch.io/placeable. Informers keep Nodes, Pods, Kueue's Workloads,
+// AdmissionChecks and ResourceFlavors current; a MirrorFeed gives the scheduler core the cluster
+// as it is, and a second mirror the same nodes empty; PlaceableChecks decides; this loop writes
+// the verdicts into the Workloads' status (a JSON patch that tests the entry it replaces) and
+// marks the AdmissionChecks Active. A verdict the API server did not take is decided again after
+// a backoff (1 s doubling to 30 s), never in a busy loop.
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+
+#include "gpuorch/base/log.hpp"
+#include "gpuorch/k8s/api/api_client.hpp"
+#include "gpuorch/k8s/kueue/placeable.hpp"
+#include "gpuorch/k8s/mirror/cluster_mirror.hpp"
+#include "gpuorch/k8s/mirror/mirror_feed.hpp"
+
+namespace gpuorch::k8s::kueue {
+
+struct AdmissionCheckOptions {
+  MirrorOptions mirror;
+  PlaceableOptions placeable;
+  // The informers must have listed within this long, else run() throws.
+  std::chrono::seconds sync_timeout{120};
+  base::LogSink log;  // one line per verdict; may be empty
+};
+
+class AdmissionCheckService {
+ public:
+  AdmissionCheckService(ApiClient& api, AdmissionCheckOptions options);
+  AdmissionCheckService(const AdmissionCheckService&) = delete;
+  AdmissionCheckService& operator=(const AdmissionCheckService&) = delete;
+
+  // Blocks until `stop`. Throws std::runtime_error (one line) when Kueue's API is not served or
+  // the informers do not sync within sync_timeout.
+  void run(const std::atomic<bool>& stop);
+  [[nodiscard]] std::uint64_t verdicts_written() const { return written_.load(); }
+
+ private:
+  void on_node(const nlohmann::json& obj, bool deleted);
+  void on_pod(const nlohmann::json& obj, bool deleted);
+  // One pass: build what changed, decide, write. Returns false when a write failed.
+  bool pass();
+  void log(const std::string& line, base::Severity severity = base::Severity::kInfo,
+           base::SourceLocation where = base::SourceLocation::current()) const;
+
+  ApiClient& api_;
+  AdmissionCheckOptions options_;
+  std::atomic<std::uint64_t> written_{0};
+  std::atomic<int> synced_{0};
+
+  std::mutex mutex_;  // the informers' threads and the loop share everything below
+  MirrorFeed feed_;
+  ClusterMirror empty_;
+  PlaceableChecks checks_;
+  bool dirty_ = true;
+};
+
+}  // namespace gpuorch::k8s::kueue
