@@ -5,25 +5,16 @@
 #include <variant>
 
 #include "gpuorch/k8s/mirror/node_object.hpp"
+#include "gpuorch/k8s/mirror/pod_group.hpp"
 
 namespace gpuorch::doctor {
 
 ClusterView::ClusterView(const ClusterObjects& objects, const k8s::MirrorOptions& options)
     : mirror(options) {
   for (const auto& g : objects.podgroups) {
-    const auto meta = g.value("metadata", nlohmann::json::object());
-    PodGroupView group;
-    const auto spec = g.value("spec", nlohmann::json::object());
-    const auto min =
-        spec.is_object() ? spec.value("minMember", nlohmann::json(1)) : nlohmann::json();
-    if (!min.is_number_integer() || min.get<std::int64_t>() < 1 ||
-        min.get<std::int64_t>() > 100000) {
-      group.error =
-          fmt::format("spec.minMember {} is not a whole number in [1, 100000]", min.dump());
-    } else {
-      group.min_member = static_cast<int>(min.get<std::int64_t>());
-    }
-    groups[fmt::format("{}/{}", meta.value("namespace", ""), meta.value("name", ""))] = group;
+    const k8s::PodGroup parsed = k8s::podgroup_from_json(g);
+    // A `basic` group (upstream) is no gang: its pods are explained one by one.
+    if (parsed.gang) groups[parsed.key] = PodGroupView{parsed.min_member, parsed.error};
   }
   std::map<std::string, cluster::NodeSpec> nodes;
   for (const auto& n : objects.nodes) {

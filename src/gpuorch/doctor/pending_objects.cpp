@@ -7,6 +7,7 @@
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/doctor/pending.hpp"
 #include "gpuorch/k8s/api/patient_get.hpp"
+#include "gpuorch/k8s/mirror/pod_group.hpp"
 
 namespace gpuorch::doctor {
 namespace {
@@ -25,10 +26,19 @@ ClusterObjects list_cluster(k8s::ApiClient& api, bool queues) {
   ClusterObjects o;
   o.nodes = items(api.get("/api/v1/nodes"));
   o.pods = items(api.get("/api/v1/pods"));
-  try {
-    o.podgroups = items(api.get("/apis/scheduling.x-k8s.io/v1alpha1/podgroups"));
-  } catch (const k8s::ApiError& e) {
-    if (e.status() != 404) throw;  // no PodGroup CRD installed: no gangs of that kind
+  // Both gang APIs where they are served (404: that kind of gang does not exist here). A list's
+  // items of a built-in kind carry no apiVersion; it is written in so the parse knows the kind.
+  for (const auto& [path, version] :
+       {std::pair{k8s::kPluginsPodGroups, "scheduling.x-k8s.io/v1alpha1"},
+        std::pair{k8s::kUpstreamPodGroups, "scheduling.k8s.io/v1beta1"}}) {
+    try {
+      for (nlohmann::json& g : items(api.get(path))) {
+        if (g.is_object() && !g.contains("apiVersion")) g["apiVersion"] = version;
+        o.podgroups.push_back(std::move(g));
+      }
+    } catch (const k8s::ApiError& e) {
+      if (e.status() != 404) throw;
+    }
   }
   if (!queues) return o;
   try {
