@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <csignal>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <thread>
 
 #include "../launch/launch_support.hpp"
 #include "../support/test_support.hpp"
@@ -345,6 +348,52 @@ TEST(LaunchTorchrun, C10dFailureOpensANewRound) {
       << both;
   EXPECT_NE(both.find("restarts       0 of 1 (+1 for membership changes)"), std::string::npos)
       << both;
+}
+
+// An elastic run (--nnodes 1:2): the node that does not serve the store is stopped by SIGTERM
+// (as an eviction stops a pod) once both are in round 0. It leaves the round instead of closing
+// the run, so the other node, whose worker then fails (as a rank does that loses its peer),
+// re-forms a round alone at once and finishes; torchrun's close would refuse it ("run ... is
+// closed"), and without the leave it would wait 15 s for the silent node's heartbeats to stop.
+TEST(LaunchTorchrun, C10dElasticNodeStoppedBySignalLeavesTheRunOpen) {
+  test::TempDir dir;
+  const int port = launch::pick_free_port("127.0.0.1");
+  const std::string command =
+      test::shell_quote(::gpuorch::test::binary_path()) +
+      " launch --nnodes 1:2 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:" + std::to_string(port) +
+      " --rdzv-id c10d-leave --rdzv-conf last_call_timeout=1 --max-restarts 1 --bind none "
+      "--stop-grace 2 -- /bin/sh -c " +
+      test::shell_quote(
+          "if [ $WORLD_SIZE = 2 ]; then sleep 4; exit 3; fi; echo alone in world $WORLD_SIZE");
+  launch_test::Child first(command, dir.path() / "node0.out", dir.path() / "node0.err");
+  const auto wait_text = [&](const std::string& file, const std::string& text) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (read_file(dir.path() / file).find(text) == std::string::npos &&
+           std::chrono::steady_clock::now() < end) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return read_file(dir.path() / file).find(text) != std::string::npos;
+  };
+  // The first serves the store and trains alone (round 0 of 1 node) until the second arrives.
+  ASSERT_TRUE(wait_text("node0.err", "(served here)")) << read_file(dir.path() / "node0.err");
+  launch_test::Child second(command, dir.path() / "node1.out", dir.path() / "node1.err");
+  ASSERT_TRUE(wait_text("node1.err", "2 workers in all")) << read_file(dir.path() / "node1.err");
+  ASSERT_TRUE(wait_text("node0.err", "2 workers in all")) << read_file(dir.path() / "node0.err");
+  const auto stopped = std::chrono::steady_clock::now();
+  second.signal(SIGTERM);
+  EXPECT_EQ(second.wait(std::chrono::seconds(30)).value_or(-1), 128 + SIGTERM)
+      << read_file(dir.path() / "node1.err");
+  EXPECT_EQ(first.wait(std::chrono::seconds(60)).value_or(-1), 0)
+      << read_file(dir.path() / "node0.err");
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped).count();
+  const std::string err = read_file(dir.path() / "node0.err");
+  EXPECT_NE(read_file(dir.path() / "node0.out").find("alone in world 1"), std::string::npos) << err;
+  EXPECT_NE(err.find("failed: exit code 3"), std::string::npos) << err;
+  EXPECT_NE(err.find("1 workers in all"), std::string::npos) << err;
+  EXPECT_EQ(err.find("is closed"), std::string::npos) << err;
+  // The worker's 4 s, the 1 s last call and the agent's own steps; not the 15 s of heartbeats.
+  EXPECT_LT(took, 12.0) << err;
 }
 
 TEST(LaunchTorchrun, C10dBadInput) {

@@ -448,7 +448,7 @@ AgentResult run_agent(const AgentConfig& c, Rendezvous& rdzv, const Log& log) {
       round = rdzv.next_round(cancelled);
     } catch (const RendezvousCancelled&) {
       result.signal = g_signal.load();
-      rdzv.finish(false);
+      rdzv.leave();
       return done(128 + result.signal);
     }
     result.round = round;
@@ -500,7 +500,7 @@ AgentResult run_agent(const AgentConfig& c, Rendezvous& rdzv, const Log& log) {
                         std::chrono::duration<double>(c.stop_grace).count()));
         group.stop(result.signal);
         group.finish_output();
-        rdzv.finish(false);
+        rdzv.leave();
         return done(128 + result.signal);
       }
       case Outcome::kMembership:

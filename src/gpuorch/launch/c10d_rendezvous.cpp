@@ -11,7 +11,10 @@
 //     on the wait list; the running nodes see a waiting node and restart into a new round (a
 //     membership change), which opens when the last participant leaves the complete one.
 //   heartbeats every 5 s; a node silent for 15 s is dropped from the state by whoever reads it.
-//   shutdown marks the rendezvous closed: no later node may join.
+//   shutdown marks the rendezvous closed: no later node may join. Not after a signal: torchrun
+//     then leaves the rendezvous open ("prevents any additional scaling events", its
+//     launcher/api.py) and the others drop the node after 15 s; gpuorch's agent leaves the round
+//     (torch's exit op), so they re-form without it at once.
 // After the round, under the prefix `torch.rendezvous.<run id>.<round>/`, what torchrun's agents
 // do next: rank 0 publishes MASTER_ADDR/MASTER_PORT, every node its role info (the keys of
 // PyTorch 1.x and of 2.x), rank 0 the assigned ranks (2.x), and at the end the exit barrier.
@@ -211,6 +214,16 @@ class C10dRendezvous final : public Rendezvous {
     }
   }
 
+  void leave() override {
+    stop_heartbeats();
+    std::lock_guard lock(mu_);
+    try {
+      const auto deadline = Clock::now() + kCloseTimeout;
+      run([&] { return leave_op(deadline); }, nullptr);
+    } catch (const std::exception&) {  // the others drop it after 15 s without heartbeats
+    }
+  }
+
   [[nodiscard]] std::string describe() const override {
     return fmt::format("c10d, {}..{} nodes, store {}:{} ({})", c_.min_nodes, c_.max_nodes, host_,
                        port_, server_ ? "served here" : "joined");
@@ -369,6 +382,15 @@ class C10dRendezvous final : public Rendezvous {
       return Action::kAddParticipant;
     }
     return should_keep_alive() ? Action::kKeepAlive : Action::kSync;
+  }
+
+  // Out of the participants, the wait list and the redundancy list, whichever holds it.
+  Action leave_op(Clock::time_point deadline) const {
+    const bool participant = state_.rank_of(me_) != nullptr;
+    if (!participant && !state_.waiting(me_) && !redundant()) return Action::kFinish;
+    if (Clock::now() > deadline) return Action::kErrorTimeout;
+    if (participant) return Action::kRemoveParticipant;
+    return state_.waiting(me_) ? Action::kRemoveWait : Action::kRemoveRedundant;
   }
 
   Action close_op(Clock::time_point deadline) const {
@@ -607,14 +629,15 @@ class C10dRendezvous final : public Rendezvous {
                     bytes("FIN"));
         break;
       }
-      if (Clock::now() > deadline || closed_by_a_failure()) return;
+      if (Clock::now() > deadline || barrier_broken(r)) return;
       std::this_thread::sleep_for(milliseconds(100));
     }
   }
 
-  // A node that failed closes the rendezvous without reaching the barrier: stop waiting for it
-  // (torchrun waits the whole exit_barrier_timeout). Read once a second.
-  bool closed_by_a_failure() {
+  // A node that failed closes the rendezvous, and one stopped by a signal leaves the round
+  // (leave), without reaching the barrier: stop waiting for it (torchrun waits the whole
+  // exit_barrier_timeout). Read once a second.
+  bool barrier_broken(const Round& r) {
     std::lock_guard lock(mu_);
     if (Clock::now() - last_read_ < seconds(1)) return false;
     try {
@@ -622,7 +645,8 @@ class C10dRendezvous final : public Rendezvous {
     } catch (const std::exception&) {
       return true;  // the store is gone
     }
-    return state_.closed;
+    return state_.closed || state_.round != r.round ||
+           static_cast<int>(state_.participants.size()) < r.group_world_size;
   }
 
   RendezvousConfig c_;

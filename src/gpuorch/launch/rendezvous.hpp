@@ -58,6 +58,10 @@ class Rendezvous {
   virtual bool membership_changed() = 0;
   // This node is done with the job (`succeeded`: its workers all exited 0).
   virtual void finish(bool succeeded) = 0;
+  // This node was stopped by a signal (an eviction, a preemption, a scale-down) while the job
+  // may go on without it: it gives its place up and leaves the run open for the others. etcd's
+  // finish (a lease revoke) does just that; c10d's would close the run for every node.
+  virtual void leave() { finish(false); }
   [[nodiscard]] virtual std::string describe() const = 0;
 };
 
