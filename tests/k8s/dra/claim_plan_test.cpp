@@ -96,6 +96,17 @@ TEST(DraClaimPlan, MatchAttributeGroupsTheEligibleGpusAndThePickerStaysInOne) {
   Fixture f;
   const ClaimPlan plan = f.plan(claim("two", json::array({exactly("gpus", 2)}), one_domain()));
   ASSERT_EQ(plan.refused, "");
+  // The same plan from the eligibility cache (what the scheduler keeps between decisions).
+  EligibilityCache cache;
+  PodObject same_ask;
+  same_ask.ns = "default";
+  same_ask.claims = {{"gpus", "two", ""}};
+  for (int i = 0; i < 2; ++i) {
+    const ClaimPlan cached = plan_claims(same_ask, f.claims, f.classes, f.inv, f.gpu_nodes, &cache);
+    ASSERT_EQ(cached.choices.size(), 1U);
+    EXPECT_EQ(cached.choices[0].groups, plan.choices[0].groups);
+  }
+  EXPECT_EQ(cache.size(), 1U);
   ASSERT_EQ(plan.choices.size(), 1U);
   const ClaimChoice& c = plan.choices[0];
   EXPECT_EQ(c.gpus, 2);

@@ -56,13 +56,7 @@ std::string read_ask(const json& r, const std::string& name, DeviceAsk& out) {
   return "";
 }
 
-struct Eligibility {
-  std::vector<workload::NodeGpuGroups> groups;  // nodes with at least one eligible device
-  int class_devices = 0;                        // devices the class's selectors allow
-  int eligible = 0;                             // ... and the request's
-  int most_in_a_group = 0;                      // the largest group on any node
-  std::string runtime_error;                    // the first selector error on a device
-};
+using Eligibility = DeviceEligibility;
 
 // The value of `attribute` (qualified) as a group key; nullopt when the device lacks it.
 std::optional<std::string> attribute_key(const DraDevice& d, const std::string& attribute) {
@@ -210,7 +204,8 @@ DeviceClassObject device_class_from_json(const json& cls) {
 
 ClaimPlan plan_claims(const PodObject& pod, const std::map<std::string, ClaimObject>& claims,
                       const std::map<std::string, DeviceClassObject>& classes,
-                      const DraInventory& inventory, const std::set<std::string>& gpu_nodes) {
+                      const DraInventory& inventory, const std::set<std::string>& gpu_nodes,
+                      EligibilityCache* cache) {
   ClaimPlan plan;
   std::vector<const ClaimObject*> to_allocate;
   for (std::size_t i = 0; i < pod.claims.size(); ++i) {
@@ -370,8 +365,29 @@ ClaimPlan plan_claims(const PodObject& pod, const std::map<std::string, ClaimObj
           who, alternative.request, base::printable(expression), e.what());
       return plan;
     }
-    const Eligibility e = eligible_gpus(class_selectors, selectors, match_attributes, inventory,
-                                        gpu_nodes, plan.pinned_node);
+    // What decides eligibility, as one key: the class's and the request's selectors, the
+    // constrained attributes, the pinned node (unit separators never appear in a selector's
+    // meaning: a selector holding one only misses the cache).
+    const std::string key =
+        fmt::format("{}\x1e{}\x1e{}\x1e{}", fmt::join(cls->second.selectors, "\x1f"),
+                    fmt::join(alternative.selectors, "\x1f"), fmt::join(match_attributes, "\x1f"),
+                    plan.pinned_node);
+    const Eligibility* cached = nullptr;
+    if (cache != nullptr) {
+      if (const auto hit = cache->find(key); hit != cache->end()) cached = &hit->second;
+    }
+    Eligibility computed;
+    if (cached == nullptr) {
+      computed = eligible_gpus(class_selectors, selectors, match_attributes, inventory, gpu_nodes,
+                               plan.pinned_node);
+      if (cache != nullptr) {
+        if (cache->size() >= 1024) cache->clear();  // bounded: distinct requests are few
+        cached = &cache->emplace(key, std::move(computed)).first->second;
+      } else {
+        cached = &computed;
+      }
+    }
+    const Eligibility& e = *cached;
     int total = alternative.count;
     if (asks.size() > 1) {
       total = 0;

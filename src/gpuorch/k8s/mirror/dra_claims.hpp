@@ -70,10 +70,25 @@ struct ClaimPlan {
   std::vector<std::string> claims;   // every claim of the pod ("namespace/name"), to reserve
 };
 
+// Which GPUs one device request may get, per node, grouped by its matchAttribute values.
+struct DeviceEligibility {
+  std::vector<workload::NodeGpuGroups> groups;  // nodes with at least one eligible device
+  int class_devices = 0;                        // devices the class's selectors allow
+  int eligible = 0;                             // ... and the request's
+  int most_in_a_group = 0;                      // the largest group on any node
+  std::string runtime_error;                    // the first selector error on a device
+};
+// Eligibility by request (selectors, constraints, pinned node): valid while the devices, the
+// DeviceClasses and the set of DRA GPU nodes stay as they were; the caller clears it when one
+// changes. Pods of one template ask alike, so a decision need not evaluate every selector on
+// every device again.
+using EligibilityCache = std::map<std::string, DeviceEligibility>;
+
 // `gpu_nodes`: the nodes whose GPUs are their DRA devices (DraInventory::apply took them).
 ClaimPlan plan_claims(const PodObject& pod, const std::map<std::string, ClaimObject>& claims,
                       const std::map<std::string, DeviceClassObject>& classes,
-                      const DraInventory& inventory, const std::set<std::string>& gpu_nodes);
+                      const DraInventory& inventory, const std::set<std::string>& gpu_nodes,
+                      EligibilityCache* cache = nullptr);
 
 // The claim's object with `pod` added to status.reservedFor and, when `gpus` is not empty, with
 // status.allocation: one result per GPU (its part's request, the driver, the node's pool, the

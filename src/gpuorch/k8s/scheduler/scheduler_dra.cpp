@@ -51,6 +51,7 @@ std::map<std::string, cluster::NodeSpec> SchedulerService::nodes_with_dra() {
   for (auto& [name, spec] : out) {
     if (dra_.apply(spec)) dra_gpu_nodes_.insert(name);
   }
+  eligibility_.clear();
   // Which nodes' GPUs are DRA devices decides which allocations are counted.
   for (const auto& [key, claim] : claims_) account_claim(claim);
   return out;
@@ -75,6 +76,7 @@ workload::PodSpec SchedulerService::history_spec(const PodObject& pod) const {
 
 void SchedulerService::handle_slice(const json& obj, bool deleted) {
   if (!dra_.update_slice(obj, deleted)) return;
+  eligibility_.clear();
   nodes_dirty_ = true;
   cluster_changed_ = true;
   // Allocations name devices: where they are may only now be known.
@@ -89,6 +91,7 @@ void SchedulerService::handle_device_class(const json& obj, bool deleted) {
   } else {
     device_classes_[name] = device_class_from_json(obj);
   }
+  eligibility_.clear();
   cluster_changed_ = true;
 }
 
@@ -195,7 +198,8 @@ void SchedulerService::decide_with_claims(const PodObject& pod) {
     return;
   }
   if (!ensure_built(pod)) return;
-  const ClaimPlan plan = plan_claims(pod, claims_, device_classes_, dra_, dra_gpu_nodes_);
+  const ClaimPlan plan =
+      plan_claims(pod, claims_, device_classes_, dra_, dra_gpu_nodes_, &eligibility_);
   if (!plan.waiting.empty()) {
     report_unschedulable(pod, plan.waiting);
     return;

@@ -276,6 +276,7 @@ class SchedulerService {
   DraInventory dra_;
   std::set<std::string> dra_gpu_nodes_;  // nodes whose GPUs are their DRA devices
   std::map<std::string, DeviceClassObject> device_classes_;
+  EligibilityCache eligibility_;  // cleared when devices, classes or DRA GPU nodes change
   std::map<std::string, ClaimObject> claims_;         // by "namespace/name"
   std::unordered_set<std::string> claims_in_flight_;  // claim uid: allocation being written
   std::unordered_map<std::string, std::vector<std::string>> assumed_claims_;  // pod uid -> claims
