@@ -89,18 +89,22 @@ void drop_claims(ApiClient& api) {
   test::wait_for(api, kClaims, [](const json& l) { return l["items"].empty(); });
 }
 
-TEST(DraGpuorchScheduler, AllocatesConnectedGpusExplainsNeverSharesAndReleases) {
-  auto& plane = test::ControlPlane::shared();
-  ApiClient api(load_cluster_config(plane.kubeconfig()));
+// Nothing but the DGX node with its slice and gpuorch's DeviceClasses, no pods, no claims.
+void dgx_node_only(ApiClient& api) {
   test::clear_cluster(api);
   drop_claims(api);
   add_dra_node(api, kNode);
-  const topology::Host host = two_domain_host();
   SliceOptions o;
   o.node_name = kNode;
   drop(api, std::string(kResourceApi) + "/resourceslices/" + slice_name(o));
-  ASSERT_EQ(publish_slice(api, resource_slice(host, o)), SliceChange::kCreated);
+  ASSERT_EQ(publish_slice(api, resource_slice(two_domain_host(), o)), SliceChange::kCreated);
   apply_device_classes(api);
+}
+
+TEST(DraGpuorchScheduler, AllocatesConnectedGpusExplainsNeverSharesAndReleases) {
+  auto& plane = test::ControlPlane::shared();
+  ApiClient api(load_cluster_config(plane.kubeconfig()));
+  ASSERT_NO_FATAL_FAILURE(dgx_node_only(api));
   test::TempDir dir;
   test::SchedulerProcess scheduler({"--kubeconfig", plane.kubeconfig(), "--listen", "127.0.0.1:0"},
                                    dir.file("scheduler.log"));
@@ -243,14 +247,7 @@ TEST(DraGpuorchScheduler, AllocatesConnectedGpusExplainsNeverSharesAndReleases) 
 TEST(DraGpuorchScheduler, ARefusedClaimWriteBindsNothingAndIsRetried) {
   auto& plane = test::ControlPlane::shared();
   ApiClient api(load_cluster_config(plane.kubeconfig()));
-  test::clear_cluster(api);
-  drop_claims(api);
-  add_dra_node(api, kNode);
-  SliceOptions o;
-  o.node_name = kNode;
-  drop(api, std::string(kResourceApi) + "/resourceslices/" + slice_name(o));
-  ASSERT_EQ(publish_slice(api, resource_slice(two_domain_host(), o)), SliceChange::kCreated);
-  apply_device_classes(api);
+  ASSERT_NO_FATAL_FAILURE(dgx_node_only(api));
   const std::string policies = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
   const std::string bindings =
       "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
