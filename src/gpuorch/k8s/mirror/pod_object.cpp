@@ -370,7 +370,11 @@ PodObject pod_from_json(const json& obj) {
   const json& annotations = field(meta, "annotations");
   p.gpus = gpu_list(str(annotations, kGpusAnnotation));
   p.queue = str(field(meta, "labels"), kQueueLabel);
-  if (const std::string g = str(field(meta, "labels"), kPodGroupLabel); !g.empty()) {
+  // The upstream gang API (v1.37, GenericWorkload) first: spec.schedulingGroup.podGroupName names
+  // a scheduling.k8s.io PodGroup of the pod's namespace.
+  if (const std::string u = str(field(spec, "schedulingGroup"), "podGroupName"); !u.empty()) {
+    p.gang = p.ns + "/" + u;
+  } else if (const std::string g = str(field(meta, "labels"), kPodGroupLabel); !g.empty()) {
     p.gang = p.ns + "/" + g;
   } else if (const std::string v = str(annotations, kGroupNameAnnotation); !v.empty()) {
     p.gang = p.ns + "/" + v;

@@ -12,6 +12,7 @@
 #include "gpuorch/k8s/api/patient_get.hpp"
 #include "gpuorch/k8s/mirror/binding.hpp"
 #include "gpuorch/k8s/mirror/node_object.hpp"
+#include "gpuorch/k8s/mirror/pod_group.hpp"
 #include "gpuorch/k8s/mirror/unevaluated_fields.hpp"
 
 namespace gpuorch::k8s {
@@ -90,6 +91,21 @@ bool SchedulerService::discover_podgroups(const std::atomic<bool>& stop) {
     log("no scheduling.x-k8s.io/v1alpha1 API (PodGroup CRD not installed): gangs will wait",
         base::Severity::kWarning);
   }
+  // The upstream gang API is beta in v1.37 and off unless the cluster turns GenericWorkload on:
+  // its absence is normal and said once.
+  try {
+    upstream_podgroups_served_ =
+        patient_get(api_, "/apis/scheduling.k8s.io/v1beta1", options_.startup_timeout, stop,
+                    options_.log, [this] { beat(); })
+            .has_value();
+  } catch (const ApiError& e) {
+    if (e.status() != 404) {
+      throw std::runtime_error(
+          fmt::format("the API server refused /apis/scheduling.k8s.io/v1beta1: {}", e.what()));
+    }
+    log("scheduling.k8s.io/v1beta1 is not served (GenericWorkload off): pods name gangs through "
+        "scheduler-plugins' PodGroups only");
+  }
   return true;
 }
 
@@ -131,8 +147,8 @@ void SchedulerService::run(const std::atomic<bool>& stop) {
   // Finished pods hold nothing; kube-scheduler watches the same set.
   Informer pods(api_, "/api/v1/pods", handlers(Event::Kind::kPod),
                 "status.phase!=Succeeded,status.phase!=Failed");
-  Informer groups(api_, "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
-                  handlers(Event::Kind::kPodGroup));
+  Informer groups(api_, kPluginsPodGroups, handlers(Event::Kind::kPodGroup));
+  Informer upstream_groups(api_, kUpstreamPodGroups, handlers(Event::Kind::kUpstreamPodGroup));
   Informer queues(api_, "/apis/scheduling.run.ai/v2/queues", handlers(Event::Kind::kQueue));
   Informer slices(api_, "/apis/resource.k8s.io/v1/resourceslices",
                   handlers(Event::Kind::kResourceSlice));
@@ -145,10 +161,11 @@ void SchedulerService::run(const std::atomic<bool>& stop) {
   std::string failure;
   {
     std::vector<std::jthread> threads;
-    threads.reserve(7 + static_cast<std::size_t>(std::max(1, options_.binders)));
+    threads.reserve(8 + static_cast<std::size_t>(std::max(1, options_.binders)));
     threads.emplace_back([&] { nodes.run(quit); });
     threads.emplace_back([&] { pods.run(quit); });
     if (podgroups_served_) threads.emplace_back([&] { groups.run(quit); });
+    if (upstream_podgroups_served_) threads.emplace_back([&] { upstream_groups.run(quit); });
     if (options_.queues) threads.emplace_back([&] { queues.run(quit); });
     if (dra_served_) {
       threads.emplace_back([&] { slices.run(quit); });
@@ -229,7 +246,9 @@ void SchedulerService::handle(Event& e) {
       handle_pod(e.object, e.type == Event::Type::kDelete);
       break;
     case Event::Kind::kPodGroup:
-      handle_podgroup(e.object, e.type == Event::Type::kDelete);
+    case Event::Kind::kUpstreamPodGroup:
+      handle_podgroup(e.object, e.type == Event::Type::kDelete,
+                      e.kind == Event::Kind::kUpstreamPodGroup);
       break;
     case Event::Kind::kQueue:
       if (const std::string refused = queues_.update(e.object, e.type == Event::Type::kDelete);
@@ -246,8 +265,9 @@ void SchedulerService::handle(Event& e) {
       cluster_changed_ = true;  // a limit raised may let a pod go
       break;
     case Event::Kind::kSynced:
-      if (++synced_informers_ >=
-              (podgroups_served_ ? 3 : 2) + (options_.queues ? 1 : 0) + (dra_served_ ? 3 : 0) &&
+      if (++synced_informers_ >= (podgroups_served_ ? 3 : 2) +
+                                     (upstream_podgroups_served_ ? 1 : 0) +
+                                     (options_.queues ? 1 : 0) + (dra_served_ ? 3 : 0) &&
           !synced_) {
         synced_ = true;
         log(fmt::format("synced: {} nodes, {} pods", nodes_.size(), pods_.size()));
@@ -322,10 +342,17 @@ void SchedulerService::handle_node(const json& obj, bool deleted) {
   cluster_changed_ = true;
 }
 
-void SchedulerService::handle_podgroup(const json& obj, bool deleted) {
+void SchedulerService::handle_podgroup(const json& obj, bool deleted, bool upstream) {
   if (!obj.is_object() || !obj.contains("metadata") || !obj["metadata"].is_object()) return;
-  const json& meta = obj.value("metadata", json::object());
-  const std::string key = fmt::format("{}/{}", meta.value("namespace", ""), meta.value("name", ""));
+  json object = obj;
+  // A watch's objects of a built-in kind may come without apiVersion and kind; the Events about
+  // the group name them.
+  if (upstream) {
+    object["apiVersion"] = "scheduling.k8s.io/v1beta1";
+    object["kind"] = "PodGroup";
+  }
+  const PodGroup parsed = podgroup_from_json(object);
+  const std::string& key = parsed.key;
   cluster_changed_ = true;  // a new or changed group may let its gang go
   if (deleted) {
     podgroups_.erase(key);
@@ -335,23 +362,12 @@ void SchedulerService::handle_podgroup(const json& obj, bool deleted) {
     return;
   }
   PodGroupInfo& g = podgroups_[key];
-  g.object = obj;
-  g.error.clear();
-  const json spec = obj.value("spec", json::object());
-  const json min = spec.is_object() ? spec.value("minMember", json(1)) : json(nullptr);
-  if (!min.is_number_integer() || min.get<std::int64_t>() < 1 || min.get<std::int64_t>() > 100000) {
-    g.error = fmt::format("spec.minMember {} is not a whole number in [1, 100000]", min.dump());
-  } else {
-    g.min_member = static_cast<int>(min.get<std::int64_t>());
-  }
-  const json timeout = spec.is_object() ? spec.value("scheduleTimeoutSeconds", json(0)) : json(0);
-  if (!timeout.is_number_integer() || timeout.get<std::int64_t>() < 0) {
-    g.error =
-        fmt::format("spec.scheduleTimeoutSeconds {} is not a whole number >= 0", timeout.dump());
-  } else {
-    g.timeout_seconds =
-        static_cast<int>(std::min<std::int64_t>(timeout.get<std::int64_t>(), 1 << 30));
-  }
+  g.object = std::move(object);
+  g.upstream = parsed.upstream;
+  g.gang = parsed.gang;
+  g.min_member = parsed.min_member;
+  g.timeout_seconds = parsed.timeout_seconds;
+  g.error = parsed.error;
 }
 
 void SchedulerService::forget_queued(const std::string& uid) {
@@ -514,7 +530,9 @@ void SchedulerService::decide(const PodObject& pod) {
                     pod.key(), fmt::join(pod.ignored_preferences, "; ")),
         base::Severity::kWarning);
   }
-  if (!pod.gang.empty()) {
+  // An upstream `basic` group is no gang: its pods are placed one by one.
+  if (const auto g = podgroups_.find(pod.gang);
+      !pod.gang.empty() && (g == podgroups_.end() || g->second.gang)) {
     schedule_gang(pod.gang);
     return;
   }
@@ -842,8 +860,8 @@ void SchedulerService::schedule_gang(const std::string& gang) {
   const auto group = podgroups_.find(gang);
   if (group == podgroups_.end()) {
     report_all(
-        fmt::format("gang {}: PodGroup {} does not exist (scheduling.x-k8s.io/v1alpha1); "
-                    "waiting for it",
+        fmt::format("gang {}: PodGroup {} does not exist (scheduling.x-k8s.io/v1alpha1, or "
+                    "scheduling.k8s.io/v1beta1 for spec.schedulingGroup); waiting for it",
                     gang, gang));
     return;
   }
@@ -981,7 +999,8 @@ void SchedulerService::post_podgroup_event(const std::string& gang, const std::s
 void SchedulerService::write_podgroup_status(const std::string& gang, const std::string& phase,
                                              int scheduled) {
   const auto it = podgroups_.find(gang);
-  if (it == podgroups_.end()) return;
+  // scheduling.k8s.io's PodGroup has conditions only (no phase): its Events say it.
+  if (it == podgroups_.end() || it->second.upstream) return;
   const std::string written = fmt::format("{}/{}", phase, scheduled);
   if (it->second.written == written) return;
   it->second.written = written;

@@ -107,6 +107,7 @@ class SchedulerService {
       kNode,
       kPod,
       kPodGroup,
+      kUpstreamPodGroup,
       kQueue,
       kResourceSlice,
       kDeviceClass,
@@ -138,7 +139,8 @@ class SchedulerService {
   void handle(Event& e);
   void handle_pod(const nlohmann::json& obj, bool deleted);
   void handle_node(const nlohmann::json& obj, bool deleted);
-  void handle_podgroup(const nlohmann::json& obj, bool deleted);
+  // Either gang API (k8s/mirror/pod_group.hpp); `upstream`: scheduling.k8s.io/v1beta1's.
+  void handle_podgroup(const nlohmann::json& obj, bool deleted, bool upstream);
   // DRA (scheduler_dra.cpp): ResourceSlices become the nodes' GPUs, claims allocated by anyone
   // count as used, a pod's claims are allocated by the core and written before its binding.
   bool discover_dra(const std::atomic<bool>& stop);
@@ -245,9 +247,12 @@ class SchedulerService {
   bool queue_status_dirty_ = true;  // pods, binds or Queues changed since the last write
   std::unordered_set<std::string> preferences_logged_;  // uid: its ignored soft constraints
   std::atomic<std::int64_t> heartbeat_ns_{0};           // steady clock of the last round
-  // PodGroups (scheduling.x-k8s.io/v1alpha1) by "namespace/name".
+  // PodGroups (scheduling.x-k8s.io/v1alpha1, and scheduling.k8s.io/v1beta1's) by
+  // "namespace/name".
   struct PodGroupInfo {
     nlohmann::json object;
+    bool upstream = false;  // its status is not scheduler-plugins': none is written
+    bool gang = true;       // false: upstream `basic`, each pod placed on its own
     int min_member = 1;
     int timeout_seconds = 0;
     std::string error;    // malformed: why
@@ -255,6 +260,7 @@ class SchedulerService {
   };
   std::map<std::string, PodGroupInfo> podgroups_;
   bool podgroups_served_ = false;
+  bool upstream_podgroups_served_ = false;  // scheduling.k8s.io/v1beta1 (GenericWorkload)
   std::map<std::string, std::chrono::steady_clock::time_point> gang_waiting_since_;
   std::map<std::string, std::chrono::steady_clock::time_point> gang_resized_;  // elastic gangs
   std::chrono::steady_clock::time_point last_retry_;
