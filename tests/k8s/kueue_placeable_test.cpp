@@ -193,6 +193,35 @@ TEST(KueuePlaceable, AReadyWorkloadKeepsItsRoomUntilItsPodsAreBound) {
   EXPECT_EQ(v[0].state, "Ready") << v[0].message;
 }
 
+// A Job's Workload: its owner is the Job, whose pods carry the same controller owner. Bound pods
+// are the mirror's, pending ones hold their room, and those not created yet count from the
+// template: 8 GPUs - 2 bound - 2 pending - 2 not yet created leaves room for 2, not 3.
+TEST(KueuePlaceable, AJobsPodsAreFoundThroughTheirOwner) {
+  Fixture f(1, 8);
+  json job = workload("job", 3, 2, "Ready", "2");
+  job["metadata"]["ownerReferences"] =
+      json::array({{{"kind", "Job"}, {"name", "job"}, {"uid", "job-uid"}, {"controller", true}}});
+  f.checks.workload(job, false);
+  auto owned = [](const PodObject& p) {
+    json j = pod_json(p);
+    j["metadata"]["ownerReferences"] =
+        json::array({{{"kind", "Job"}, {"name", "job"}, {"uid", "job-uid"}, {"controller", true}}});
+    return j;
+  };
+  PodObject running = bound_pod("job-0", "n0", 2);
+  f.now.account(running);
+  f.checks.pod(owned(running), running, false);
+  PodObject waiting = bound_pod("job-1", "", 2);
+  f.checks.pod(owned(waiting), waiting, false);
+  f.checks.workload(workload("two", 1, 2), false);
+  f.checks.workload(workload("three", 1, 3), false);
+  const auto v = f.run();
+  ASSERT_EQ(v.size(), 2U);
+  for (const Verdict& x : v) {
+    EXPECT_EQ(x.state, x.name == "two" ? "Ready" : "Retry") << x.name << ": " << x.message;
+  }
+}
+
 TEST(KueuePlaceable, AWorkloadThatCannotBeReadIsRejectedWithWhy) {
   Fixture f;
   json bad = workload("bad", 1, 1);

@@ -100,13 +100,20 @@ bool PlaceableChecks::flavor(const json& obj, bool deleted) {
 void PlaceableChecks::pod(const json& obj, const PodObject& parsed, bool deleted) {
   if (parsed.uid.empty()) return;
   const auto it = pods_.find(parsed.uid);
-  if (it != pods_.end() && it->second.terminating) --terminating_;
+  if (it != pods_.end()) {
+    if (it->second.terminating) --terminating_;
+    if (const auto o = by_owner_.find(it->second.owner); o != by_owner_.end()) {
+      o->second.erase(parsed.uid);
+      if (o->second.empty()) by_owner_.erase(o);
+    }
+  }
   if (deleted || parsed.terminal()) {
     if (it != pods_.end()) pods_.erase(it);
     return;
   }
   PodEntry e;
   e.owner = controller_owner(obj);
+  if (!e.owner.empty()) by_owner_[e.owner].insert(parsed.uid);
   e.bound = !parsed.node_name.empty();
   e.terminating = e.bound && parsed.deleting;
   if (!e.bound) e.parsed = parsed;  // only pending pods are ever placed here
@@ -149,14 +156,18 @@ bool PlaceableChecks::place(ClusterMirror& mirror, std::vector<PodObject> pods,
 std::vector<PodObject> PlaceableChecks::in_flight(const Workload& w) const {
   std::size_t expected = 0;
   for (const PodSet& s : w.pod_sets) expected += static_cast<std::size_t>(s.count);
+  // Its pods: the owners themselves (the pod integration) and the pods they own (a Job's).
+  std::set<std::string> mine;
+  for (const std::string& owner : w.owners) {
+    if (pods_.contains(owner)) mine.insert(owner);
+    if (const auto o = by_owner_.find(owner); o != by_owner_.end()) {
+      mine.insert(o->second.begin(), o->second.end());
+    }
+  }
   std::vector<PodObject> pending;
-  std::size_t known = 0;
-  for (const auto& [uid, e] : pods_) {
-    const bool mine = std::find(w.owners.begin(), w.owners.end(), uid) != w.owners.end() ||
-                      (!e.owner.empty() &&
-                       std::find(w.owners.begin(), w.owners.end(), e.owner) != w.owners.end());
-    if (!mine) continue;
-    ++known;
+  const std::size_t known = mine.size();
+  for (const std::string& uid : mine) {
+    const PodEntry& e = pods_.at(uid);
     if (!e.bound) pending.push_back(e.parsed);
   }
   // Pods the owner has not made yet (a Job's controller creates them once Kueue unsuspends it).

@@ -97,6 +97,9 @@ class PlaceableChecks {
   std::map<std::string, Flavor> flavors_;
   std::unordered_map<std::string, Workload> workloads_;  // by uid
   std::unordered_map<std::string, PodEntry> pods_;       // by pod uid
+  // Controller owner uid -> its pods' uids, so a Workload's pods are found without a pass over
+  // every pod of the cluster.
+  std::unordered_map<std::string, std::set<std::string>> by_owner_;
   std::size_t terminating_ = 0;
   // Workload uid -> the state and message last written for it (not written again).
   std::unordered_map<std::string, std::string> written_;
