@@ -137,6 +137,30 @@ TEST(TimelineSpeedupFitted, MeasuredCorrectionIsPerBatchWhereTheJobRan) {
   EXPECT_DOUBLE_EQ(plain.correction(4, 1, 128), 1.0);
 }
 
+TEST(TimelineSpeedupFitted, CarriedCorrectionReachesCountsNotRunOnAsManyNodes) {
+  // `carry`: 1, 4 and 8 GPUs ran on one node, 4 of them 30 % slower than the model that made the
+  // others (a bump the smooth model cannot follow); a count not run on one node takes the
+  // correction of the nearest count run there (3, 5 and 6, a tie: 4's; 2: 1's; 7: 8's), and a
+  // node count never run keeps 1. Without `carry`, only the counts run have one.
+  for (const bool carry : {false, true}) {
+    ThroughputFit fit(true, carry);
+    fit.observe(modelled(kTruth, 1, 1, 64));
+    ThroughputSample slow = modelled(kTruth, 1, 4, 64);
+    slow.step_time *= 1.3;
+    fit.observe(slow);
+    fit.observe(modelled(kTruth, 1, 8, 64));
+    const double at1 = fit.correction(1, 1, 64);
+    const double at4 = fit.correction(4, 1, 64);
+    const double at8 = fit.correction(8, 1, 64);
+    EXPECT_GT(at4, at8);
+    EXPECT_GT(at4, at1);
+    for (const int g : {3, 5, 6}) EXPECT_DOUBLE_EQ(fit.correction(g, 1, 64), carry ? at4 : 1.0);
+    EXPECT_DOUBLE_EQ(fit.correction(2, 1, 64), carry ? at1 : 1.0);
+    EXPECT_DOUBLE_EQ(fit.correction(7, 1, 64), carry ? at8 : 1.0);
+    EXPECT_DOUBLE_EQ(fit.correction(8, 2, 64), 1.0);
+  }
+}
+
 TEST(TimelineSpeedupFitted, ASharedFitCarriesOneJobsMeasurementsToTheNext) {
   const BatchRange range{128, 4096, 32, 1024, 0};
   auto shared = std::make_shared<ThroughputFit>(true);

@@ -74,10 +74,10 @@ SpeedupModel& JobSpeedups::of(const Job& job, bool adaptive) {
   if (!model || (job.restarts() < 0 && model->known())) {
     if (pooled_) {
       auto& pool = pools_[job.app()->name()];
-      if (!pool) pool = std::make_shared<ThroughputFit>(measured_);
+      if (!pool) pool = std::make_shared<ThroughputFit>(measured_, carry_);
       model = std::make_unique<FittedSpeedup>(batch_range(job, adaptive), pool);
     } else {
-      model = std::make_unique<FittedSpeedup>(batch_range(job, adaptive), measured_);
+      model = std::make_unique<FittedSpeedup>(batch_range(job, adaptive), measured_, carry_);
     }
   }
   if (job.gpus() > 0) {

@@ -35,8 +35,14 @@ class JobSpeedups {
   // `measured`: fitted models keep the measured speed where a configuration has run
   // (ThroughputFit). `pooled`: the fitted throughput part is shared by the jobs of one application
   // (what one job measured, the next starts from); the gradient statistics stay per job.
-  JobSpeedups(SpeedupSource source, int gpus_per_node, bool measured = false, bool pooled = false)
-      : source_(source), measured_(measured), pooled_(pooled), table_(gpus_per_node) {}
+  // `carry`: ThroughputFit's.
+  JobSpeedups(SpeedupSource source, int gpus_per_node, bool measured = false, bool pooled = false,
+              bool carry = false)
+      : source_(source),
+        measured_(measured),
+        pooled_(pooled),
+        carry_(carry),
+        table_(gpus_per_node) {}
   // `job`'s model (`adaptive`: the job tunes its batch). A fitted model is first told what the
   // job reports about the interval it has just run on its current placement: that
   // configuration's step and sync time, and its gradient statistics at the batch it ran.
@@ -47,6 +53,7 @@ class JobSpeedups {
   SpeedupSource source_;
   bool measured_;
   bool pooled_;
+  bool carry_;
   GoodputTable table_;
   std::map<const Job*, std::unique_ptr<SpeedupModel>> models_;
   std::map<std::string, std::shared_ptr<ThroughputFit>> pools_;  // by application

@@ -13,12 +13,19 @@
 // measured (fitted model only, no correction by measured step times), explore (fitted model
 // only, no exploration cap; `explore=double`: the cap without the user's request), move (a
 // resized job grows and shrinks next to its running replicas instead of being placed anew);
-// `lasgo:share=app` shares the fitted throughput among the jobs of one application;
+// `lasgo:share=app` shares the fitted throughput among the jobs of one application; measured
+// and not adopted (docs/sim-timeline.md, "Where the fitted model loses the oracle's lead"):
+// `explore=always` (the cap with the oracle too), `seen=G` and `trust=G` (faster growth once the
+// fit has seen cross-node runs / predicted well), `rw=K` (restart weight), `carry=on`;
+// parts join with '+';
 // `lasgo:scale=H` sets the GPU-hours at which a job's weight halves (16 was the best of
 // 0.25..64 on the artifact's load-1.0 workloads; the same as Tiresias's demotion threshold).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <map>
+#include <utility>
+#include <vector>
 
 #include "gpuorch/sim/timeline_goodput.hpp"
 #include "gpuorch/sim/timeline_job_layer.hpp"
@@ -35,9 +42,27 @@ struct Parts {
   bool restart = true;
   // With a fitted model, how far a job may go beyond what it has run (below).
   enum class Explore : std::uint8_t { kNone, kDouble, kRequest } explore = Explore::kRequest;
-  bool measured = true;  // fitted models keep the measured speed where the job has run
-  bool move = true;      // a resized job is placed anew, packed (off: it grows in place)
-  bool share = false;    // fitted throughput shared by the jobs of one application
+  bool measured = true;     // fitted models keep the measured speed where the job has run
+  bool move = true;         // a resized job is placed anew, packed (off: it grows in place)
+  bool share = false;       // fitted throughput shared by the jobs of one application
+  bool carry = false;       // ThroughputFit's `carry`: unseen counts keep a measured correction
+  bool cap_oracle = false;  // the exploration cap with the oracle too (to measure what it costs)
+  // Once a job has run across nodes, its fit has seen every exchange term, so the cap grows by
+  // this factor over the largest count run instead of 2 (0: no cap then).
+  int seen_growth = 2;
+  double restart_weight = 1;  // restart cost counted as this many times the 30 s it idles
+  // Trust region: when the fit predicted the goodput of the largest count a job has run within
+  // `trust_tolerance` (not more than that much above what it then measured), the cap grows by
+  // `trusted_growth` instead of 2 (0: no cap).
+  int trusted_growth = 2;
+  double trust_tolerance = 0.1;
+};
+
+// What lasgo remembers of a job's exploration.
+struct Exploration {
+  int largest_checked = 0;        // the largest count whose prediction was checked
+  bool trusted = false;           // that prediction held
+  std::vector<double> predicted;  // goodput per count, as the model said last round (0: prior)
 };
 
 class Lasgo final : public TimelinePolicy {
@@ -46,7 +71,7 @@ class Lasgo final : public TimelinePolicy {
       : total_(o.total_gpus),
         per_node_(o.gpus_per_node),
         parts_(parts),
-        speedups_(o.speedup, o.gpus_per_node, parts.measured, parts.share),
+        speedups_(o.speedup, o.gpus_per_node, parts.measured, parts.share, parts.carry),
         run_(o.queues, std::string(sched::spread_policy(
                            parts.packing ? sched::ReplicaSpread::kFewestNodes
                                          : sched::ReplicaSpread::kMostFreeFirst))) {}
@@ -66,27 +91,52 @@ class Lasgo final : public TimelinePolicy {
       const AppProfile& app = *j.app();
       SpeedupModel& model = speedups_.of(j, parts_.batch);
       int cap = app.name() == "ncf" ? 1 : std::min(total_, app.max_batch() / app.min_local());
-      if (speedups_.source() == SpeedupSource::kFitted && parts_.explore != Parts::Explore::kNone) {
+      if ((speedups_.source() == SpeedupSource::kFitted || parts_.cap_oracle) &&
+          parts_.explore != Parts::Explore::kNone) {
         // A model fitted to a few GPUs extrapolates optimistically (exchange costs it has not
         // seen are taken as nil), so a job grows at most to twice what it has run, or to what
         // its user asked for: a request is a configuration somebody tuned.
         const int start = parts_.explore == Parts::Explore::kRequest ? j.spec().replicas : 1;
-        cap = std::min(cap, std::max(2 * j.max_profiled_replicas(), start));
+        const auto& per_node = j.gpus_per_node();
+        int& nodes_run = max_nodes_[&j];
+        nodes_run =
+            std::max(nodes_run, static_cast<int>(std::count_if(per_node.begin(), per_node.end(),
+                                                               [](int g) { return g > 0; })));
+        Exploration& e = explored_[&j];
+        const int g = j.gpus();
+        if (g > e.largest_checked && std::cmp_less(g, e.predicted.size()) &&
+            e.predicted[static_cast<std::size_t>(g)] > 0 && model.known()) {
+          const double now_says = model.goodput(g, packed_nodes(g, per_node_));
+          e.trusted =
+              e.predicted[static_cast<std::size_t>(g)] <= (1 + parts_.trust_tolerance) * now_says;
+          e.largest_checked = g;
+        }
+        int growth = nodes_run > 1 ? parts_.seen_growth : 2;
+        if (e.trusted) growth = parts_.trusted_growth;
+        if (growth > 0) cap = std::min(cap, std::max(growth * j.max_profiled_replicas(), start));
       }
       const double w =
           parts_.las ? 1.0 / (1.0 + j.attained_service() / 3600.0 / parts_.service_scale_gpu_hours)
                      : 1.0;
       // A restart idles the job's GPUs for 30 s of the next interval(s).
       const double age = double(now - j.spec().submit);
-      const double keep = parts_.restart
-                              ? std::max(age - 30.0 * std::max(j.restarts(), 0), 0.0) / (age + 30.0)
-                              : 1.0;
+      const double rc = 30.0 * parts_.restart_weight;
+      const double keep =
+          parts_.restart ? std::max(age - rc * std::max(j.restarts(), 0), 0.0) / (age + rc) : 1.0;
       auto& v = demands[i].value;
       v.resize(static_cast<std::size_t>(cap) + 1);
       for (int r = 0; r <= cap; ++r) {
         double s = speedup(model, r, packed_nodes(r, per_node_), 1, 1);
         if (r != j.gpus()) s *= keep;
         v[static_cast<std::size_t>(r)] = w * s;
+      }
+      if (speedups_.source() == SpeedupSource::kFitted && parts_.trusted_growth != 2) {
+        // What the model says now, to check against what the job measures (`trust=G`).
+        auto& pred = explored_[&j].predicted;
+        pred.assign(static_cast<std::size_t>(cap) + 1, 0.0);
+        if (model.known())
+          for (int r = 1; r <= cap; ++r)
+            pred[static_cast<std::size_t>(r)] = model.goodput(r, packed_nodes(r, per_node_));
       }
     }
     JobLayerRun::Sizing how;
@@ -100,39 +150,76 @@ class Lasgo final : public TimelinePolicy {
   Parts parts_;
   JobSpeedups speedups_;
   JobLayerRun run_;
+  std::map<const Job*, int> max_nodes_;  // the most nodes each job has run on
+  std::map<const Job*, Exploration> explored_;
 };
+
+}  // namespace
+
+namespace {
+
+// One `key=value` of a lasgo variant into `p`; false if it is not one.
+bool parse_part(Parts& p, const std::string& part) {
+  if (part == "las=off") {
+    p.las = false;
+  } else if (part == "packing=off") {
+    p.packing = false;
+  } else if (part == "batch=off") {
+    p.batch = false;
+  } else if (part == "restart=off") {
+    p.restart = false;
+  } else if (part == "explore=off") {
+    p.explore = Parts::Explore::kNone;
+  } else if (part == "move=off") {
+    p.move = false;
+  } else if (part == "measured=off") {
+    p.measured = false;
+  } else if (part == "share=app") {
+    p.share = true;
+  } else if (part == "explore=always") {
+    p.cap_oracle = true;
+  } else if (part == "explore=double") {
+    p.explore = Parts::Explore::kDouble;
+  } else if (part.rfind("trust=", 0) == 0) {
+    char* end = nullptr;
+    const long g = std::strtol(part.c_str() + 6, &end, 10);
+    if (*end != '\0' || g < 0 || g > 1000) return false;
+    p.trusted_growth = static_cast<int>(g);
+  } else if (part == "carry=on") {
+    p.carry = true;
+  } else if (part.rfind("rw=", 0) == 0) {
+    char* end = nullptr;
+    p.restart_weight = std::strtod(part.c_str() + 3, &end);
+    if (*end != '\0' || !(p.restart_weight >= 0)) return false;
+  } else if (part.rfind("seen=", 0) == 0) {
+    char* end = nullptr;
+    const long g = std::strtol(part.c_str() + 5, &end, 10);
+    if (*end != '\0' || g < 0 || g > 1000) return false;
+    p.seen_growth = static_cast<int>(g);
+  } else if (part.rfind("scale=", 0) == 0) {
+    // The attained service (GPU-hours) at which a job's weight halves.
+    char* end = nullptr;
+    p.service_scale_gpu_hours = std::strtod(part.c_str() + 6, &end);
+    if (*end != '\0' || !(p.service_scale_gpu_hours > 0)) return false;
+  } else {
+    return false;
+  }
+  return true;
+}
 
 }  // namespace
 
 std::unique_ptr<TimelinePolicy> make_lasgo(const PolicyOptions& options,
                                            const std::string& variant) {
+  // Parts joined by '+' (`lasgo:carry=on+trust=4`; the command line splits policies on commas).
   Parts p;
-  if (variant == "las=off") {
-    p.las = false;
-  } else if (variant == "packing=off") {
-    p.packing = false;
-  } else if (variant == "batch=off") {
-    p.batch = false;
-  } else if (variant == "restart=off") {
-    p.restart = false;
-  } else if (variant == "explore=off") {
-    p.explore = Parts::Explore::kNone;
-  } else if (variant == "move=off") {
-    p.move = false;
-  } else if (variant == "measured=off") {
-    p.measured = false;
-  } else if (variant == "share=app") {
-    p.share = true;
-  } else if (variant == "explore=double") {
-    p.explore = Parts::Explore::kDouble;
-  } else if (variant.rfind("scale=", 0) == 0) {
-    // The attained service (GPU-hours) at which a job's weight halves.
-    char* end = nullptr;
-    p.service_scale_gpu_hours = std::strtod(variant.c_str() + 6, &end);
-    if (*end != '\0' || !(p.service_scale_gpu_hours > 0)) return nullptr;
-  } else if (!variant.empty()) {
-    return nullptr;
+  std::size_t from = 0;
+  while (from < variant.size()) {
+    const std::size_t comma = std::min(variant.find('+', from), variant.size());
+    if (!parse_part(p, variant.substr(from, comma - from))) return nullptr;
+    from = comma + 1;
   }
+  if (!variant.empty() && variant.back() == '+') return nullptr;
   return std::make_unique<Lasgo>(options, p);
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <iterator>
 #include <vector>
 
@@ -33,7 +34,16 @@ bool ThroughputFit::observe(const ThroughputSample& sample) {
 }
 
 double ThroughputFit::correction(int gpus, int nodes, double local) const {
-  const auto it = correction_.find({gpus, nodes});
+  auto it = correction_.find({gpus, nodes});
+  if (it == correction_.end() && carry_) {
+    // The nearest GPU count run on as many nodes (the smaller one on a tie).
+    for (auto c = correction_.begin(); c != correction_.end(); ++c) {
+      if (c->first.second != nodes) continue;
+      if (it == correction_.end() ||
+          std::abs(c->first.first - gpus) < std::abs(it->first.first - gpus))
+        it = c;
+    }
+  }
   if (it == correction_.end()) return 1.0;
   const auto& r = it->second;
   if (local <= r.front().first) return r.front().second;

@@ -28,8 +28,11 @@ class ThroughputFit {
  public:
   // `measured`: where a GPU and node count has been run, correction() is the mean ratio of the
   // measured step time to the model's there, so a configuration that ran slower or faster than
-  // the smooth model says keeps its measured speed.
-  explicit ThroughputFit(bool measured = false) : measured_(measured) {}
+  // the smooth model says keeps its measured speed. `carry` (with `measured`): a GPU count not
+  // run takes the correction of the nearest count run on as many nodes (the model's error there
+  // is likelier to persist than to vanish).
+  explicit ThroughputFit(bool measured = false, bool carry = false)
+      : measured_(measured), carry_(carry) {}
   // Adds a configuration not seen before and refits; false (nothing changes) otherwise.
   bool observe(const ThroughputSample& sample);
   [[nodiscard]] bool empty() const { return samples_.empty(); }
@@ -46,6 +49,7 @@ class ThroughputFit {
 
  private:
   bool measured_;
+  bool carry_;
   std::map<std::tuple<int, int, int>, ThroughputSample> samples_;  // by nodes, replicas, batch
   // (replicas, nodes) -> (local batch, measured / model), by batch
   std::map<std::pair<int, int>, std::vector<std::pair<int, double>>> correction_;
@@ -57,8 +61,8 @@ class ThroughputFit {
 class FittedSpeedup final : public SpeedupModel {
  public:
   // A model with its own throughput fit (`measured` as ThroughputFit's).
-  explicit FittedSpeedup(const BatchRange& range, bool measured = false)
-      : FittedSpeedup(range, std::make_shared<ThroughputFit>(measured)) {}
+  explicit FittedSpeedup(const BatchRange& range, bool measured = false, bool carry = false)
+      : FittedSpeedup(range, std::make_shared<ThroughputFit>(measured, carry)) {}
   // A model whose throughput fit is shared (by the jobs of one application).
   FittedSpeedup(const BatchRange& range, std::shared_ptr<ThroughputFit> fit)
       : range_(range), fit_(std::move(fit)) {}
