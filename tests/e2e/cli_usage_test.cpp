@@ -50,9 +50,9 @@ TEST(UnknownCommand, NamesTheVerbAndTheClosestOnes) {
   ASSERT_TRUE(far);
   EXPECT_THAT(*far, HasSubstr("unknown command 'frobnicate'; the commands are sim, topo, dmon"));
   EXPECT_EQ(unknown_command(*t.app, {}),
-            "give a command: sim, topo, dmon, exporter, scheduler, extender, bench, tune, "
-            "device-plugin, manifests, node-labeller, dra-driver, launch, doctor. See gpuorch "
-            "--help");
+            "give a command: sim, topo, dmon, exporter, scheduler, extender, admission-check, "
+            "bench, tune, device-plugin, manifests, node-labeller, dra-driver, launch, doctor. "
+            "See gpuorch --help");
   EXPECT_EQ(unknown_command(*t.app, {"sim"}),
             "sim needs a command: fill, arrivals, scale, timeline. See gpuorch sim --help");
   // Known verbs, options and a verb's own arguments are CLI11's.

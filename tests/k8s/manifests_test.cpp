@@ -135,6 +135,7 @@ TEST(Manifests, SchedulerRbacIsExactlyWhatItCalls) {
     {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
     {"apiGroups": ["scheduling.x-k8s.io"], "resources": ["podgroups", "podgroups/status"],
      "verbs": ["get", "list", "watch", "update", "patch"]},
+    {"apiGroups": ["scheduling.k8s.io"], "resources": ["podgroups"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": ["scheduling.run.ai"], "resources": ["queues"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": ["scheduling.run.ai"], "resources": ["queues/status"], "verbs": ["patch", "update"]},
     {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices", "deviceclasses"],

@@ -338,6 +338,8 @@ Json scheduler_cluster_role(const ManifestOptions& o) {
       rule({"events.k8s.io"}, {"events"}, {"create", "patch"}),
       rule({"scheduling.x-k8s.io"}, {"podgroups", "podgroups/status"},
            {"get", "list", "watch", "update", "patch"}),
+      // The upstream gang API (scheduling.k8s.io/v1beta1, v1.37 with GenericWorkload): read only.
+      rule({"scheduling.k8s.io"}, {"podgroups"}, {"get", "list", "watch"}),
       rule({"scheduling.run.ai"}, {"queues"}, {"get", "list", "watch"}),
       rule({"scheduling.run.ai"}, {"queues/status"}, {"patch", "update"}),
       // DRA: the devices published, the classes, and the claims it allocates and releases.

@@ -93,18 +93,26 @@ bool SchedulerService::discover_podgroups(const std::atomic<bool>& stop) {
   }
   // The upstream gang API is beta in v1.37 and off unless the cluster turns GenericWorkload on:
   // its absence is normal and said once.
+  // The list itself is asked, so a role without the permission (manifests older than this
+  // scheduler) leaves the upstream API out instead of an informer that never syncs.
   try {
     upstream_podgroups_served_ =
-        patient_get(api_, "/apis/scheduling.k8s.io/v1beta1", options_.startup_timeout, stop,
-                    options_.log, [this] { beat(); })
+        patient_get(api_, std::string(kUpstreamPodGroups) + "?limit=1", options_.startup_timeout,
+                    stop, options_.log, [this] { beat(); })
             .has_value();
   } catch (const ApiError& e) {
-    if (e.status() != 404) {
+    if (e.status() == 403) {
+      log(fmt::format("not allowed to list {} ({}): gangs of the upstream API are not seen; give "
+                      "the scheduler's ClusterRole get/list/watch on scheduling.k8s.io podgroups",
+                      kUpstreamPodGroups, e.what()),
+          base::Severity::kWarning);
+    } else if (e.status() == 404) {
+      log("scheduling.k8s.io/v1beta1 is not served (GenericWorkload off): pods name gangs "
+          "through scheduler-plugins' PodGroups only");
+    } else {
       throw std::runtime_error(
-          fmt::format("the API server refused /apis/scheduling.k8s.io/v1beta1: {}", e.what()));
+          fmt::format("the API server refused {}: {}", kUpstreamPodGroups, e.what()));
     }
-    log("scheduling.k8s.io/v1beta1 is not served (GenericWorkload off): pods name gangs through "
-        "scheduler-plugins' PodGroups only");
   }
   return true;
 }
