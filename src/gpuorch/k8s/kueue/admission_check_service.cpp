@@ -1,6 +1,5 @@
 #include "gpuorch/k8s/kueue/admission_check_service.hpp"
 
-#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include <thread>
@@ -16,11 +15,6 @@ namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-std::string now_rfc3339() {
-  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}",
-                     std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
-}
 
 constexpr int kInformers = 5;
 
@@ -65,12 +59,27 @@ bool AdmissionCheckService::pass() {
         log(why, base::Severity::kError);
         return false;
       }
-      if (rebuild || !empty_.built()) {
-        empty_.set_nodes(feed_.nodes());
-        empty_.ensure_built(options_.mirror.history.empty() ? feed_.history()
-                                                            : std::vector<workload::PodSpec>{});
+      try {
+        if (rebuild || !empty_.built()) {
+          empty_.set_nodes(feed_.nodes());
+          empty_.ensure_built(options_.mirror.history.empty() ? feed_.history()
+                                                              : std::vector<workload::PodSpec>{});
+        }
+      } catch (const std::exception& e) {
+        log(fmt::format("the empty cluster's mirror cannot be built: {}", e.what()),
+            base::Severity::kError);
+        dirty_ = true;
+        return false;
       }
-      verdicts = checks_.evaluate(feed_.mirror(), empty_);
+      // A decision that throws (a bug, an object the core cannot use) costs this pass, after
+      // the backoff, never the controller.
+      try {
+        verdicts = checks_.evaluate(feed_.mirror(), empty_);
+      } catch (const std::exception& e) {
+        log(fmt::format("the verdicts could not be decided: {}", e.what()), base::Severity::kError);
+        dirty_ = true;
+        return false;
+      }
     }
   }
   bool ok = true;

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <optional>
 #include <stdexcept>
 
@@ -394,6 +396,15 @@ PodObject pod_from_json(const json& obj) {
   if (!unevaluated.required.empty()) p.unevaluated = std::move(unevaluated.required.front());
   p.ignored_preferences = std::move(unevaluated.preferred);
   return p;
+}
+
+std::string now_rfc3339() {
+  const auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 }  // namespace gpuorch::k8s

@@ -85,6 +85,8 @@ std::vector<PodClaim> pod_claims(const nlohmann::json& pod);
 // An RFC 3339 time the API server writes ("2026-12-04T07:28:05Z", fractions and offsets
 // allowed) as Unix seconds; -1 when it is not one.
 std::int64_t rfc3339_seconds(const std::string& text);
+// Now, as the API server writes times ("2026-12-04T07:28:05Z"): conditions, Events, checks.
+std::string now_rfc3339();
 
 // The GPU-model label's required affinity moves into the request's model list, so a pod asking
 // for `nvidia.com/gpu.product In [A100]` is explained as "have the wrong GPU model" and placed

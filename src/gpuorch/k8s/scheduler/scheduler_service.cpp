@@ -23,15 +23,6 @@ using Clock = std::chrono::steady_clock;
 
 std::string pod_path(const PodObject& p) { return k8s::pod_path(p.ns, p.name); }
 
-std::string now_rfc3339() {
-  const auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 }  // namespace
 
 SchedulerService::SchedulerService(ApiClient& api, SchedulerServiceOptions options)
