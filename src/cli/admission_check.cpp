@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "cli/k8s_flags.hpp"
+#include "cli/replica.hpp"
 #include "cli/verbs.hpp"
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/base/log.hpp"
@@ -23,6 +24,10 @@ struct AdmissionCheckFlags {
   std::string workload;
   int retry_after_s = 15;
   int sync_timeout_s = 120;
+  ReplicaFlags replica{.listen = "127.0.0.1:10263",
+                       .leader_elect = false,
+                       .lease_namespace = {},
+                       .lease_name = "gpuorch-admission-check"};
 };
 
 int run(const AdmissionCheckFlags& f) {
@@ -40,19 +45,30 @@ int run(const AdmissionCheckFlags& f) {
 
   const std::optional<std::string> kubeconfig =
       f.kubeconfig.empty() ? std::nullopt : std::optional<std::string>(f.kubeconfig);
+  const k8s::ClusterConfig cluster = k8s::load_cluster_config(kubeconfig);
   std::atomic<bool> stop{false};
   k8s::ApiClientOptions api_options;
   api_options.cancel = &stop;
-  k8s::ApiClient api(k8s::load_cluster_config(kubeconfig), api_options);
+  k8s::ApiClient api(cluster, api_options);
   std::jthread signal_thread = stop_on_signals(stop);
-  base::log_info(
-      fmt::format("admission check {} (policy {}, seed {}) for the cluster at {}; Retry after {} s",
-                  k8s::kueue::kPlaceableController, options.mirror.policy, f.seed,
-                  api.config().server, f.retry_after_s));
   k8s::kueue::AdmissionCheckService service(api, options);
-  service.run(stop);  // a start-up failure is one line and exit 1 (main)
-  base::log_info(fmt::format("stopped ({} verdicts written)", service.verdicts_written()));
-  return 0;
+  // A start-up failure of the loop is one line and exit 1 (main).
+  const int rc = run_replica(
+      cluster, f.replica, controller_of(service), stop, [&](const std::string& address, int port) {
+        base::log_info(fmt::format(
+            "admission check {} (policy {}, seed {}) for the cluster at {}; Retry after {} s; "
+            "metrics on http://{}:{}/metrics{}",
+            k8s::kueue::kPlaceableController, options.mirror.policy, f.seed, api.config().server,
+            f.retry_after_s, address, port,
+            f.replica.leader_elect ? "; waits for the Lease " + f.replica.lease_name : ""));
+      });
+  stop = true;
+  if (rc != 0) {
+    base::log(base::Severity::kError, "stopped: lost the leader lease");
+  } else {
+    base::log_info(fmt::format("stopped ({} verdicts written)", service.verdicts_written()));
+  }
+  return rc;
 }
 
 }  // namespace
@@ -72,6 +88,7 @@ void add_admission_check(CLI::App& app, Action& action) {
   cmd->add_option("--sync-timeout", flags->sync_timeout_s,
                   "Seconds the informers have to list Nodes, Pods and Kueue's objects at start")
       ->capture_default_str();
+  add_replica_flags(*cmd, flags->replica);
   cmd->callback([flags, &action] { action = [flags] { return run(*flags); }; });
 }
 

@@ -50,7 +50,9 @@ const std::map<std::string, std::vector<std::string>>& examples() {
       {"admission-check",
        {"gpuorch admission-check --kubeconfig ~/.kube/config --policy efd",
         "gpuorch admission-check --retry-after 30   # Kueue waits 30 s (then 60, 120, 240) after "
-        "Retry"}},
+        "Retry",
+        "gpuorch admission-check --leader-elect --listen 0.0.0.0:10263   # one of two replicas "
+        "(gpuorch manifests --kueue)"}},
       {"extender",
        {"gpuorch extender --kubeconfig ~/.kube/config --policy efd --listen 127.0.0.1:10262",
         "gpuorch extender --print-config      # the KubeSchedulerConfiguration extenders[] entry"}},
@@ -68,6 +70,7 @@ const std::map<std::string, std::vector<std::string>>& examples() {
         "-f -",
         "gpuorch manifests --vendor both --sharing time-slicing --replicas 4 -o deploy/",
         "gpuorch manifests --vendor nvidia --dra -o deploy/     # GPUs as DRA devices",
+        "gpuorch manifests --vendor nvidia --kueue -o deploy/   # and Kueue's admission check",
         "gpuorch manifests --vendor nvidia --image registry.example/gpuorch:0.1.0 "
         "--image-pull-secret regcred --node-selector pool=gpu --toleration "
         "dedicated=gpu:NoSchedule --runtime-class nvidia --mig-strategy mixed --requests "

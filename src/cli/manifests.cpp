@@ -155,6 +155,10 @@ void add_manifests(CLI::App& app, Action& action) {
                 "The DRA driver instead of the device plugin DaemonSets: gpuorch dra-driver's "
                 "DaemonSet, RBAC for ResourceSlices and the DeviceClasses gpu.gpuorch.io and "
                 "mig.gpuorch.io (docs/dra.md)");
+  cmd->add_flag("--kueue", f->options.kueue,
+                "Add gpuorch admission-check for Kueue: its Deployment (two replicas, leader "
+                "election), RBAC, and the AdmissionCheck gpuorch-placeable a ClusterQueue lists "
+                "(Kueue's CRDs must be installed first; docs/kueue.md)");
   cmd->add_option("-o,--output", f->out, "Write one file per object into DIR (default: stdout)");
   cmd->add_flag("--json", f->json, "JSON instead of YAML");
   cmd->callback([f, &action] { action = [f] { return run(*f); }; });

@@ -1,29 +1,24 @@
 // gpuorch scheduler: the scheduler core serving a real Kubernetes cluster (docs/scheduler.md).
 #include <fmt/chrono.h>
 #include <fmt/format.h>
-#include <httplib.h>
 #include <pthread.h>
 #include <signal.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <memory>
-#include <random>
 #include <thread>
 
 #include "cli/k8s_flags.hpp"
+#include "cli/replica.hpp"
 #include "cli/verbs.hpp"
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/base/log.hpp"
 #include "gpuorch/io/openb.hpp"
 #include "gpuorch/k8s/api/kubeconfig.hpp"
-#include "gpuorch/k8s/api/leader_election.hpp"
 #include "gpuorch/k8s/api/patient_get.hpp"
 #include "gpuorch/k8s/scheduler/scheduler_service.hpp"
 #include "gpuorch/sched/policy.hpp"
-#include "gpuorch/telemetry/exporter.hpp"
-#include "gpuorch/telemetry/http_server.hpp"
 
 namespace gpuorch::cli {
 namespace {
@@ -34,7 +29,6 @@ struct SchedulerFlags {
   std::string policy = "efd";
   std::uint64_t seed = 42;
   std::string workload;
-  std::string listen = "127.0.0.1:10261";
   int binders = 4;
   int retry_seconds = 60;
   int startup_timeout = 20;
@@ -43,17 +37,11 @@ struct SchedulerFlags {
   bool queues = false;
   bool no_preemption = false;
   int resize_interval = 300;
-  bool leader_elect = false;
-  std::string lease_namespace;
-  std::string lease_name = "gpuorch-scheduler";
+  ReplicaFlags replica{.listen = "127.0.0.1:10261",
+                       .leader_elect = false,
+                       .lease_namespace = {},
+                       .lease_name = "gpuorch-scheduler"};
 };
-
-std::string replica_identity() {
-  char host[256] = {};
-  if (::gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown");
-  std::random_device rd;
-  return fmt::format("{}_{:08x}", host, rd());
-}
 
 // Fails at start, with one line and exit 2, when the credentials are refused: a scheduler that
 // cannot list nodes would only log errors forever. Anything else (a 503 while the API server
@@ -72,34 +60,6 @@ void check_access(k8s::ApiClient& api, std::chrono::seconds patience,
       throw;
     }
   }
-}
-
-// The leader's part: hold the Lease while the decision loop is alive. A leader that cannot
-// decide (its loop stuck, or it could not start) stops renewing, so a standby takes over;
-// leaving (a stop, a failure) gives the Lease up at once.
-int lead(k8s::SchedulerService& service, k8s::LeaderElector& elector, std::atomic<bool>& stop,
-         std::atomic<bool>& standby) {
-  if (!elector.acquire(stop)) return 0;
-  standby = false;
-  std::atomic<bool> lost{false};
-  std::atomic<bool> done{false};
-  std::jthread renew([&] {
-    if (!elector.hold(done, [&service] { return service.alive(); })) {
-      lost = true;
-      stop = true;
-    }
-  });
-  std::exception_ptr failure;
-  try {
-    service.run(stop);
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  done = true;
-  renew.join();
-  elector.release();  // a no-op when another replica holds it now
-  if (failure) std::rethrow_exception(failure);
-  return lost ? 1 : 0;  // as kube-scheduler: a replica that lost the lease exits, is restarted
 }
 
 int run(const SchedulerFlags& f) {
@@ -137,7 +97,6 @@ int run(const SchedulerFlags& f) {
     start = end + 1;
   }
   if (!f.workload.empty()) options.mirror.history = io::load_openb_pods(f.workload).pods;
-  telemetry::ExporterOptions listen = telemetry::parse_listen(f.listen, {});
 
   const std::optional<std::string> kubeconfig =
       f.kubeconfig.empty() ? std::nullopt : std::optional<std::string>(f.kubeconfig);
@@ -152,54 +111,13 @@ int run(const SchedulerFlags& f) {
   check_access(api, std::chrono::seconds(f.startup_timeout), stop);
 
   k8s::SchedulerService service(api, options);
-  std::atomic<bool> standby{f.leader_elect};
-  httplib::Server http;
-  // Alive: the decision loop (or the wait for the Lease) comes round; a stuck loop fails the
-  // liveness probe and the kubelet restarts the container.
-  http.Get("/healthz", [&service, &standby](const httplib::Request&, httplib::Response& res) {
-    const bool alive = standby.load() || service.alive();
-    res.status = alive ? 200 : 500;
-    res.set_content(alive ? "ok\n" : "the decision loop is stuck\n", "text/plain");
-  });
-  // A standby replica is ready too: it is healthy and waits for the lease (a rollout of the
-  // Deployment would stall if only the leader were ready).
-  http.Get("/readyz", [&service, &standby](const httplib::Request&, httplib::Response& res) {
-    const bool ready = standby.load() || (service.synced() && service.alive());
-    res.status = ready ? 200 : 503;
-    res.set_content(ready ? "ok\n" : "informers not synced\n", "text/plain");
-  });
-  http.Get("/metrics", [&service](const httplib::Request&, httplib::Response& res) {
-    res.set_content(service.metrics(), "text/plain; version=0.0.4");
-  });
-  // Bounded threads, read timeouts and a deep backlog: slow clients cannot starve the probes.
-  const int port = telemetry::harden_and_bind(http, listen.address, listen.port);
-  if (port < 0) base::fail_input(fmt::format("--listen {}: cannot bind", f.listen));
-  std::jthread http_thread([&http] { http.listen_after_bind(); });
-  // However this function ends (a throw included), the server stops before its thread is
-  // joined: a join on a server never stopped would hang the process for good.
-  struct StopServer {
-    httplib::Server& http;
-    ~StopServer() { http.stop(); }
-  } stop_server{http};
-  base::log_info(
-      fmt::format("serving pods with schedulerName {} (policy {}, seed {}) from {}; "
-                  "metrics on http://{}:{}/metrics",
-                  f.scheduler_name, spec, f.seed, api.config().server, listen.address, port));
-
-  int rc = 0;
-  if (f.leader_elect) {
-    k8s::LeaseOptions lease;
-    lease.ns = f.lease_namespace.empty() ? api.config().default_namespace : f.lease_namespace;
-    lease.name = f.lease_name;
-    lease.identity = replica_identity();
-    k8s::ApiClientOptions lease_client;
-    lease_client.request_timeout = std::chrono::seconds(2);
-    k8s::ApiClient lease_api(cluster, lease_client);
-    k8s::LeaderElector elector(lease_api, lease, base::log);
-    rc = lead(service, elector, stop, standby);
-  } else {
-    service.run(stop);
-  }
+  const int rc = run_replica(
+      cluster, f.replica, controller_of(service), stop, [&](const std::string& address, int port) {
+        base::log_info(
+            fmt::format("serving pods with schedulerName {} (policy {}, seed {}) from "
+                        "{}; metrics on http://{}:{}/metrics",
+                        f.scheduler_name, spec, f.seed, api.config().server, address, port));
+      });
   stop = true;
   if (rc == 0) {
     base::log_info("stopped");
@@ -238,16 +156,7 @@ void add_scheduler(CLI::App& app, Action& action) {
                   "With --queues: seconds an elastic gang (more pods than its PodGroup's "
                   "minMember) waits after it started or grew before it grows again")
       ->capture_default_str();
-  cmd->add_flag("--leader-elect", flags->leader_elect,
-                "Run as one of several replicas: only the holder of a coordination.k8s.io Lease "
-                "schedules");
-  cmd->add_option("--leader-elect-namespace", flags->lease_namespace,
-                  "Namespace of the Lease (default: the kubeconfig context's or the service "
-                  "account's namespace)");
-  cmd->add_option("--leader-elect-lease-name", flags->lease_name, "Name of the Lease")
-      ->capture_default_str();
-  cmd->add_option("--listen", flags->listen, "ADDRESS:PORT for /metrics, /healthz and /readyz")
-      ->capture_default_str();
+  add_replica_flags(*cmd, flags->replica);
   cmd->add_option("--binders", flags->binders, "Concurrent bind calls to the API server")
       ->capture_default_str();
   cmd->add_option("--retry-unschedulable", flags->retry_seconds,

@@ -21,6 +21,7 @@
 
 #include "gpuorch/k8s/api/api_client.hpp"
 #include "gpuorch/k8s/api/kubeconfig.hpp"
+#include "gpuorch/k8s/manifests/manifests.hpp"
 #include "support/cluster_objects.hpp"
 #include "support/control_plane.hpp"
 #include "support/kube_objects.hpp"
@@ -36,7 +37,8 @@ using nlohmann::json;
 
 const std::string kPods = "/api/v1/namespaces/default/pods";
 const std::string kKueue = test::kKueueApi;
-const std::string kCheck = "placeable";
+// The AdmissionCheck `gpuorch manifests --kueue` ships (applied below as it makes it).
+const std::string kCheck = "gpuorch-placeable";
 
 json queued_pod(const std::string& name, int gpus) {
   json pod = test::gpu_pod(
@@ -103,10 +105,14 @@ TEST(AdmissionCheckKueue,
   api.create(kPods, filler("filler-a", "ac-a", 5));
   api.create(kPods, filler("filler-b", "ac-b", 5));
 
-  api.create(kKueue + "/admissionchecks", {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
-                                           {"kind", "AdmissionCheck"},
-                                           {"metadata", {{"name", kCheck}}},
-                                           {"spec", {{"controllerName", "gpuorch.io/placeable"}}}});
+  // The manifests' own object, so Kueue's validation of it is checked too.
+  k8s::ManifestOptions manifest_options;
+  manifest_options.kueue = true;
+  for (const auto& m : k8s::make_manifests(manifest_options)) {
+    if (m.object.value("kind", "") == "AdmissionCheck") {
+      api.create(kKueue + "/admissionchecks", json::parse(m.object.dump()));
+    }
+  }
   api.create(kKueue + "/resourceflavors", {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
                                            {"kind", "ResourceFlavor"},
                                            {"metadata", {{"name", "placeable-flavor"}}}});
@@ -138,8 +144,11 @@ TEST(AdmissionCheckKueue,
   test::SchedulerProcess scheduler({"--kubeconfig", cp.kubeconfig(), "--policy", "efd", "--listen",
                                     "127.0.0.1:0", "--retry-unschedulable", "5"},
                                    dir.file("scheduler.log"));
-  test::SchedulerProcess check({"--kubeconfig", cp.kubeconfig(), "--retry-after", "2"},
-                               dir.file("check.log"), "admission-check");
+  // As its Deployment runs it: one replica holds the Lease and decides.
+  test::SchedulerProcess check(
+      {"--kubeconfig", cp.kubeconfig(), "--retry-after", "2", "--leader-elect",
+       "--leader-elect-namespace", "default", "--listen", "127.0.0.1:0"},
+      dir.file("check.log"), "admission-check");
   auto logs = [&] {
     return "\n--- admission-check\n" + check.log() + "\n--- kueue\n" + test::kueue_log(cp, 4000);
   };
@@ -149,6 +158,10 @@ TEST(AdmissionCheckKueue,
                  [](const json& ac) { return test::has_condition(ac, "Active"); });
   test::wait_for(api, kKueue + "/clusterqueues/placeable-cq",
                  [](const json& cq) { return test::has_condition(cq, "Active"); });
+  // Only the Lease's holder acts: it holds the Lease while it decides.
+  const json lease =
+      api.get("/apis/coordination.k8s.io/v1/namespaces/default/leases/gpuorch-admission-check");
+  EXPECT_FALSE(lease["spec"].value("holderIdentity", "").empty()) << lease.dump() << logs();
 
   // 2 GPUs fit now (3 free on each node): Ready, admitted, ungated, bound.
   api.create(kPods, queued_pod("fits", 2));

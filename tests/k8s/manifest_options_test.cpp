@@ -67,7 +67,7 @@ TEST(ManifestOptions, NodeSelectorsAndResources) {
   EXPECT_EQ(r["exporter"].limits.at("memory"), "512Mi");
   EXPECT_EQ(test::input_error([&] { parse_resources("gpu:cpu=1", "--requests", r); }),
             "--requests 'gpu:cpu=1': no component 'gpu' (device-plugin, exporter, "
-            "node-labeller, mps-control-daemon, scheduler, dra-driver)");
+            "node-labeller, mps-control-daemon, scheduler, dra-driver, admission-check)");
   EXPECT_EQ(test::input_error([&] { parse_resources("exporter:cpu=lots", "--limits", r); }),
             "--limits 'exporter:cpu=lots': cpu 'lots' is not a Kubernetes quantity (100m, 0.5, "
             "128Mi, 1Gi)");

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 
 #include "support/paths.hpp"
 #include "support/test_support.hpp"
@@ -215,6 +216,61 @@ TEST(Manifests, SchedulerDeployment) {
   }
   // The pods are not scheduled by gpuorch itself: the default scheduler places the scheduler.
   EXPECT_FALSE(pod.contains("schedulerName"));
+}
+
+// `--kueue`: gpuorch admission-check deployed as the scheduler is (two replicas on one Lease),
+// with exactly the calls it makes, and the AdmissionCheck object a ClusterQueue names.
+TEST(Manifests, KueueAdmissionCheckDeploymentRbacAndCheck) {
+  ManifestOptions o;
+  EXPECT_EQ(find(make_manifests(o), "Deployment", "gpuorch-admission-check"), nullptr)
+      << "only with --kueue";
+  o.kueue = true;
+  o.ns = "gpu-system";
+  const auto ms = make_manifests(o);
+  const Json* d = find(ms, "Deployment", "gpuorch-admission-check");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ((*d)["spec"]["replicas"], 2);
+  const Json& pod = (*d)["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["serviceAccountName"], "gpuorch-admission-check");
+  const Json& c = pod["containers"][0];
+  EXPECT_EQ(c["args"], Json::array({"admission-check", "--listen", "0.0.0.0:10263", "--policy",
+                                    "efd", "--leader-elect"}));
+  EXPECT_EQ(c["livenessProbe"]["httpGet"]["port"], 10263);
+  EXPECT_EQ(c["readinessProbe"]["httpGet"]["path"], "/readyz");
+  EXPECT_EQ(c["securityContext"]["runAsNonRoot"], true);
+  EXPECT_EQ(c["resources"]["requests"]["memory"], "256Mi");
+
+  const Json* role = find(ms, "ClusterRole", "gpuorch-admission-check-gpu-system");
+  ASSERT_NE(role, nullptr);
+  EXPECT_EQ((*role)["rules"], Json::parse(R"([
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads", "admissionchecks", "resourceflavors"],
+     "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status", "admissionchecks/status"],
+     "verbs": ["patch"]}
+  ])"))
+      << (*role)["rules"].dump(2);
+  const Json subjects = Json::parse(
+      R"([{"kind": "ServiceAccount", "name": "gpuorch-admission-check", "namespace": "gpu-system"}])");
+  const Json* crb = find(ms, "ClusterRoleBinding", "gpuorch-admission-check-gpu-system");
+  ASSERT_NE(crb, nullptr);
+  EXPECT_EQ((*crb)["subjects"], subjects);
+  const Json* rb = find(ms, "RoleBinding", "gpuorch-admission-check-leader-election");
+  ASSERT_NE(rb, nullptr);
+  EXPECT_EQ((*rb)["subjects"], subjects);
+  EXPECT_EQ((*rb)["roleRef"]["name"], "gpuorch-admission-check-leader-election");
+  ASSERT_NE(find(ms, "Role", "gpuorch-admission-check-leader-election"), nullptr);
+  ASSERT_NE(find(ms, "ServiceAccount", "gpuorch-admission-check"), nullptr);
+
+  const Json* check = find(ms, "AdmissionCheck", "gpuorch-placeable");
+  ASSERT_NE(check, nullptr);
+  EXPECT_EQ((*check)["apiVersion"], "kueue.x-k8s.io/v1beta2");
+  EXPECT_EQ((*check)["spec"]["controllerName"], "gpuorch.io/placeable");
+  EXPECT_FALSE((*check)["metadata"].contains("namespace")) << "AdmissionChecks are cluster-wide";
+  // Every file name is still unique: `-o DIR` writes one file per object.
+  std::set<std::string> files;
+  for (const auto& m : ms) EXPECT_TRUE(files.insert(m.file).second) << m.file;
 }
 
 TEST(Manifests, PodGroupCrdInItsOwnFile) {

@@ -8,6 +8,7 @@
 #include "gpuorch/k8s/api/api_path.hpp"
 #include "gpuorch/k8s/api/informer.hpp"
 #include "gpuorch/k8s/api/patient_get.hpp"
+#include "gpuorch/k8s/mirror/binding.hpp"
 
 namespace gpuorch::k8s::kueue {
 
@@ -15,8 +16,6 @@ namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-constexpr int kInformers = 5;
 
 }  // namespace
 
@@ -30,6 +29,22 @@ AdmissionCheckService::AdmissionCheckService(ApiClient& api, AdmissionCheckOptio
 void AdmissionCheckService::log(const std::string& line, base::Severity severity,
                                 base::SourceLocation where) const {
   if (options_.log) options_.log(severity, line, where);
+}
+
+bool AdmissionCheckService::alive() const {
+  const std::int64_t ns = heartbeat_ns_.load();
+  return ns != 0 && Clock::now() - Clock::time_point(std::chrono::nanoseconds(ns)) <
+                        std::chrono::duration_cast<Clock::duration>(options_.stale_after);
+}
+
+std::string AdmissionCheckService::metrics() const {
+  return prometheus_counter("gpuorch_admission_check_verdicts_total",
+                            "Verdicts written into Workloads' admission checks", written_.load()) +
+         prometheus_counter("gpuorch_admission_check_write_failures_total",
+                            "Verdicts or AdmissionCheck statuses the API server did not take",
+                            refused_.load()) +
+         prometheus_counter("gpuorch_admission_check_passes_total",
+                            "Passes that decided the waiting Workloads", passes_.load());
 }
 
 void AdmissionCheckService::on_node(const json& obj, bool deleted) {
@@ -75,6 +90,7 @@ bool AdmissionCheckService::pass() {
       // the backoff, never the controller.
       try {
         verdicts = checks_.evaluate(feed_.mirror(), empty_);
+        ++passes_;
       } catch (const std::exception& e) {
         log(fmt::format("the verdicts could not be decided: {}", e.what()), base::Severity::kError);
         dirty_ = true;
@@ -95,6 +111,7 @@ bool AdmissionCheckService::pass() {
     } catch (const std::exception& e) {
       log(fmt::format("AdmissionCheck {}: status not written: {}", name, e.what()),
           base::Severity::kWarning);
+      ++refused_;
       ok = false;
     }
   }
@@ -112,6 +129,7 @@ bool AdmissionCheckService::pass() {
       log(fmt::format("workload {}/{}: verdict {} not written: {}", v.ns, v.name, v.state,
                       e.what()),
           base::Severity::kWarning);
+      ++refused_;
       ok = false;
     }
   }
@@ -165,6 +183,9 @@ void AdmissionCheckService::run(const std::atomic<bool>& stop) {
     auto backoff = std::chrono::milliseconds(1000);
     auto next = Clock::now();
     while (!stop.load()) {
+      heartbeat_ns_ =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+              .count();
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       if (!synced) {
         if (synced_.load() < kInformers) {

@@ -8,6 +8,7 @@
 // a backoff (1 s doubling to 30 s), never in a busy loop.
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <mutex>
 #include <string>
 
@@ -24,6 +25,8 @@ struct AdmissionCheckOptions {
   PlaceableOptions placeable;
   // The informers must have listed within this long, else run() throws.
   std::chrono::seconds sync_timeout{120};
+  // The loop counts as stuck (alive() false) when it has not come round for this long.
+  std::chrono::seconds stale_after{30};
   base::LogSink log;  // one line per verdict; may be empty
 };
 
@@ -37,6 +40,12 @@ class AdmissionCheckService {
   // the informers do not sync within sync_timeout.
   void run(const std::atomic<bool>& stop);
   [[nodiscard]] std::uint64_t verdicts_written() const { return written_.load(); }
+  // For the liveness and readiness probes of a Deployment (gpuorch manifests --kueue): the loop
+  // came round lately; the informers have listed everything.
+  [[nodiscard]] bool alive() const;
+  [[nodiscard]] bool synced() const { return synced_.load() >= kInformers; }
+  // Prometheus text: verdicts written, writes refused, passes.
+  [[nodiscard]] std::string metrics() const;
 
  private:
   void on_node(const nlohmann::json& obj, bool deleted);
@@ -46,9 +55,14 @@ class AdmissionCheckService {
   void log(const std::string& line, base::Severity severity = base::Severity::kInfo,
            base::SourceLocation where = base::SourceLocation::current()) const;
 
+  static constexpr int kInformers = 5;  // nodes, pods, workloads, admission checks, flavors
+
   ApiClient& api_;
   AdmissionCheckOptions options_;
   std::atomic<std::uint64_t> written_{0};
+  std::atomic<std::uint64_t> refused_{0};
+  std::atomic<std::uint64_t> passes_{0};
+  std::atomic<std::int64_t> heartbeat_ns_{0};  // steady clock of the loop's last turn
   std::atomic<int> synced_{0};
 
   std::mutex mutex_;  // the informers' threads and the loop share everything below

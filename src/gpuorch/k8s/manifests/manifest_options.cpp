@@ -62,9 +62,10 @@ struct Default {
 // The requests every component gets unless told otherwise; the memory limits keep a leaking agent
 // from taking a node's memory. The scheduler's caches grow with the cluster, hence its headroom.
 constexpr Default kDefaults[] = {
-    {"device-plugin", "10m", "64Mi", "64Mi"}, {"exporter", "50m", "128Mi", "128Mi"},
-    {"node-labeller", "10m", "64Mi", "64Mi"}, {"mps-control-daemon", "10m", "128Mi", "128Mi"},
-    {"scheduler", "100m", "256Mi", "1Gi"},    {"dra-driver", "10m", "64Mi", "64Mi"},
+    {"device-plugin", "10m", "64Mi", "64Mi"},   {"exporter", "50m", "128Mi", "128Mi"},
+    {"node-labeller", "10m", "64Mi", "64Mi"},   {"mps-control-daemon", "10m", "128Mi", "128Mi"},
+    {"scheduler", "100m", "256Mi", "1Gi"},      {"dra-driver", "10m", "64Mi", "64Mi"},
+    {"admission-check", "50m", "256Mi", "1Gi"},
 };
 
 }  // namespace
@@ -135,7 +136,7 @@ void parse_resources(std::string_view text, std::string_view flag,
                    [&](const char* c) { return component == c; })) {
     bad(
         fmt::format("no component '{}' (device-plugin, exporter, node-labeller, "
-                    "mps-control-daemon, scheduler, dra-driver)",
+                    "mps-control-daemon, scheduler, dra-driver, admission-check)",
                     component));
   }
   ResourceOverride& r = resources[component];

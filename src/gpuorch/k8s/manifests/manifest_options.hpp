@@ -28,7 +28,8 @@ struct ResourceOverride {
 
 // The components whose containers --requests/--limits name.
 inline constexpr const char* kManifestComponents[] = {
-    "device-plugin", "exporter", "node-labeller", "mps-control-daemon", "scheduler", "dra-driver"};
+    "device-plugin", "exporter",   "node-labeller",  "mps-control-daemon",
+    "scheduler",     "dra-driver", "admission-check"};
 
 struct PodOptions {
   std::vector<std::string> image_pull_secrets;  // every pod

@@ -350,27 +350,29 @@ Json scheduler_cluster_role(const ManifestOptions& o) {
   return role;
 }
 
-// Leader election: one Lease in the scheduler's own namespace.
-Json scheduler_lease_role(const ManifestOptions& o) {
-  Json role = rbac("Role", "gpuorch-scheduler-leader-election", o, true);
+// Leader election: one Lease in the controller's own namespace.
+Json lease_role(const std::string& name, const ManifestOptions& o) {
+  Json role = rbac("Role", name + "-leader-election", o, true);
   role["rules"] =
       Json::array({rule({"coordination.k8s.io"}, {"leases"}, {"get", "create", "update"})});
   return role;
 }
 
-Json scheduler_deployment(const ManifestOptions& o) {
-  const std::string name = "gpuorch-scheduler";
+Json controller_deployment(const std::string& name, const std::string& component,
+                           const std::vector<std::string>& args, int port,
+                           const ManifestOptions& o) {
   Json c;
-  c["name"] = "scheduler";
+  c["name"] = component;
   c["image"] = o.image;
-  c["args"] = Json::array({"scheduler", "--listen", fmt::format("0.0.0.0:{}", kSchedulerPort),
-                           "--policy", "efd", "--leader-elect"});
-  c["ports"] = Json::array({{{"name", "http"}, {"containerPort", kSchedulerPort}}});
-  c["livenessProbe"] = {{"httpGet", {{"path", "/healthz"}, {"port", kSchedulerPort}}},
+  c["args"] = Json::array({component, "--listen", fmt::format("0.0.0.0:{}", port)});
+  for (const auto& a : args) c["args"].push_back(a);
+  c["args"].push_back("--leader-elect");
+  c["ports"] = Json::array({{{"name", "http"}, {"containerPort", port}}});
+  c["livenessProbe"] = {{"httpGet", {{"path", "/healthz"}, {"port", port}}},
                         {"initialDelaySeconds", 10},
                         {"periodSeconds", 10},
                         {"failureThreshold", 3}};
-  c["readinessProbe"] = {{"httpGet", {{"path", "/readyz"}, {"port", kSchedulerPort}}},
+  c["readinessProbe"] = {{"httpGet", {{"path", "/readyz"}, {"port", port}}},
                          {"periodSeconds", 5},
                          {"failureThreshold", 3}};
   Json sc = restricted_security();
@@ -380,13 +382,13 @@ Json scheduler_deployment(const ManifestOptions& o) {
   sc["runAsGroup"] = 65532;
   c["securityContext"] = sc;
   // The informer caches hold every node and every unfinished pod: memory grows with the cluster.
-  c["resources"] = resources(o, "scheduler");
+  c["resources"] = resources(o, component);
   Json spec;
   spec["serviceAccountName"] = name;
   spec["automountServiceAccountToken"] = true;
   spec["priorityClassName"] = "system-cluster-critical";
   spec["nodeSelector"] = {{"kubernetes.io/os", "linux"}};
-  // The standby on another node than the leader, so one node's loss does not stop scheduling.
+  // The standby on another node than the leader, so one node's loss does not stop the work.
   spec["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] =
       Json::array({{{"weight", 100},
                     {"podAffinityTerm",
@@ -403,7 +405,7 @@ Json scheduler_deployment(const ManifestOptions& o) {
   tmpl["metadata"]["labels"] = {{"app.kubernetes.io/name", name},
                                 {"app.kubernetes.io/part-of", "gpuorch"}};
   tmpl["metadata"]["annotations"] = {{"prometheus.io/scrape", "true"},
-                                     {"prometheus.io/port", std::to_string(kSchedulerPort)},
+                                     {"prometheus.io/port", std::to_string(port)},
                                      {"prometheus.io/path", "/metrics"}};
   tmpl["spec"] = std::move(spec);
   d["spec"]["template"] = std::move(tmpl);
@@ -643,7 +645,7 @@ std::vector<Manifest> make_manifests(const ManifestOptions& o) {
     out.push_back({"05-clusterrolebinding-scheduler.yaml",
                    binding_of("ClusterRoleBinding", "ClusterRole", "gpuorch-scheduler",
                               "gpuorch-scheduler", o, false)});
-    out.push_back({"06-role-scheduler-leader-election.yaml", scheduler_lease_role(o)});
+    out.push_back({"06-role-scheduler-leader-election.yaml", lease_role("gpuorch-scheduler", o)});
     out.push_back({"07-rolebinding-scheduler-leader-election.yaml",
                    binding_of("RoleBinding", "Role", "gpuorch-scheduler-leader-election",
                               "gpuorch-scheduler", o, true)});
@@ -664,7 +666,12 @@ std::vector<Manifest> make_manifests(const ManifestOptions& o) {
   if (o.dra) add_dra_manifests(o, out);
   out.push_back({"30-exporter.yaml", exporter_daemonset(o)});
   out.push_back({"31-exporter-service.yaml", exporter_service(o)});
-  if (o.scheduler) out.push_back({"40-scheduler.yaml", scheduler_deployment(o)});
+  if (o.scheduler) {
+    out.push_back(
+        {"40-scheduler.yaml", controller_deployment("gpuorch-scheduler", "scheduler",
+                                                    {"--policy", "efd"}, kSchedulerPort, o)});
+  }
+  if (o.kueue) add_kueue_manifests(o, out);
   for (auto& m : out) apply_pod_options(m.object, o);
   return out;
 }

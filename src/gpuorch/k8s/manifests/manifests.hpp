@@ -36,11 +36,17 @@ struct ManifestOptions {
   // The DRA driver (docs/dra.md) instead of the device plugin DaemonSets: GPUs as DRA devices,
   // with its DeviceClasses and RBAC. The plugin's ConfigMap stays: the labeller reads it.
   bool dra = false;
+  // `gpuorch admission-check` for Kueue (docs/kueue.md): its Deployment (two replicas, leader
+  // election), RBAC, and the AdmissionCheck gpuorch-placeable a ClusterQueue names. Kueue's CRDs
+  // must be installed first.
+  bool kueue = false;
   PodOptions pod;  // pull secrets and policy, placement, resources, RuntimeClass
 };
 
 // The scheduler's port for /metrics, /healthz and /readyz in the Deployment.
 inline constexpr int kSchedulerPort = 10261;
+// The admission check's port for the same, in its Deployment.
+inline constexpr int kAdmissionCheckPort = 10263;
 
 struct Manifest {
   std::string file;  // "10-device-plugin-nvidia.yaml": order of application
