@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
+#include "gpuorch/sched/jobs/fitted_speedup.hpp"
 #include "gpuorch/sim/timeline_policy.hpp"
-#include "gpuorch/sim/timeline_speedup_fitted.hpp"
 
 namespace gpuorch::sim {
 namespace {

@@ -1,17 +1,28 @@
 #pragma once
 // Where the elastic policies (Pollux, lasgo) get each job's speedups: the oracle, read from the
 // measured profiles, or the model fitted online to what the job has run (`--speedup-model`,
-// docs/sim-timeline.md). Both are SpeedupModels (timeline_speedup_model.hpp).
+// docs/sim-timeline.md). Both are SpeedupModels (sched/jobs/speedup_model.hpp).
 #include <map>
 #include <memory>
 #include <string>
 #include <tuple>
 
+#include "gpuorch/sched/jobs/fitted_speedup.hpp"
+#include "gpuorch/sched/jobs/speedup_model.hpp"
 #include "gpuorch/sim/timeline_job.hpp"
-#include "gpuorch/sim/timeline_speedup_fitted.hpp"
-#include "gpuorch/sim/timeline_speedup_model.hpp"
 
 namespace gpuorch::sim {
+
+// The job layer's speedup models (sched/jobs/), as the simulator's policies use them.
+using sched::jobs::BatchRange;
+using sched::jobs::FittedSpeedup;
+using sched::jobs::GradientStats;
+using sched::jobs::packed_nodes;
+using sched::jobs::speedup;
+using sched::jobs::SpeedupModel;
+using sched::jobs::SpeedupSource;
+using sched::jobs::ThroughputFit;
+using sched::jobs::ThroughputSample;
 
 // Goodput of a job at a GPU count, from the measured profiles (the oracle form of Pollux's
 // model, timeline-protocol.md §8): the best progress rate over the batch sizes the job may use

@@ -13,12 +13,18 @@
 #include <vector>
 
 #include "gpuorch/cluster/cluster.hpp"
+#include "gpuorch/sched/jobs/speedup_model.hpp"
 #include "gpuorch/sim/timeline_job.hpp"
 #include "gpuorch/sim/timeline_job_layer.hpp"
-#include "gpuorch/sim/timeline_speedup_model.hpp"
 #include "gpuorch/workload/queue_spec.hpp"
 
 namespace gpuorch::sim {
+
+// The speedup models are the job layer's (sched/jobs/speedup_model.hpp): the cluster scheduler
+// fits the same model to what running jobs publish.
+using sched::jobs::parse_speedup_source;
+using sched::jobs::speedup_source_name;
+using sched::jobs::SpeedupSource;
 
 // The engine's hold on one run's cluster: what finished jobs give back goes through it.
 class ReplicaPlacer {

@@ -5,7 +5,7 @@
 // KAI-Scheduler's PodGroup and Kueue's Workload carry them. The per-replica request is a PodSpec,
 // so the core's filters, GPU picker and topology levels apply to every replica. What a job is
 // worth at a size (its speedup) is the job layer policy's business, not part of the spec: a real
-// cluster learns it from what the job has run (sim/timeline_speedup_*).
+// cluster learns it from what the job has run (sched/jobs/throughput_fit.*, fitted_speedup.*).
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "gpuorch/sim/timeline_speedup_fitted.hpp"
+#include "gpuorch/sched/jobs/fitted_speedup.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <iterator>
 #include <vector>
 
-namespace gpuorch::sim {
+namespace gpuorch::sched::jobs {
 namespace {
 
 int ceil_eps(double x) { return static_cast<int>(std::ceil(x - 1e-8)); }
@@ -107,4 +107,4 @@ double FittedSpeedup::goodput(int gpus, int nodes) {
   return best;
 }
 
-}  // namespace gpuorch::sim
+}  // namespace gpuorch::sched::jobs

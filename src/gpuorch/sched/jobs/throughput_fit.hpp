@@ -5,9 +5,9 @@
 // micro-step overlaps them as (t_c^gamma + t_n^gamma)^(1/gamma).
 #include <span>
 
-#include "gpuorch/sim/timeline_speedup_model.hpp"
+#include "gpuorch/sched/jobs/speedup_model.hpp"
 
-namespace gpuorch::sim {
+namespace gpuorch::sched::jobs {
 
 struct ThroughputParams {
   double alpha_c = 0.1;
@@ -35,4 +35,4 @@ ThroughputParams fit_throughput(std::span<const ThroughputSample> samples);
 // The fit's objective at `p` (exposed for tests: a fit is never worse than its start).
 double fit_loss(const ThroughputParams& p, std::span<const ThroughputSample> samples);
 
-}  // namespace gpuorch::sim
+}  // namespace gpuorch::sched::jobs

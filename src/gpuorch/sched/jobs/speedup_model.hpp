@@ -1,8 +1,8 @@
 #pragma once
 // What a scheduler knows about how fast a training job goes on more GPUs: its goodput (training
 // progress per second) at a GPU and node count, with the best batch the job may use. Two kinds:
-// the oracle, read from the measured application profiles (timeline_goodput.hpp), and the model
-// fitted online to what the job has run (timeline_speedup_fitted.hpp, the Pollux artifact's,
+// the oracle, read from the measured application profiles (sim/timeline_goodput.hpp), and the model
+// fitted online to what the job has run (fitted_speedup.hpp, the Pollux artifact's,
 // timeline-protocol.md §8). The inputs are the job's own reports, so the job layer can hold one
 // model per job without the simulator: the configurations it ran and their step times, and the
 // gradient statistics at its current batch.
@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-namespace gpuorch::sim {
+namespace gpuorch::sched::jobs {
 
 // One configuration a job has run and how long its optimizer step took there.
 struct ThroughputSample {
@@ -66,4 +66,4 @@ const char* speedup_source_name(SpeedupSource source);
 // The fewest nodes of `per_node` GPUs that hold `gpus` (the packed placement's node count).
 int packed_nodes(int gpus, int per_node);
 
-}  // namespace gpuorch::sim
+}  // namespace gpuorch::sched::jobs

@@ -1,6 +1,6 @@
-#include "gpuorch/sim/timeline_speedup_model.hpp"
+#include "gpuorch/sched/jobs/speedup_model.hpp"
 
-namespace gpuorch::sim {
+namespace gpuorch::sched::jobs {
 
 double speedup(SpeedupModel& model, int gpus, int nodes, int base_gpus, int base_nodes) {
   if (gpus <= 0) return 0;
@@ -21,4 +21,4 @@ const char* speedup_source_name(SpeedupSource source) {
   return source == SpeedupSource::kOracle ? "oracle" : "fitted";
 }
 
-}  // namespace gpuorch::sim
+}  // namespace gpuorch::sched::jobs

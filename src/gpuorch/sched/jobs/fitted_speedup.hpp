@@ -18,10 +18,10 @@
 #include <utility>
 #include <vector>
 
-#include "gpuorch/sim/timeline_speedup_fit.hpp"
-#include "gpuorch/sim/timeline_speedup_model.hpp"
+#include "gpuorch/sched/jobs/throughput_fit.hpp"
+#include "gpuorch/sched/jobs/speedup_model.hpp"
 
-namespace gpuorch::sim {
+namespace gpuorch::sched::jobs {
 
 // Step times reported at distinct configurations and the throughput model fitted to them.
 class ThroughputFit {
@@ -88,4 +88,4 @@ class FittedSpeedup final : public SpeedupModel {
   std::uint64_t memo_version_ = 0;
 };
 
-}  // namespace gpuorch::sim
+}  // namespace gpuorch::sched::jobs

@@ -6,10 +6,10 @@
 #include <memory>
 #include <vector>
 
-#include "gpuorch/sim/timeline_speedup_fit.hpp"
-#include "gpuorch/sim/timeline_speedup_fitted.hpp"
+#include "gpuorch/sched/jobs/throughput_fit.hpp"
+#include "gpuorch/sched/jobs/fitted_speedup.hpp"
 
-namespace gpuorch::sim {
+namespace gpuorch::sched::jobs {
 namespace {
 
 // Step and sync time exactly as the throughput model predicts them.
@@ -188,4 +188,4 @@ TEST(TimelineSpeedupFitted, ASharedFitCarriesOneJobsMeasurementsToTheNext) {
 }
 
 }  // namespace
-}  // namespace gpuorch::sim
+}  // namespace gpuorch::sched::jobs

@@ -1,4 +1,4 @@
-#include "gpuorch/sim/timeline_speedup_fit.hpp"
+#include "gpuorch/sched/jobs/throughput_fit.hpp"
 
 #include <nlopt.h>
 
@@ -8,7 +8,7 @@
 #include <limits>
 #include <vector>
 
-namespace gpuorch::sim {
+namespace gpuorch::sched::jobs {
 namespace {
 
 constexpr std::size_t kParams = 7;
@@ -193,4 +193,4 @@ ThroughputParams fit_throughput(std::span<const ThroughputSample> samples) {
   return p;
 }
 
-}  // namespace gpuorch::sim
+}  // namespace gpuorch::sched::jobs
