@@ -18,6 +18,7 @@
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/base/log.hpp"
 #include "gpuorch/discover/discover.hpp"
+#include "gpuorch/k8s/launch/throughput_annotation.hpp"
 #include "gpuorch/launch/agent.hpp"
 #include "gpuorch/launch/node_env.hpp"
 #include "gpuorch/launch/plan_render.hpp"
@@ -66,6 +67,7 @@ struct LaunchFlags {
   bool quiet = false;
   std::vector<std::string> env_files;
   std::string summary_json;
+  std::string kubeconfig;  // where the throughput annotation is patched from (empty: in-cluster)
   std::vector<std::string> program;
   // Which flags the user gave (Slurm/Kubernetes values only fill the others).
   bool given_nnodes = false, given_node_rank = false, given_master_addr = false,
@@ -320,6 +322,26 @@ int run(LaunchFlags f) {
         fmt::format("worker logs in {} (--redirects/--tee without --log-dir)", config.log_dir));
   }
 
+  // In a pod (or with --kubeconfig): the job's measured throughput on the pod's annotation.
+  std::string no_annotation;
+  std::shared_ptr<k8s::ThroughputAnnotation> annotation =
+      k8s::ThroughputAnnotation::from_environment(
+          f.kubeconfig.empty() ? std::nullopt : std::optional<std::string>(f.kubeconfig),
+          [&env](const char* key) {
+            const auto it = env.find(key);
+            return it == env.end() ? std::string() : it->second;
+          },
+          no_annotation);
+  if (annotation) {
+    launch_log(fmt::format("throughput: step reports ({}) published on {}",
+                           workload::kThroughputFileEnv, annotation->describe()));
+    config.publish_throughput = [annotation](const workload::ThroughputReport& r) {
+      annotation->publish(r);
+    };
+  } else if (!f.kubeconfig.empty() || env.count("KUBERNETES_SERVICE_HOST") > 0) {
+    launch_log(fmt::format("throughput: not published ({})", no_annotation));
+  }
+
   rc.local_world_size = static_cast<int>(plan.ranks.size());
   rc.role = f.role;
   auto rdzv = launch::make_rendezvous(rc);
@@ -448,6 +470,9 @@ void add_launch(CLI::App& app, Action& action) {
                   "KEY=VALUE lines for every worker (e.g. from `gpuorch tune nccl`); repeatable")
       ->allow_extra_args(false);
   cmd->add_option("--summary-json", f->summary_json, "Also write the closing summary as JSON");
+  cmd->add_option("--kubeconfig", f->kubeconfig,
+                  "Publish the job's measured throughput on pod $POD_NAME with these credentials "
+                  "(default in a pod: its service account; docs/launch.md)");
   cmd->add_option("program", f->program, "SCRIPT ARGS... (torchrun's form) or -- PROGRAM ARGS...");
   read_torchrun_environment(*cmd);
   cmd->callback([f, cmd, &action] {

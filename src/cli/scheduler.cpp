@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <thread>
@@ -37,6 +38,7 @@ struct SchedulerFlags {
   bool queues = false;
   bool no_preemption = false;
   int resize_interval = 300;
+  double resize_cost = -1;  // not given: a tenth of --resize-interval
   ReplicaFlags replica{.listen = "127.0.0.1:10261",
                        .leader_elect = false,
                        .lease_namespace = {},
@@ -88,6 +90,12 @@ int run(const SchedulerFlags& f) {
     base::fail_input("--resize-interval must be in [0, 86400] seconds");
   }
   options.resize_interval = std::chrono::seconds(f.resize_interval);
+  if (f.resize_cost != -1) {
+    if (!(f.resize_cost >= 0 && f.resize_cost <= 86400)) {
+      base::fail_input("--resize-cost must be in [0, 86400] seconds");
+    }
+    options.resize_cost = std::chrono::milliseconds(std::llround(f.resize_cost * 1000));
+  }
   for (std::size_t start = 0; start < f.topology_levels.size();) {
     std::size_t end = f.topology_levels.find(',', start);
     if (end == std::string::npos) end = f.topology_levels.size();
@@ -156,6 +164,10 @@ void add_scheduler(CLI::App& app, Action& action) {
                   "With --queues: seconds an elastic gang (more pods than its PodGroup's "
                   "minMember) waits after it started or grew before it grows again")
       ->capture_default_str();
+  cmd->add_option("--resize-cost", flags->resize_cost,
+                  "With --queues: seconds a resize idles an elastic job; it grows only when the "
+                  "speedup fitted to its measured throughput (gpuorch.io/throughput) pays for that "
+                  "over a resize interval (default: a tenth of --resize-interval)");
   add_replica_flags(*cmd, flags->replica);
   cmd->add_option("--binders", flags->binders, "Concurrent bind calls to the API server")
       ->capture_default_str();

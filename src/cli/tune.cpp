@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <sstream>
@@ -19,6 +18,7 @@
 #include "cli/verbs.hpp"
 #include "gpuorch/base/atomic_file.hpp"
 #include "gpuorch/base/error.hpp"
+#include "gpuorch/base/utc_time.hpp"
 #include "gpuorch/comm/bench.hpp"
 #include "gpuorch/comm/calibration.hpp"
 #include "gpuorch/comm/child_process.hpp"
@@ -54,15 +54,6 @@ std::string self_path() {
   const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) throw std::runtime_error("cannot find this program (/proc/self/exe)");
   return p.string();
-}
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 struct Runner {
@@ -259,14 +250,14 @@ int run_tune(const TuneFlags& f, const std::string& command_line) {
     coll_figures.back().settings = comm::setting_curves(settings, failed, samples);
   }
   const std::string header = fmt::format("gpuorch tune nccl on {} ({} GPUs, {}), {} UTC: {}",
-                                         host.hostname, gpus, run.library, utc_now(), command_line);
+                                         host.hostname, gpus, run.library, base::utc_now_rfc3339(), command_line);
   const std::string env_text = comm::tune_env_file(results, header);
   if (!f.output.empty()) base::write_file_atomically(f.output, env_text);
   nlohmann::ordered_json calibration;
   if (!f.calibration.empty()) {
     const auto paths =
         gpus >= 2 ? measure_paths(run, host, gpus) : std::vector<comm::PathFigures>{};
-    calibration = comm::calibration_json({host.hostname, run.library, utc_now(), command_line},
+    calibration = comm::calibration_json({host.hostname, run.library, base::utc_now_rfc3339(), command_line},
                                          paths, coll_figures);
     base::write_file_atomically(f.calibration, calibration.dump(2) + "\n");
   }

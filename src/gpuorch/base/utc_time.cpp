@@ -19,4 +19,13 @@ std::int64_t utc_seconds(int year, int month, int day, int hour, int minute, int
   return static_cast<std::int64_t>(timegm(&tm));
 }
 
+std::string utc_now_rfc3339() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
 }  // namespace gpuorch::base

@@ -100,6 +100,7 @@ class Group {
       : c_(c), log_(log), cgroup_(cgroup), spare_(std::move(spare)) {}
 
   ~Group() { close_events(); }
+  std::string throughput_file;  // every worker's GPUORCH_THROUGHPUT_FILE (empty: none)
   Group(const Group&) = delete;
   Group& operator=(const Group&) = delete;
 
@@ -238,6 +239,7 @@ class Group {
       who.max_restarts = c_.max_restarts;
       who.run_id = c_.run_id;
       who.error_file = w.error_file;
+      who.throughput_file = throughput_file;
       const auto pipes =
           relay_->add_worker(c_.log_dir.empty() ? std::string() : dir, route(w, 1), route(w, 2));
       SpawnSpec spec;
@@ -431,6 +433,15 @@ AgentResult run_agent(const AgentConfig& c, Rendezvous& rdzv, const Log& log) {
   AgentResult result;
   std::set<std::string> warned;
   Group group(c, log, cgroup.get(), {guardian.pid()});
+  std::optional<ThroughputReporter> throughput;
+  if (c.publish_throughput) {
+    // Outside the attempts' folders: the file outlives a restart, and a new round skips what
+    // the old one wrote.
+    fs::create_directories(fmt::format("{}/{}", logs.path(), c.run_id));
+    throughput.emplace(fmt::format("{}/{}/throughput.jsonl", logs.path(), c.run_id),
+                       c.publish_throughput, log, c.throughput_interval);
+    group.throughput_file = throughput->path();
+  }
   const auto cancelled = [] { return g_signal.load() != 0; };
   const auto membership_every = std::max(c.monitor_interval, std::chrono::milliseconds(500));
   auto done = [&](int code) {
@@ -459,6 +470,9 @@ AgentResult run_agent(const AgentConfig& c, Rendezvous& rdzv, const Log& log) {
                     round.round, round.group_rank, round.group_world_size, result.world_size,
                     round.master_addr, round.master_port, attempt));
     const std::string attempt_dir = fmt::format("{}/{}/attempt_{}", logs.path(), c.run_id, attempt);
+    if (throughput) {
+      throughput->new_round(result.world_size, round.group_world_size, round.group_rank == 0);
+    }
     group.start(round, attempt, result.restarts, attempt_dir, result.warnings, warned);
 
     enum class Outcome { kSucceeded, kFailed, kMembership, kSignal } outcome;
@@ -466,6 +480,7 @@ AgentResult run_agent(const AgentConfig& c, Rendezvous& rdzv, const Log& log) {
     for (;;) {
       std::this_thread::sleep_for(c.monitor_interval);
       group.reap();
+      if (throughput) throughput->tick(Clock::now());
       if (g_signal.load() != 0) {
         outcome = Outcome::kSignal;
         break;
@@ -487,6 +502,8 @@ AgentResult run_agent(const AgentConfig& c, Rendezvous& rdzv, const Log& log) {
       }
     }
 
+    // What the workers reported last, before they are gone.
+    if (throughput) throughput->tick(Clock::now(), true);
     switch (outcome) {
       case Outcome::kSucceeded:
         group.end_leftovers(g_signal_count.load());

@@ -17,6 +17,7 @@
 #include "gpuorch/launch/output.hpp"
 #include "gpuorch/launch/plan.hpp"
 #include "gpuorch/launch/rendezvous.hpp"
+#include "gpuorch/launch/throughput_reporter.hpp"
 #include "gpuorch/launch/worker_env.hpp"
 
 namespace gpuorch::launch {
@@ -41,6 +42,10 @@ struct AgentConfig {
   StdSpec tee;
   std::vector<int> console_ranks;
   std::string line_prefix_template;
+  // Where the job's measured throughput goes (ThroughputReporter; on Kubernetes the pod's
+  // annotation). Set: the workers get GPUORCH_THROUGHPUT_FILE; empty: they do not.
+  ThroughputReporter::Publish publish_throughput;
+  std::chrono::seconds throughput_interval{60};
 };
 
 struct RankExit {

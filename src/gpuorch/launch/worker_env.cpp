@@ -2,6 +2,7 @@
 
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/base/read_file.hpp"
+#include "gpuorch/workload/throughput_report.hpp"
 
 extern char** environ;
 
@@ -111,6 +112,7 @@ EnvMap worker_env(const EnvMap& base, const EnvMap& user, const Plan& plan,
   // PyTorch 2.x's agents): the rank-0 agent serves it and every worker connects.
   env["TORCHELASTIC_USE_AGENT_STORE"] = who.agent_store ? "True" : "False";
   if (!who.error_file.empty()) env["TORCHELASTIC_ERROR_FILE"] = who.error_file;
+  if (!who.throughput_file.empty()) env[workload::kThroughputFileEnv] = who.throughput_file;
   return env;
 }
 

@@ -30,6 +30,7 @@ struct WorkerIdentity {
   int max_restarts = 0;
   std::string run_id;
   std::string error_file;
+  std::string throughput_file;  // GPUORCH_THROUGHPUT_FILE; empty: not set
   bool agent_store = false;  // the store at MASTER_ADDR:MASTER_PORT is the agent's
 };
 

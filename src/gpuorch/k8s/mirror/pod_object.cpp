@@ -371,6 +371,9 @@ PodObject pod_from_json(const json& obj) {
   p.spec.name = p.key();
   const json& annotations = field(meta, "annotations");
   p.gpus = gpu_list(str(annotations, kGpusAnnotation));
+  if (const std::string t = str(annotations, workload::kThroughputAnnotation); !t.empty()) {
+    p.throughput = workload::parse_throughput_annotation(t);
+  }
   p.queue = str(field(meta, "labels"), kQueueLabel);
   // The upstream gang API (v1.37, GenericWorkload) first: spec.schedulingGroup.podGroupName names
   // a scheduling.k8s.io PodGroup of the pod's namespace.
@@ -398,13 +401,6 @@ PodObject pod_from_json(const json& obj) {
   return p;
 }
 
-std::string now_rfc3339() {
-  const auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+std::string now_rfc3339() { return base::utc_now_rfc3339(); }
 
 }  // namespace gpuorch::k8s

@@ -4,10 +4,12 @@
 // its priority, its gang, and where it is bound with which GPUs.
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "gpuorch/workload/pod_spec.hpp"
+#include "gpuorch/workload/throughput_report.hpp"
 
 namespace gpuorch::k8s {
 
@@ -71,6 +73,9 @@ struct PodObject {
   // The reason of its PodScheduled=False condition, when it has one ("Unschedulable",
   // "SchedulingGated"), so a verdict it already shows is not written again.
   std::string unscheduled_reason;
+  // gpuorch.io/throughput, as `gpuorch launch` publishes it on the pod of a job's first rank;
+  // nullopt when absent or malformed (a bad annotation only goes unused).
+  std::optional<workload::ThroughputReport> throughput;
 
   [[nodiscard]] std::string key() const { return ns + "/" + name; }
   // Succeeded or Failed: its resources are free again.

@@ -356,6 +356,7 @@ void SchedulerService::handle_podgroup(const json& obj, bool deleted, bool upstr
   if (deleted) {
     podgroups_.erase(key);
     gang_resized_.erase(key);
+    gang_measured_.erase(key);
     writes_.withdraw("podgroup/" + key);  // nothing is owed to a PodGroup that is gone
     writes_.withdraw("podgroup-event/" + key);
     return;
@@ -544,6 +545,7 @@ void SchedulerService::decide(const PodObject& pod) {
     const JobDecision d = place_job({pod});
     if (!d.placement.placed) {
       report_unschedulable(pod, d.placement.message);
+      shrink_for({pod});
       return;
     }
     if (!d.nominated) queue_bind(pod, d.placement.nodes.front(), d.placement.gpus.front());
@@ -909,7 +911,8 @@ void SchedulerService::schedule_gang(const std::string& gang) {
   if (!ensure_built(pending.front())) return;
   // --queues: the pods beyond minMember are elastic replicas (KAI's and Volcano's convention):
   // the gang starts with at least minMember and the rest as they fit; once it runs, the pods
-  // left grow it when room frees, at most once per resize interval.
+  // left grow it when room frees, at most once per resize interval, and only as far as its
+  // measured speed (or the prior, before any) says pays for the resize (growth_advice).
   const bool growing = options_.queues && bound >= g.min_member;
   const bool elastic = options_.queues && present > g.min_member;
   const auto now = Clock::now();
@@ -925,10 +928,27 @@ void SchedulerService::schedule_gang(const std::string& gang) {
       return;
     }
   }
+  // The members the advice holds back (by name, so the same ones each time) wait with its line.
+  std::vector<PodObject> trying = pending;
+  std::optional<sched::jobs::GrowthAdvice> advice;
+  if (elastic) {
+    advice = growth_advice(gang, bound, present, g.min_member,
+                           std::max(pending.front().spec.gpu_count, 1));
+    const int room = advice->target - bound;
+    if (growing && room <= 0) {
+      report_all(advice->why);
+      if (reported_[gang] != advice->why) {
+        reported_[gang] = advice->why;
+        post_podgroup_event(gang, "Normal", "NotResized", advice->why);
+      }
+      return;
+    }
+    if (std::cmp_less(room, trying.size())) trying.resize(std::size_t(std::max(room, 0)));
+  }
   bool nominated = false;
   ClusterMirror::GangResult r;
   if (options_.queues) {
-    JobDecision d = place_job(pending, growing ? 1 : elastic ? g.min_member - bound : 0);
+    JobDecision d = place_job(trying, growing ? 1 : elastic ? g.min_member - bound : 0);
     r = std::move(d.placement);
     nominated = d.nominated;
   } else {
@@ -952,6 +972,7 @@ void SchedulerService::schedule_gang(const std::string& gang) {
           g.timeout_seconds);
     }
     report_all(message);
+    if (!growing) shrink_for(trying);
     if (!growing) {
       write_podgroup_status(gang, "Pending", bound);
       if (reported_[gang] != message) {
@@ -970,10 +991,13 @@ void SchedulerService::schedule_gang(const std::string& gang) {
   for (const auto& p : pending) {
     const auto at = placed.find(p.uid);
     if (at == placed.end()) {
-      report_unschedulable(
-          p, fmt::format("gang {}: elastic replica: the gang starts with {} of up to {} pods; "
-                         "this one waits for room (at most one resize per {} s)",
-                         gang, running, present, options_.resize_interval.count()));
+      const bool held = std::none_of(trying.begin(), trying.end(),
+                                     [&p](const PodObject& t) { return t.uid == p.uid; });
+      const std::string wait = fmt::format(
+          "gang {}: elastic replica: the gang starts with {} of up to {} pods; this one waits "
+          "for room (at most one resize per {} s)",
+          gang, running, present, options_.resize_interval.count());
+      report_unschedulable(p, held && advice ? advice->why : wait);
       continue;
     }
     unschedulable_.erase(p.uid);
@@ -991,7 +1015,109 @@ void SchedulerService::schedule_gang(const std::string& gang) {
       placed.size() == pending.size() ? fmt::format("{} members placed", placed.size()) : what,
       r.domain.empty() ? "" : " under " + r.domain));
   post_podgroup_event(gang, "Normal", growing ? "Resized" : "Scheduled",
-                      what + (r.domain.empty() ? "" : " under " + r.domain));
+                      what + (r.domain.empty() ? "" : " under " + r.domain) +
+                          (advice ? "; " + advice->why : ""));
+}
+
+sched::jobs::GangGrowth SchedulerService::gang_growth(
+    const std::string& gang, int bound, int present, int min_member, double gpus_per_pod,
+    std::vector<workload::ThroughputReport>& measured) {
+  auto& seen = gang_measured_[gang];
+  for (const auto& [uid, p] : pods_) {
+    if (p.gang != gang || !p.throughput) continue;
+    const auto& t = *p.throughput;
+    auto& at = seen[{t.nodes, t.world_size, t.local_batch}];
+    if (at.time.empty() || t.time > at.time) at = t;
+  }
+  measured.clear();
+  for (const auto& [key, t] : seen) measured.push_back(t);
+  sched::jobs::GangGrowth in;
+  in.gang = gang;
+  in.running = bound;
+  in.min = min_member;
+  in.most = present;
+  in.gpus_per_pod = gpus_per_pod;
+  in.measured = measured;
+  in.resize_interval_s = double(options_.resize_interval.count());
+  in.restart_s = options_.resize_cost
+                     ? std::chrono::duration<double>(*options_.resize_cost).count()
+                     : in.resize_interval_s / 10;
+  return in;
+}
+
+sched::jobs::GrowthAdvice SchedulerService::growth_advice(const std::string& gang, int bound,
+                                                          int present, int min_member,
+                                                          double gpus_per_pod) {
+  std::vector<workload::ThroughputReport> measured;
+  return sched::jobs::advise_growth(
+      gang_growth(gang, bound, present, min_member, gpus_per_pod, measured));
+}
+
+void SchedulerService::shrink_for(const std::vector<PodObject>& waiting) {
+  // Only elastic gangs started under --queues are candidates (gang_measured_ holds one entry
+  // each), and the pods are walked at most once a second: every waiting pod calls this.
+  const auto now = Clock::now();
+  if (!options_.queues || !options_.preemption || waiting.empty() || gang_measured_.empty() ||
+      now - last_shrink_check_ < std::chrono::seconds(1)) {
+    return;
+  }
+  int need = 0;
+  for (const auto& p : waiting) need += std::max(p.spec.gpu_count, 0);
+  if (need == 0) return;
+  last_shrink_check_ = now;
+  std::map<std::string, std::vector<const PodObject*>> running;  // gang -> its bound members
+  for (const auto& [uid, p] : pods_) {
+    if (!p.gang.empty() && p.gang != waiting.front().gang && gang_measured_.contains(p.gang) &&
+        ours(p) && !p.node_name.empty() && !p.deleting && !p.terminal()) {
+      running[p.gang].push_back(&p);
+    }
+  }
+  for (auto& [gang, members] : running) {
+    const auto group = podgroups_.find(gang);
+    if (group == podgroups_.end() || !group->second.error.empty() || !group->second.gang) continue;
+    const int min_member = group->second.min_member;
+    const int bound = static_cast<int>(members.size());
+    if (bound <= min_member) continue;
+    if (const auto last = gang_resized_.find(gang);
+        last != gang_resized_.end() && now - last->second < options_.resize_interval) {
+      continue;
+    }
+    if (std::any_of(members.begin(), members.end(),
+                    [&](const PodObject* p) { return !preemptible(*p, now); })) {
+      continue;
+    }
+    const int per_pod = std::max(members.front()->spec.gpu_count, 1);
+    std::vector<workload::ThroughputReport> measured;
+    const auto advice = sched::jobs::advise_shrink(
+        gang_growth(gang, bound, bound, min_member, per_pod, measured));
+    const int give = bound - advice.target;
+    if (give <= 0 || mirror_.cluster().fully_free_gpus_total() + give * per_pod < need) continue;
+    // The members last in name order go (the gang starts and grows in name order).
+    std::sort(members.begin(), members.end(),
+              [](const PodObject* a, const PodObject* b) { return a->key() > b->key(); });
+    members.resize(static_cast<std::size_t>(give));
+    std::string why;
+    if (!std::all_of(members.begin(), members.end(),
+                     [&](const PodObject* p) { return evict(*p, true, why); })) {
+      log(fmt::format("gang {}: not shrunk, eviction refused: {}", gang, why),
+          base::Severity::kWarning);
+      continue;
+    }
+    for (const PodObject* p : members) {
+      if (!evict(*p, false, why)) break;
+      const json involved = {
+          {"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"namespace", p->ns}, {"name", p->name}, {"uid", p->uid}}}};
+      writes_.submit("preempted/" + p->uid, [this, ns = p->ns, involved, m = advice.why] {
+        post_event(ns, involved, "Normal", "Preempted", m);
+      });
+    }
+    gang_resized_[gang] = now;
+    log(advice.why);
+    post_podgroup_event(gang, "Normal", "Resized", advice.why);
+    return;
+  }
 }
 
 void SchedulerService::post_podgroup_event(const std::string& gang, const std::string& type,

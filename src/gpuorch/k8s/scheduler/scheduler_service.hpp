@@ -21,8 +21,10 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -36,6 +38,7 @@
 #include "gpuorch/k8s/mirror/pod_object.hpp"
 #include "gpuorch/k8s/scheduler/retried_writes.hpp"
 #include "gpuorch/sched/backoff.hpp"
+#include "gpuorch/sched/jobs/measured_growth.hpp"
 #include "gpuorch/sched/pending_queue.hpp"
 
 namespace gpuorch::k8s {
@@ -65,6 +68,11 @@ struct SchedulerServiceOptions {
   // With queues: an elastic gang (more pods than its PodGroup's minMember) grows onto freed
   // resources at most once per this long, so restarts of its training do not eat the gain.
   std::chrono::seconds resize_interval{300};
+  // With queues: what one resize idles an elastic job (rendezvous, restart, checkpoint load), so
+  // a gang grows only when its fitted speedup pays for it over a resize interval
+  // (sched/jobs/measured_growth.hpp). nullopt: a tenth of resize_interval (30 s at 300 s, the
+  // simulator's restart cost).
+  std::optional<std::chrono::milliseconds> resize_cost;
   base::LogSink log;  // one line per bind/failure; may be empty
 };
 
@@ -171,6 +179,19 @@ class SchedulerService {
     ClusterMirror::GangResult placement;
     bool nominated = false;
   };
+  // --queues: how far elastic gang `gang` should run now (at least minMember): the job layer's
+  // sizing over the throughput model fitted to what its pods' gpuorch.io/throughput annotations
+  // measured (remembered per size, as the launcher overwrites them), or the prior.
+  sched::jobs::GrowthAdvice growth_advice(const std::string& gang, int bound, int present,
+                                          int min_member, double gpus_per_pod);
+  sched::jobs::GangGrowth gang_growth(const std::string& gang, int bound, int present,
+                                      int min_member, double gpus_per_pod,
+                                      std::vector<workload::ThroughputReport>& measured);
+  // --queues: `waiting` found no room. An elastic gang whose fitted model says its pods above
+  // some count add less than a resize costs (advise_shrink) gives those back, evicted, when
+  // what is free and what they free hold the job; one gang per call, each at most once per
+  // resize interval, and never below minMember.
+  void shrink_for(const std::vector<PodObject>& waiting);
   // `min_members`: ClusterMirror::AdmitOptions::min_members (0: all of them).
   JobDecision place_job(const std::vector<PodObject>& members, int min_members = 0);
   // Whether a bound pod may be a victim now: ours, not system-critical, not terminating, not
@@ -263,6 +284,10 @@ class SchedulerService {
   bool upstream_podgroups_served_ = false;  // scheduling.k8s.io/v1beta1 (GenericWorkload)
   std::map<std::string, std::chrono::steady_clock::time_point> gang_waiting_since_;
   std::map<std::string, std::chrono::steady_clock::time_point> gang_resized_;  // elastic gangs
+  // What each elastic gang measured, newest per (nodes, world size, local batch).
+  std::map<std::string, std::map<std::tuple<int, int, int>, workload::ThroughputReport>>
+      gang_measured_;
+  std::chrono::steady_clock::time_point last_shrink_check_{};
   std::chrono::steady_clock::time_point last_retry_;
   // Preemptions under way (--queues): by job ("namespace/name" of its pod or gang), the members
   // holding their reservation in the mirror and the victims not yet gone.

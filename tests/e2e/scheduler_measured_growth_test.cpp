@@ -1,0 +1,208 @@
+// Issue 32 item 5 on the real kube-apiserver: an elastic gang's growth is decided by the speed it
+// measured. `gpuorch launch` publishes a job's throughput as its pod's gpuorch.io/throughput
+// annotation (here written by the test, as the launcher would, and by the launcher itself with
+// --kubeconfig), and `gpuorch scheduler --queues` fits Pollux's throughput model to one sample per
+// size the gang's pods report: a gang that scales is grown, one whose next pod adds nothing is
+// not, and its pods and PodGroup say why.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpuorch/k8s/api/api_client.hpp"
+#include "gpuorch/k8s/api/kubeconfig.hpp"
+#include "gpuorch/workload/throughput_report.hpp"
+#include "support/control_plane.hpp"
+#include "support/kai_queue.hpp"
+#include "support/kube_objects.hpp"
+#include "support/podgroup_crd.hpp"
+#include "support/scheduler_process.hpp"
+#include "support/test_support.hpp"
+
+namespace gpuorch {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using test::node_of;
+
+const std::string kPods = "/api/v1/namespaces/default/pods";
+const std::string kQueues = "/apis/scheduling.run.ai/v2/queues";
+const std::string kGroups = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups";
+
+// What the launcher of a job of `pods` pods (one rank each) measured.
+std::string measured(int pods, double samples_per_second) {
+  workload::ThroughputReport r;
+  r.world_size = pods;
+  r.nodes = pods;
+  r.local_batch = 32;
+  r.samples_per_second = samples_per_second;
+  r.step_time = pods * 32 / samples_per_second;
+  r.time = fmt::format("2026-12-04T16:00:0{}Z", pods);
+  return workload::to_annotation(r);
+}
+
+json gpu_pod(const std::string& name, const std::string& group = "",
+             const std::string& throughput = "") {
+  json p = {{"apiVersion", "v1"},
+            {"kind", "Pod"},
+            {"metadata", {{"name", name}, {"labels", {{"kai.scheduler/queue", "q"}}}}},
+            {"spec",
+             {{"schedulerName", "gpuorch"},
+              {"containers", json::array({{{"name", "c"},
+                                           {"image", "registry.k8s.io/pause:3.10"},
+                                           {"resources",
+                                            {{"requests", {{"cpu", "1"}, {"nvidia.com/gpu", "1"}}},
+                                             {"limits", {{"nvidia.com/gpu", "1"}}}}}}})}}}};
+  if (!group.empty()) p["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] = group;
+  if (!throughput.empty()) {
+    p["metadata"]["annotations"][workload::kThroughputAnnotation] = throughput;
+  }
+  return p;
+}
+
+int count_bound(k8s::ApiClient& api, const std::string& prefix, int pods) {
+  int n = 0;
+  for (int i = 0; i < pods; ++i) {
+    n += int(!node_of(api.get(fmt::format("{}/{}-{}", kPods, prefix, i))).empty());
+  }
+  return n;
+}
+
+int wait_bound(k8s::ApiClient& api, const std::string& prefix, int pods, int want) {
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < deadline && count_bound(api, prefix, pods) != want) {
+    std::this_thread::sleep_for(100ms);
+  }
+  return count_bound(api, prefix, pods);
+}
+
+std::string events_about(k8s::ApiClient& api, const std::string& name) {
+  std::string out;
+  const json list =
+      api.get("/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3D" + name);
+  for (const auto& e : list["items"]) {
+    out += e.value("reason", "") + ": " + e.value("message", "") + "\n";
+  }
+  return out;
+}
+
+TEST(SchedulerMeasuredGrowth, AGangThatScalesGrowsAndOneThatDoesNotSaysWhy) {
+  auto& cp = test::ControlPlane::shared();
+  k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
+  test::clear_cluster(api);
+  test::install_podgroup_crd(api, kGroups);
+  test::install_podgroup_crd(api, kQueues);
+  try {
+    api.remove(kQueues);
+  } catch (const k8s::ApiError& e) {
+    if (e.status() != 404) throw;
+  }
+  api.create(kQueues, test::kai_queue("q", 8, -1));
+  api.create("/api/v1/nodes",
+             {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "n1"}}}});
+  const json res = {{"cpu", "64"}, {"memory", "512Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "8"}};
+  api.patch("/api/v1/nodes/n1/status", {{"status", {{"capacity", res}, {"allocatable", res}}}});
+  test::TempDir dir;
+  test::SchedulerProcess scheduler(
+      {"--kubeconfig", cp.kubeconfig(), "--queues", "--listen", "127.0.0.1:0", "--resize-interval",
+       "2", "--resize-cost", "0.2", "--retry-unschedulable", "1"},
+      dir.file("scheduler.log"));
+  // Three single-GPU pods hold 3 of the 8 GPUs for now.
+  for (int i = 0; i < 3; ++i) {
+    api.create(kPods, gpu_pod(fmt::format("o-{}", i)));
+    test::wait_for(api, fmt::format("{}/o-{}", kPods, i),
+                   [](const json& p) { return !node_of(p).empty(); });
+  }
+  // flat (minMember 3, 4 pods) measured 100, 110 and 112 samples/s at 1, 2 and 3 pods: its
+  // fourth pod adds nothing, so it runs 3 even though a GPU is free.
+  for (const char* g : {"flat", "fast"}) {
+    api.create(kGroups, {{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+                         {"kind", "PodGroup"},
+                         {"metadata", {{"name", g}}},
+                         {"spec", {{"minMember", std::string(g) == "flat" ? 3 : 2}}}});
+  }
+  const std::vector<std::string> flat = {measured(1, 100), measured(2, 110), measured(3, 112), ""};
+  for (int i = 0; i < 4; ++i) {
+    api.create(kPods, gpu_pod(fmt::format("flat-{}", i), "flat", flat[std::size_t(i)]));
+  }
+  ASSERT_EQ(wait_bound(api, "flat", 4, 3), 3) << scheduler.log();
+  // fast (minMember 2, 4 pods) measured 100 and 198 samples/s at 1 and 2 pods: it starts with
+  // the 2 GPUs left and grows to 4 once the others finish.
+  api.create(kPods, gpu_pod("fast-0", "fast", measured(1, 100)));
+  api.create(kPods, gpu_pod("fast-1", "fast", measured(2, 198)));
+  for (int i = 2; i < 4; ++i) api.create(kPods, gpu_pod(fmt::format("fast-{}", i), "fast"));
+  ASSERT_EQ(wait_bound(api, "fast", 4, 2), 2) << scheduler.log();
+  for (int i = 0; i < 3; ++i) api.remove(fmt::format("{}/o-{}?gracePeriodSeconds=0", kPods, i));
+  EXPECT_EQ(wait_bound(api, "fast", 4, 4), 4) << scheduler.log();
+  test::wait_for(api, "/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dfast",
+                 [](const json& l) {
+                   for (const auto& e : l["items"]) {
+                     if (e.value("reason", "") == "Resized") return true;
+                   }
+                   return false;
+                 });
+  EXPECT_NE(events_about(api, "fast").find(
+                "measured 198 samples/s at 2 pods, fitted speedup at 4 pods 2.00x: grown to 4"),
+            std::string::npos)
+      << events_about(api, "fast");
+  // flat still runs 3, and its waiting pod and its PodGroup say why.
+  const json waiting = test::wait_for(api, kPods + "/flat-3", [](const json& p) {
+    return test::unschedulable_message(p).find("fitted speedup") != std::string::npos;
+  });
+  const std::string why = test::unschedulable_message(waiting);
+  EXPECT_NE(why.find("gang default/flat: measured 112 samples/s at 3 pods, fitted speedup at 4 "
+                     "pods"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("not grown"), std::string::npos) << why;
+  EXPECT_NE(events_about(api, "flat").find("NotResized: gang default/flat: measured 112"),
+            std::string::npos)
+      << events_about(api, "flat");
+  EXPECT_EQ(count_bound(api, "flat", 4), 3);
+  if (HasFailure()) ADD_FAILURE() << "scheduler log:\n" << scheduler.log();
+}
+
+// The launcher's side: a worker appends a step report to $GPUORCH_THROUGHPUT_FILE and the
+// launcher (outside any pod here, so with --kubeconfig and POD_NAME) patches the annotation; a
+// pod that does not exist costs a logged failure, never the training.
+TEST(SchedulerMeasuredGrowth, LaunchPublishesTheWorkersStepReportOnItsPod) {
+  auto& cp = test::ControlPlane::shared();
+  k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
+  test::clear_cluster(api);
+  api.create(kPods, gpu_pod("trainer"));
+  test::TempDir dir;
+  const std::vector<std::string> args = {
+      "launch", "--kubeconfig", cp.kubeconfig(), "--standalone", "--nproc-per-node", "1", "--",
+      "/bin/sh", "-c",
+      "echo '{\"local_bsz\": 32, \"optim_step_time\": 0.25}' >> \"$GPUORCH_THROUGHPUT_FILE\"; "
+      "sleep 0.3"};
+  {
+    const test::ScopedEnv pod("POD_NAME", "trainer");
+    const test::ScopedEnv ns("POD_NAMESPACE", "default");
+    const auto r = test::run_cli(args, dir);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  const json p = api.get(kPods + "/trainer");
+  const std::string text = p["metadata"]["annotations"].value(workload::kThroughputAnnotation, "");
+  std::string bad;
+  const auto report = workload::parse_throughput_annotation(text, &bad);
+  ASSERT_TRUE(report) << bad << ": " << p["metadata"].dump();
+  EXPECT_EQ(report->world_size, 1);
+  EXPECT_EQ(report->nodes, 1);
+  EXPECT_EQ(report->local_batch, 32);
+  EXPECT_DOUBLE_EQ(report->samples_per_second, 128);
+  {
+    const test::ScopedEnv pod("POD_NAME", "no-such-pod");
+    const auto r = test::run_cli(args, dir);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("throughput: publishing failed"), std::string::npos) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace gpuorch
