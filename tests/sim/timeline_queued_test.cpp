@@ -130,5 +130,12 @@ TEST(TimelineQueued, TiresiasOnEventsDecidesAsTheRoundOverEveryJob) {
   expect_same_jcts_on_tenants("tiresias", 1500);
 }
 
+// sjf on the engine's events rounds over the running jobs and adds back only the waiting jobs
+// that could start on what is free or, one at a time in the round's order, by reclaim
+// (sched::jobs::WaitingIndex::next_candidate): the same decisions as the round over every job.
+TEST(TimelineQueued, SjfOnEventsDecidesAsTheRoundOverEveryJob) {
+  expect_same_jcts_on_tenants("sjf", 1500);
+}
+
 }  // namespace
 }  // namespace gpuorch::sim

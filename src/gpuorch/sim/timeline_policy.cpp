@@ -31,10 +31,12 @@ std::vector<std::string> timeline_policy_names() {
 
 std::unique_ptr<TimelinePolicy> make_timeline_policy(const std::string& name,
                                                      const PolicyOptions& options) {
-  // The rigid orders are the job layer's (sched/jobs/), with every job in one default queue.
-  if (name == "fifo" || name == "sjf" || name == "tiresias") {
+  // The rigid orders are the job layer's (sched/jobs/), with every job in one default queue;
+  // tiresias:over-quota=rank gives what is over the queues' quotas by its order across them.
+  if (name == "fifo" || name == "sjf" || name == "tiresias" || name == "tiresias:over-quota=rank") {
     QueuedOptions q;
-    q.order = name;
+    q.order = name.substr(0, name.find(':'));
+    q.over_quota_by_rank = name != q.order;
     q.queues = options.queues;
     q.policy = options;
     return make_queued(q);

@@ -111,7 +111,10 @@ class Queued final : public TimelinePolicy {
   Reallocations schedule(Seconds now, std::span<Job* const> active,
                          cluster::Cluster& cluster) override {
     if (options_.order == "fifo" && events().known) return strict_fifo(now, cluster);
-    if (options_.order == "tiresias" && events().known) return las_on_events(now, cluster);
+    if (options_.order == "tiresias" && events().known && !options_.over_quota_by_rank) {
+      return las_on_events(now, cluster);
+    }
+    if (options_.order == "sjf" && events().known) return sjf_on_events(now, cluster);
     // A round is a function of the active jobs, their ranks and the cluster, and the cluster
     // changes only when jobs come or go: with the same jobs (and, for tiresias, no demotion)
     // the last round's decision stands. Most ticks of a long trace are such ticks.
@@ -126,6 +129,7 @@ class Queued final : public TimelinePolicy {
     if (!e.known) last_active_.assign(active.begin(), active.end());
     const auto states =
         run_.states(active, [this](const Job& j) -> const workload::JobSpec& { return rigid(j); });
+    for (std::size_t i = 0; i < active.size(); ++i) states[i]->seq = active[i]->spec().id;
     if (options_.order == "sjf") {
       for (std::size_t i = 0; i < active.size(); ++i) {
         const Job& j = *active[i];
@@ -136,6 +140,7 @@ class Queued final : public TimelinePolicy {
     round.now = now;
     round.backfill = options_.order != "fifo";
     round.preempt_by_rank = options_.order == "tiresias";
+    round.over_quota_by_rank = options_.over_quota_by_rank;
     round.explain = false;  // the simulator reports outcomes, not per-round explanations
     if (options_.order == "tiresias") las_.rank(now, active, states);
     Reallocations out = run_.round(cluster, round);
@@ -236,6 +241,71 @@ class Queued final : public TimelinePolicy {
     return out;
   }
 
+  // sjf without visiting every waiting job: the round gets the running jobs (rank -1, the only
+  // ones whose placements can change without starting) and keeps the waiting ones in the
+  // WaitingIndex, whose rank (the oracle run time) does not change while they wait. sjf's round
+  // does not preempt by rank, so the index's budget for the order does not apply; what it gives
+  // back instead (RoundOptions::more_to_allocate, next_candidate; waiting_index.hpp) is every job
+  // that could start on what is free when the walk begins (that only shrinks during it) and, at
+  // each job's place in the post-filters' order, the next that reclaim could start then, asked
+  // again after each since reclaim does not only shrink what is free. The others' tries change
+  // nothing. Ties of rank go by id (JobState::seq), as in the round over every job.
+  Reallocations sjf_on_events(Seconds now, cluster::Cluster& cluster) {
+    const TickEvents& e = events();
+    if (e.arrived.empty() && e.finished.empty()) return {};
+    if (!index_) index_.emplace(run_.tree().size());
+    for (Job* j : e.finished) {
+      const auto it = std::lower_bound(running_.begin(), running_.end(), j, by_id);
+      if (it != running_.end() && *it == j) running_.erase(it);
+      unindex(*j);
+    }
+    for (Job* j : e.arrived) {
+      const std::size_t id = j->spec().id;
+      if (id >= las_jobs_.size()) las_jobs_.resize(id + 1);
+      las_jobs_[id] = {j, &run_.state(*j, [this](const Job& x) -> const workload::JobSpec& {
+                         return rigid(x);
+                       })};
+      to_wait(*j);
+    }
+    auto& added = scratch_.added;
+    added.clear();
+    for (Job* j : running_) las_jobs_[j->spec().id].state->rank = -1;
+    sched::jobs::RoundOptions round;
+    round.now = now;
+    round.backfill = true;
+    round.explain = false;
+    index_->begin_round();
+    round.unlisted_demand = index_->demand();
+    round.more_to_allocate = [&](const sched::jobs::OverShareStart& at,
+                                 std::vector<JobState*>& out) {
+      const std::size_t from = out.size();
+      index_->startable(at, out);
+      for (std::size_t i = from; i < out.size(); ++i) added.push_back(job_of(*out[i]));
+    };
+    round.next_candidate = [&](const sched::jobs::CandidateQuery& at) -> JobState* {
+      JobState* s = index_->next_candidate(at);
+      if (s != nullptr) added.push_back(job_of(*s));
+      return s;
+    };
+    const std::vector<Job*> listed = running_;
+    Reallocations out = run_.round(cluster, listed, round);
+    for (Job* j : added) {
+      const JobState& s = *las_jobs_[j->spec().id].state;
+      if (s.changed) out.push_back({j, s.placements});
+    }
+    for (Job* j : listed) {  // preempted (reclaim): back among the waiting
+      if (las_jobs_[j->spec().id].state->replicas() > 0) continue;
+      running_.erase(std::lower_bound(running_.begin(), running_.end(), j, by_id));
+      to_wait(*j);
+    }
+    for (Job* j : added) {
+      if (las_jobs_[j->spec().id].state->replicas() == 0) continue;
+      unindex(*j);
+      running_.insert(std::lower_bound(running_.begin(), running_.end(), j, by_id), j);
+    }
+    return out;
+  }
+
  private:
   // fifo without visiting every waiting job: in a strict-FIFO queue a job starts only after every
   // job before it has started, and a fifo round starts jobs only on what is free when it begins
@@ -301,6 +371,16 @@ class Queued final : public TimelinePolicy {
     LasJob& l = las_jobs_[j.spec().id];
     if (!l.indexed) index_->add(*l.state);
     l.indexed = true;
+  }
+  // A waiting sjf job joins the index with its rank, fixed while it waits.
+  void to_wait(Job& j) {
+    JobState& s = *las_jobs_[j.spec().id].state;
+    s.rank = oracle_run_time(j, options_.policy.gpus_per_node);
+    s.seq = j.spec().id;
+    index(j);
+  }
+  Job* job_of(const JobState& s) const {
+    return las_jobs_[static_cast<const JobSpec*>(s.spec)->id].job;
   }
   void unindex(const Job& j) {
     LasJob& l = las_jobs_[j.spec().id];

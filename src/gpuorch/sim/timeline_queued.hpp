@@ -19,6 +19,9 @@ struct QueuedOptions {
   // uses for the order (most-free for tiresias, tightest-fit for fifo and sjf).
   std::string placement;
   std::vector<workload::QueueSpec> queues;  // empty: one default queue holds every job
+  // tiresias: what is over the queues' quotas goes by the order across the queues
+  // (sched::jobs::RoundOptions::over_quota_by_rank; `tiresias:over-quota=rank`).
+  bool over_quota_by_rank = false;
   PolicyOptions policy;
 };
 

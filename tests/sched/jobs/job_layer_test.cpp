@@ -339,6 +339,42 @@ TEST_F(JobLayerTest, RankOrderLeavesNoGpuIdleThatAnotherQueueCannotUse) {
   EXPECT_EQ(running("a"), 8);
 }
 
+// Quotas of 2 GPUs each on 8: 4 GPUs over quota. a's 8 jobs have much attained service; b's 6
+// new ones none. By weight b gets its fair share (2 + half of the 4); with the GPUs over quota
+// ordered by rank across the queues it gets all 4 of them, and a keeps its quota (its first two).
+class OverQuota : public JobLayerTest {
+ protected:
+  OverQuota() : JobLayerTest({gpu_queue("a", 2), gpu_queue("b", 2)}) {}
+  void flood_then_arrive(RoundOptions las) {
+    las.preempt_by_rank = true;
+    for (int i = 0; i < 8; ++i) job(fmt::format("a{}", i), "a", 1).rank = 100 + i;
+    round(0, las);
+    ASSERT_EQ(running("a"), 8);
+    for (int i = 0; i < 6; ++i) job(fmt::format("b{}", i), "b", 1).rank = i;
+    round(60, las);
+  }
+};
+
+TEST_F(OverQuota, ByWeightEachQueueGetsItsFairShare) {
+  flood_then_arrive({});
+  EXPECT_EQ(running("a"), 4);
+  EXPECT_EQ(running("b"), 4);
+}
+
+TEST_F(OverQuota, ByRankTheGpusOverQuotaGoToTheJobsRankedFirstAcrossQueues) {
+  RoundOptions las;
+  las.over_quota_by_rank = true;
+  flood_then_arrive(las);
+  EXPECT_EQ(running("b"), 6);
+  EXPECT_EQ(running("a"), 2);
+  EXPECT_EQ(states[0].replicas() + states[1].replicas(), 2);  // a's quota, to its first two
+  EXPECT_EQ(states[7].preempted, PreemptReason::kQueueOrder);
+  las.preempt_by_rank = true;
+  round(120, las);  // and it stays
+  EXPECT_EQ(running("b"), 6);
+  EXPECT_EQ(running("a"), 2);
+}
+
 TEST_F(JobLayerTest, EveryWaitingJobHasAReason) {
   // Pods outside the job layer hold 2 GPUs of each node.
   c.apply(test::placement(0, 0, 1000, {0, 1}));

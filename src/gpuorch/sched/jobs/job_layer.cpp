@@ -143,6 +143,7 @@ struct JobLayer::Round {
   std::vector<int> target;         // per job: replicas it should have after the round
   std::vector<std::vector<std::size_t>> by_queue;  // per queue: its jobs, in order
   Amounts free{};
+  std::vector<Amounts> demand;  // per queue: what its jobs want (the fair shares' input)
   // A gang shape (replica request) that found no placement at this many replicas, since the
   // last time resources were freed: more of the same cannot be placed either.
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::size_t>, int> failed;
@@ -318,7 +319,7 @@ struct JobLayer::Round {
       free[1] += double(cluster().cpu_free(n));
       free[2] += double(cluster().memory_free(n));
     }
-    std::vector<Amounts> demand(nq, Amounts{});
+    demand.assign(nq, Amounts{});
     replica.resize(jobs.size());
     target.resize(jobs.size());
     by_queue.assign(nq, {});
@@ -345,7 +346,8 @@ struct JobLayer::Round {
     const JobState& x = jobs[a];
     const JobState& y = jobs[b];
     if (x.spec->priority != y.spec->priority) return x.spec->priority > y.spec->priority;
-    return x.rank < y.rank;
+    if (x.rank != y.rank) return x.rank < y.rank;
+    return x.seq < y.seq;
   }
   void sort_queue(std::vector<std::size_t>& list) const {
     const auto in_order = [this](std::size_t a, std::size_t b) { return first(a, b); };
@@ -373,16 +375,22 @@ struct JobLayer::Round {
     }
   }
 
+  // A waiting job the caller left out joins the round: its index.
+  std::size_t join(JobState* s) {
+    const std::size_t j = jobs.size();
+    jobs.add(s);
+    replica.emplace_back();
+    target.emplace_back();
+    init(j);
+    return j;
+  }
+
   // Waiting jobs the caller left out join the round (their demand was in unlisted_demand, so
   // the fair shares stay); each queue's walk takes them in its order.
   void add(std::span<JobState* const> more) {
     std::vector<std::size_t> had(tree().size(), SIZE_MAX);  // per queue: its jobs before
     for (JobState* s : more) {
-      const std::size_t j = jobs.size();
-      jobs.add(s);
-      replica.emplace_back();
-      target.emplace_back();
-      init(j);
+      const std::size_t j = join(s);
       auto& list = by_queue[s->queue];
       if (had[s->queue] == SIZE_MAX) had[s->queue] = list.size();
       list.push_back(j);
@@ -421,6 +429,13 @@ struct JobLayer::Round {
     from[nq] = walk.size();
     std::vector<JobState*> more;
     options.more_to_order(OrderStart{budgets, walk, from}, more);
+    add(more);
+  }
+
+  // Without an order (sjf's round): every left-out job that could start on what is free.
+  void add_to_allocate() {
+    std::vector<JobState*> more;
+    options.more_to_allocate(OverShareStart{free, tree().leaves()}, more);
     add(more);
   }
 
@@ -486,6 +501,7 @@ struct JobLayer::Round {
       return selected;
     }
     if (!options.preempt_by_rank) return selected;
+    if (options.over_quota_by_rank) return by_rank_across_queues();
     for (const std::size_t q : tree().leaves()) {
       Amounts budget = this->budget(q);
       auto take = [&](std::size_t j) {
@@ -521,6 +537,121 @@ struct JobLayer::Round {
     return selected;
   }
 
+  // Where the walk over a queue's waiting jobs (allocate) failed between two starts: the jobs
+  // strictly between `after` and `before` in the queue's order (nullptr: its first, its last)
+  // failed there, without changing anything, and were post-filter candidates in that order:
+  // the listed ones are needs_preemption[begin, end), the left-out ones the caller gives back
+  // (RoundOptions::next_candidate). What the queue and its parents had left of their limits
+  // then: a job that would have passed them was no candidate (kOverLimit).
+  struct Segment {
+    std::size_t queue = 0;
+    const JobState* after = nullptr;
+    const JobState* before = nullptr;
+    std::size_t begin = 0, end = 0;
+    Amounts limit_room{};
+  };
+  bool candidates_left_out = false;  // set for the round's first pass, with next_candidate
+  std::vector<Segment> segments;
+
+  [[nodiscard]] Amounts limit_room(std::size_t q) const {
+    Amounts room;
+    room.fill(std::numeric_limits<double>::infinity());
+    for (int at = int(q); at >= 0; at = tree().parent(std::size_t(at))) {
+      const auto& limit = tree().limit(std::size_t(at));
+      for (std::size_t k = 0; k < kResourceKinds; ++k) {
+        room[k] = std::min(room[k], limit[k] - layer.allocated_[std::size_t(at)][k]);
+      }
+    }
+    return room;
+  }
+
+  // 2, with RoundOptions::over_quota_by_rank: in each queue the jobs its order ranks first get
+  // what the queue is guaranteed (its quota, as far as its jobs want it); what is left of the
+  // cluster goes to the jobs left over, every queue's together, in the policy's order (higher
+  // queue priority first, then the job's priority and rank), each queue within its limits. A
+  // running job outside both is preempted (queue-order).
+  std::vector<bool> by_rank_across_queues() {
+    std::vector<bool> selected(jobs.size(), false);
+    Amounts left = layer.capacity_;
+    std::vector<Amounts> used(tree().size(), Amounts{});  // taken per queue, for the limits
+    // Resources no queue has a quota of are not divided by quota: only the cluster bounds them.
+    Amounts quoted{};
+    for (const std::size_t q : tree().leaves()) {
+      for (std::size_t k = 0; k < kResourceKinds; ++k) quoted[k] += tree().quota(q)[k];
+    }
+    const auto need_of = [&](std::size_t j) {
+      return to_amounts(replica[j] * (jobs[j].replicas() > 0 ? jobs[j].replicas() : target[j]));
+    };
+    const auto charge_taken = [&](std::size_t q, const Amounts& need, Amounts* budget) {
+      for (std::size_t k = 0; k < kResourceKinds; ++k) {
+        left[k] -= need[k];
+        if (budget != nullptr) (*budget)[k] -= need[k];
+      }
+      for (int at = int(q); at >= 0; at = tree().parent(std::size_t(at))) {
+        for (std::size_t k = 0; k < kResourceKinds; ++k) used[std::size_t(at)][k] += need[k];
+      }
+    };
+    const auto take = [&](std::size_t j, Amounts* budget) {
+      const Amounts need = need_of(j);
+      for (std::size_t k = 0; k < kResourceKinds; ++k) {
+        if (need[k] > left[k] + kEps) return false;
+        if (budget != nullptr && need[k] > (*budget)[k] + kEps) return false;
+      }
+      for (int at = int(jobs[j].queue); at >= 0; at = tree().parent(std::size_t(at))) {
+        for (std::size_t k = 0; k < kResourceKinds; ++k) {
+          if (used[std::size_t(at)][k] + need[k] > tree().limit(std::size_t(at))[k] + kEps) {
+            return false;
+          }
+        }
+      }
+      charge_taken(jobs[j].queue, need, budget);
+      return true;
+    };
+    const auto fixed = [&](std::size_t j) {
+      return jobs[j].replicas() > 0 && !jobs[j].spec->preemptible;
+    };
+    std::vector<std::size_t> rest;
+    for (const std::size_t q : tree().leaves()) {
+      Amounts guaranteed{};
+      for (std::size_t k = 0; k < kResourceKinds; ++k) {
+        guaranteed[k] = quoted[k] <= kEps ? std::numeric_limits<double>::infinity()
+                                          : std::min(tree().quota(q)[k], demand[q][k]);
+      }
+      for (const std::size_t j : by_queue[q]) {
+        if (!fixed(j)) continue;
+        selected[j] = true;  // it keeps what it runs, first from its queue's guarantee
+        charge_taken(q, need_of(j), &guaranteed);
+      }
+      for (const std::size_t j : by_queue[q]) {
+        if (fixed(j)) continue;
+        selected[j] = take(j, &guaranteed);
+        if (!selected[j]) rest.push_back(j);
+      }
+    }
+    // Over quota: one order across the queues (each queue's list is in its order already).
+    std::stable_sort(rest.begin(), rest.end(), [&](std::size_t a, std::size_t b) {
+      const int pa = tree().spec(jobs[a].queue).priority, pb = tree().spec(jobs[b].queue).priority;
+      if (pa != pb) return pa > pb;
+      return first(a, b);
+    });
+    for (const std::size_t j : rest) selected[j] = take(j, nullptr);
+    for (std::size_t j = 0; j < jobs.size(); ++j) {
+      jobs[j].selected = selected[j];
+      if (selected[j]) continue;
+      if (jobs[j].replicas() > 0) {
+        release(j, jobs[j].replicas());
+        jobs[j].preempted = PreemptReason::kQueueOrder;
+        if (options.explain) {
+          jobs[j].why = "jobs ranked before it take its queue's quota and what is over quota";
+        }
+        ++stats.preempted;
+      }
+      wait(j, WaitReason::kLowerPriority,
+           "its queue's quota and the GPUs over quota go to jobs its policy ranks first");
+    }
+    return selected;
+  }
+
   // 3. Waiting jobs start on free resources, the queue furthest below its fair share first.
   // Returns the jobs that could start only by preempting, in the order they were considered.
   std::vector<std::size_t> allocate(const std::vector<bool>& selected) {
@@ -537,19 +668,51 @@ struct JobLayer::Round {
       }
       return false;
     };
+    // With left-out jobs (candidates_left_out), every queue may hold some: it is in the order
+    // until its walk has passed them all (a walk over none changes nothing).
+    const bool left_out = candidates_left_out;
     for (const std::size_t q : tree().leaves()) {
-      if (next_waiting(q)) order.emplace(-tree().spec(q).priority, ratio(q), q);
+      if (next_waiting(q) || left_out) order.emplace(-tree().spec(q).priority, ratio(q), q);
     }
     std::vector<std::size_t> needs_preemption;
+    std::vector<std::size_t> open(left_out ? tree().size() : 0, SIZE_MAX);
+    std::vector<const JobState*> last_start(open.size(), nullptr);
+    const auto close = [&](std::size_t q, const JobState* at) {
+      segments[open[q]].before = at;
+      segments[open[q]].end = needs_preemption.size();
+      open[q] = SIZE_MAX;
+    };
     while (!order.empty()) {
       const std::size_t q = std::get<2>(order.top());
       order.pop();
+      if (left_out) {
+        if (open[q] == SIZE_MAX) {
+          open[q] = segments.size();
+          segments.push_back(
+              {q, last_start[q], nullptr, needs_preemption.size(), 0, limit_room(q)});
+        }
+        if (!next_waiting(q)) {  // only left-out jobs may follow: none starts (free only shrinks)
+          close(q, nullptr);
+          continue;
+        }
+      }
       const std::size_t j = by_queue[q][cursor[q]++];
-      if (!try_start(j, needs_preemption) && !options.backfill) {
+      const bool started = try_start(j, needs_preemption);
+      if (!started && !options.backfill) {
         blocked_by[q] = j;
         continue;  // the rest of the queue waits behind it (below), out of the order
       }
-      if (next_waiting(q)) order.emplace(-tree().spec(q).priority, ratio(q), q);
+      if (left_out && started) {
+        close(q, &jobs[j]);
+        last_start[q] = &jobs[j];
+        order.emplace(-tree().spec(q).priority, ratio(q), q);
+        continue;
+      }
+      if (next_waiting(q)) {
+        order.emplace(-tree().spec(q).priority, ratio(q), q);
+      } else if (left_out) {
+        close(q, nullptr);
+      }
     }
     for (const std::size_t q : tree().leaves()) {
       if (blocked_by[q] == SIZE_MAX) continue;
@@ -706,7 +869,8 @@ struct JobLayer::Round {
       if (pa != pb) return pa < pb;
       if (a.surplus != b.surplus) return a.surplus;
       if (a.gpu_hours_lost != b.gpu_hours_lost) return a.gpu_hours_lost < b.gpu_hours_lost;
-      return jobs[a.job].rank > jobs[b.job].rank;
+      if (jobs[a.job].rank != jobs[b.job].rank) return jobs[a.job].rank > jobs[b.job].rank;
+      return jobs[a.job].seq < jobs[b.job].seq;
     });
     return pool;
   }
@@ -807,14 +971,100 @@ struct JobLayer::Round {
         [this](std::size_t j, std::vector<sched::Victim>& out) { return reclaim(j, out); });
     layer.priority_->set(
         [this](std::size_t j, std::vector<sched::Victim>& out) { return preempt_lower(j, out); });
-    Decision failure;  // waiting: it fits some empty node (infeasible jobs are not candidates)
-    for (const std::size_t j : candidates) {
-      if (jobs[j].replicas() > 0) continue;
-      const PodRequest request = layer.resolver_.resolve(jobs[j].spec->replica);
-      const PostFilterArgs args{j, request, static_cast<std::uint32_t>(least(j)), failure};
-      PostFilterResult r = layer.post_filters_.run(args);
-      if (r.success() && jobs[j].replicas() == 0) record(j, r);
+    if (candidates_left_out) {
+      with_left_out(candidates);
+      return;
     }
+    for (const std::size_t j : candidates) post_filter(j);
+  }
+
+  Decision waiting;  // a candidate's failure: it fits some empty node (none is infeasible)
+
+  // Runs the post-filters for waiting job j: whether one made room.
+  bool post_filter(std::size_t j) {
+    if (jobs[j].replicas() > 0) return false;
+    const PodRequest request = layer.resolver_.resolve(jobs[j].spec->replica);
+    const PostFilterArgs args{j, request, static_cast<std::uint32_t>(least(j)), waiting};
+    PostFilterResult r = layer.post_filters_.run(args);
+    if (r.success() && jobs[j].replicas() == 0) record(j, r);
+    return r.success();
+  }
+
+  // The post-filters over the candidates and, at their places in each walk's segment, the
+  // left-out jobs the caller gives back (RoundOptions::next_candidate): the same runs, in the
+  // same order, as over every job, skipping only those that cannot change anything. A plain gang
+  // whose reclaim failed fails again while nothing has changed (the same queue, share, victims
+  // and cluster), so the caller is told to skip its shape until a post-filter makes room.
+  void with_left_out(const std::vector<std::size_t>& candidates) {
+    const bool any = layer.post_filters_.names().size() > 2;  // added ones: no bound known
+    std::uint64_t changes = 0;
+    std::vector<std::uint64_t> failed_at(tree().size(), 0);
+    std::vector<std::vector<std::pair<Resources, int>>> failed_gangs(tree().size());
+    for (const Segment& seg : segments) {
+      const std::size_t q = seg.queue;
+      const JobState* at = seg.after;
+      for (std::size_t i = seg.begin;;) {
+        const bool listed_left = i < seg.end;
+        if (failed_at[q] != changes) failed_gangs[q].clear();
+        CandidateQuery query;
+        query.queue = q;
+        query.after = at;
+        query.before = listed_left ? &jobs[candidates[i]] : seg.before;
+        query.room = reclaim_room(q);
+        query.priority_above = lowest[q];
+        query.any = any;
+        query.failed = failed_gangs[q];
+        std::size_t j = 0;
+        if (JobState* more = options.next_candidate(query)) {
+          // As its try in the walk ended: over the limit left then, or short of free resources.
+          j = join(more);
+          at = more;
+          const Resources need = replica[j] * least(j);
+          if (!fits(need, seg.limit_room)) {
+            wait(j, WaitReason::kOverLimit, "queue {} (or a parent) would pass its limit",
+                 tree().spec(q).name);
+            continue;
+          }
+          wait_for_resources(j, need);
+          if (jobs[j].waiting == WaitReason::kInfeasible) continue;
+        } else if (listed_left) {
+          j = candidates[i++];
+          at = &jobs[j];
+        } else {
+          break;
+        }
+        if (post_filter(j)) {
+          ++changes;
+        } else if (!any && plain(*jobs[j].spec) && jobs[j].spec->priority <= lowest[q]) {
+          failed_at[q] = changes;
+          failed_gangs[q].emplace_back(replica[j], least(j));
+        }
+      }
+    }
+  }
+
+  static bool plain(const workload::JobSpec& spec) {
+    return spec.replica.allowed_models.empty() &&
+           spec.replica.constraints == workload::NodeConstraints{} && spec.topology_levels.empty();
+  }
+
+  [[nodiscard]] static bool fits(const Resources& need, const Amounts& room) {
+    for (std::size_t k = 0; k < kResourceKinds; ++k) {
+      if (double(need.v[k]) > room[k] + kEps) return false;
+    }
+    return true;
+  }
+
+  // What a job of queue q may ask for and still pass reclaim's first test now: its queue within
+  // its fair share after it, and no more than is free or held over their shares by the others.
+  [[nodiscard]] Amounts reclaim_room(std::size_t q) const {
+    Amounts room{};
+    for (std::size_t k = 0; k < kResourceKinds; ++k) {
+      const double fair = layer.fair_[q][k];
+      room[k] = (fair <= kEps ? kEps : fair * (1 + kEps)) - layer.allocated_[q][k];
+    }
+    room[0] = std::min(room[0], free[0] + reclaimable(q) + kEps);
+    return room;
   }
 
   // 6. Elastic jobs below what the policy wants grow next to their replicas on what is free.
@@ -851,6 +1101,9 @@ RoundStats JobLayer::round(std::span<JobState* const> jobs, const RoundOptions& 
   r.resize();
   const bool lazy = options.preempt_by_rank && !options.sized;
   if (lazy && options.more_to_order) r.add_to_order();
+  r.candidates_left_out = !options.preempt_by_rank && !options.sized && options.backfill &&
+                          options.next_candidate && options.more_to_allocate;
+  if (r.candidates_left_out) r.add_to_allocate();
   const auto selected = r.by_rank();
   const auto candidates = r.allocate(selected);
   if (!options.sized && options.preempt) r.reclaim_and_preempt(candidates);

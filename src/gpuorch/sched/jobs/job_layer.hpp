@@ -29,6 +29,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpuorch/cluster/cluster.hpp"
@@ -69,6 +70,11 @@ struct JobState {
   std::vector<cluster::Placement> placements;
   std::int64_t running_since = -1;  // start of its current run: what a preemption loses
   double rank = 0;                  // the policy's order within the queue: lower first
+  // Ties of rank: lower first, in the queue's order and among victims alike (0 for every job:
+  // the order of the round's span). A caller whose waiting jobs join a round from an index
+  // (RoundOptions::more_to_allocate) sets it to its own order, so the round's span order, which
+  // differs then, decides nothing.
+  std::uint64_t seq = 0;
   // Elastic jobs: replicas the policy wants (clamped to min..max; 0: max). With
   // RoundOptions::sized, every job's count (0: not now), as sized by elastic_sizing.hpp.
   int wanted = 0;
@@ -105,12 +111,38 @@ struct OverShareStart {
   std::span<const std::size_t> queues;
 };
 
+// A post-filter candidate the caller left out of a round that does not preempt by rank
+// (RoundOptions::next_candidate): the round asks, in its order, for the next waiting job of
+// `queue` strictly between `after` and `before` in the queue's order (priority, rank, seq;
+// nullptr: from the queue's first, to its last) that is not in the round yet and that the
+// post-filters could start now: its gang fits `room` (every resource; reclaim's bound: its queue
+// stays within its fair share and no more is free or reclaimable), or its priority is above
+// `priority_above` (priority preemption), or any job at all (`any`: post-filters the round
+// cannot bound). `failed`: gangs (one replica's request, replicas) of that queue without GPU
+// models, node constraints or topology levels whose reclaim just failed, with nothing changed
+// since: the same gang fails again, so such jobs need not be asked for unless by priority.
+struct CandidateQuery {
+  std::size_t queue = 0;
+  const JobState* after = nullptr;
+  const JobState* before = nullptr;
+  Amounts room{};
+  int priority_above = 0;
+  bool any = false;
+  std::span<const std::pair<Resources, int>> failed;
+};
+
 struct RoundOptions {
   std::int64_t now = 0;
   // false: a queue's first waiting job that cannot start blocks the ones after it (strict FIFO,
   // Kueue's StrictFIFO); true: later jobs that fit start (BestEffortFIFO).
   bool backfill = true;
   bool preempt_by_rank = false;  // action 2
+  // With preempt_by_rank: each queue's order gets only what the queue is guaranteed (quota, as
+  // far as its jobs want it) to itself; what is left goes to the jobs left over, all queues
+  // together, in the policy's order (overQuotaWeight then plays no part): least attained service
+  // across tenants for what is over quota. Off: each queue's order gets its fair share (quota,
+  // then the rest by overQuotaWeight) and keeps what it holds over it until reclaimed.
+  bool over_quota_by_rank = false;
   // The policy has sized every job (JobState::wanted, from size_by_value within the queues'
   // shares): jobs it sized to 0 wait or stop (kResized), the others start, shrink or grow to
   // their count; no reclaim or preemption beyond that, since the sizing already divided the
@@ -143,6 +175,17 @@ struct RoundOptions {
   // When the pass over the share begins (jobs the order left out try what is free), if any
   // queue may go over its share: every job of those queues that could start on what is free.
   std::function<void(const OverShareStart&, std::vector<JobState*>& out)> more_over_share;
+  // Without preempt_by_rank, with backfill (sjf's round), a caller that leaves waiting rigid jobs
+  // out (their demand in unlisted_demand, distinct priority, rank and seq in each queue) adds
+  // back those that may matter, so the round decides as it would over every job: when the pass
+  // over the waiting jobs begins (OverShareStart: what is free, every leaf), every job that
+  // could start on what is free; then, as the post-filters reach each left-out job's place in
+  // the round's order, the next one they could start (nullptr: none). A left-out job otherwise
+  // changes nothing: it cannot start on what is free (that only shrinks in the pass, and a plain
+  // gang that found no placement finds none later), and a post-filter that fails restores what
+  // it took; so only the jobs asked for here, in this order, can change the round.
+  std::function<void(const OverShareStart&, std::vector<JobState*>& out)> more_to_allocate;
+  std::function<JobState*(const CandidateQuery&)> next_candidate;
 };
 
 // Why a gang found no placement.

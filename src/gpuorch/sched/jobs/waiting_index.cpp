@@ -1,5 +1,6 @@
 #include "gpuorch/sched/jobs/waiting_index.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace gpuorch::sched::jobs {
@@ -24,7 +25,7 @@ bool plain(const workload::JobSpec& spec) {
 }  // namespace
 
 WaitingIndex::Entry WaitingIndex::entry(const JobState& s) {
-  return {-s.spec->priority, s.rank, const_cast<JobState*>(&s), 0};
+  return {-s.spec->priority, s.rank, s.seq, const_cast<JobState*>(&s), 0};
 }
 
 WaitingIndex::Group* WaitingIndex::group(const JobState& s) {
@@ -122,6 +123,31 @@ void WaitingIndex::startable(const OverShareStart& at, std::vector<JobState*>& o
       }
     }
   }
+}
+
+JobState* WaitingIndex::next_candidate(const CandidateQuery& at) {
+  const Entry* best = nullptr;
+  const Entry before = at.before == nullptr ? Entry{} : entry(*at.before);
+  for (const Group& g : groups_.at(at.queue)) {
+    const bool failed =
+        g.plain && std::any_of(at.failed.begin(), at.failed.end(), [&](const auto& f) {
+          return f.first == g.replica && f.second == g.count;
+        });
+    // Otherwise only jobs above priority_above, the first of the group (priority descending).
+    const bool by_room = at.any || (!failed && !beyond(g.gang(), at.room));
+    auto it = at.after == nullptr ? g.jobs.begin() : g.jobs.upper_bound(entry(*at.after));
+    for (; it != g.jobs.end(); ++it) {
+      if (at.before != nullptr && !(*it < before)) break;
+      if (best != nullptr && !(*it < *best)) break;
+      if (!by_room && -it->priority <= at.priority_above) break;
+      if (it->added == round_) continue;
+      best = &*it;
+      break;
+    }
+  }
+  if (best == nullptr) return nullptr;
+  best->added = round_;
+  return best->job;
 }
 
 }  // namespace gpuorch::sched::jobs

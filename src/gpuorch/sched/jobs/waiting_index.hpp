@@ -11,6 +11,14 @@
 // plain gang that found no placement finds none later in the round, so a job that starts there
 // had every job of its group ahead of it start too. A job is left out only when those jobs ahead
 // of it would already take more than the budget (or what is free).
+//
+// A round without an order (sjf's: backfilling, no preemption by rank) asks for what could start
+// on what is free when its walk begins (startable: the same reasoning, what is free only shrinks
+// in the walk), then for the post-filters' candidates one at a time, in the round's order
+// (next_candidate): what could start by reclaim or priority preemption changes as they act (a
+// reclaim that frees more than it needs, or leaves a queue below its share, makes room for a
+// job whose like failed before), so no bound fixed when the walk begins would hold; the round
+// asks again at each place instead.
 #include <cstdint>
 #include <set>
 #include <span>
@@ -38,19 +46,24 @@ class WaitingIndex {
   void begin_round() { ++round_; }
   // RoundOptions::more_to_order: every job inside the order could select.
   void selectable(const OrderStart& at, std::vector<JobState*>& out);
-  // RoundOptions::more_over_share: every job inside of the queues named, not added to this round
-  // yet, that could start on what is free.
+  // RoundOptions::more_over_share (and more_to_allocate): every job inside of the queues named,
+  // not added to this round yet, that could start on what is free.
   void startable(const OverShareStart& at, std::vector<JobState*>& out);
+  // RoundOptions::next_candidate: the first job inside, in the queue's order, that the query
+  // admits and that is not in this round yet (marked as added); nullptr if none.
+  JobState* next_candidate(const CandidateQuery& at);
 
  private:
   struct Entry {
     int priority = 0;  // negated: the order's first is the set's first
     double rank = 0;
+    std::uint64_t seq = 0;
     JobState* job = nullptr;
     mutable std::uint64_t added = 0;  // the round it was added to, by a callback
     bool operator<(const Entry& o) const {
       if (priority != o.priority) return priority < o.priority;
       if (rank != o.rank) return rank < o.rank;
+      if (seq != o.seq) return seq < o.seq;
       return job < o.job;
     }
   };
