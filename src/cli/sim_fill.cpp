@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cli/command_line.hpp"
+#include "cli/node_inputs.hpp"
 #include "cli/progress.hpp"
 #include "cli/verbs.hpp"
 #include "gpuorch/base/atomic_file.hpp"
@@ -15,7 +16,6 @@
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/base/units.hpp"
 #include "gpuorch/cluster/cluster.hpp"
-#include "gpuorch/io/inventory.hpp"
 #include "gpuorch/io/openb.hpp"
 #include "gpuorch/report/fill_html.hpp"
 #include "gpuorch/report/fill_output.hpp"
@@ -95,11 +95,6 @@ std::vector<std::string> parse_policies(const std::string& text) {
   return out;
 }
 
-bool is_yaml(const std::string& path) {
-  const auto ext = std::filesystem::path(path).extension().string();
-  return ext == ".yaml" || ext == ".yml";
-}
-
 // --tune and --seeds checked, and an output file that can be written; the seeds.
 std::vector<std::uint64_t> checked_seeds(const FillFlags& f, const std::string& out_flag,
                                          const std::string& out_path) {
@@ -122,7 +117,7 @@ sim::FillInput load_input(const FillFlags& f, report::FillMeta& meta) {
     input = sim::make_fill_input(sim::kOpenbLikeLabel, sim::openb_like_nodes(),
                                  sim::openb_like_pods(/*seed=*/1));
   } else {
-    auto nodes = is_yaml(f.nodes) ? io::load_inventory(f.nodes) : io::load_openb_nodes(f.nodes);
+    auto nodes = load_node_list(f.nodes);
     io::PodTrace trace = io::load_openb_pods(f.pods);
     warnings = io::unknown_model_warnings(trace, cluster::Cluster(nodes));
     meta.nodes = f.nodes;

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "cli/command_line.hpp"
+#include "cli/node_inputs.hpp"
 #include "cli/progress.hpp"
 #include "cli/verbs.hpp"
 #include "gpuorch/base/atomic_file.hpp"
@@ -21,7 +22,6 @@
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/base/printable.hpp"
 #include "gpuorch/base/whole_number.hpp"
-#include "gpuorch/io/inventory.hpp"
 #include "gpuorch/io/openb.hpp"
 #include "gpuorch/io/queue_yaml.hpp"
 #include "gpuorch/report/gnuplot.hpp"
@@ -72,7 +72,7 @@ bool all_digits(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-// --nodes N with --gpus-per-node G, or a node list: openb's CSV or a YAML inventory.
+// --nodes N with --gpus-per-node G, or a node list (cli/node_inputs.hpp).
 std::vector<cluster::NodeSpec> cluster_nodes(const TimelineFlags& f) {
   if (all_digits(f.nodes)) {
     const auto n = whole_number("--nodes", f.nodes, 1);
@@ -80,10 +80,7 @@ std::vector<cluster::NodeSpec> cluster_nodes(const TimelineFlags& f) {
     if (n > 100000 || g > 64) base::fail_input("--nodes/--gpus-per-node: at most 100000 x 64");
     return sim::uniform_nodes(static_cast<int>(n), static_cast<int>(g));
   }
-  const std::string ext = std::filesystem::path(f.nodes).extension().string();
-  std::vector<cluster::NodeSpec> nodes = (ext == ".yaml" || ext == ".yml")
-                                             ? io::load_inventory(f.nodes)
-                                             : io::load_openb_nodes(f.nodes);
+  std::vector<cluster::NodeSpec> nodes = load_node_list(f.nodes);
   std::erase_if(nodes, [](const cluster::NodeSpec& n) { return n.gpu_count == 0; });
   if (nodes.empty()) base::fail_input(fmt::format("{}: no node with GPUs", f.nodes));
   return nodes;

@@ -26,14 +26,20 @@ ClusterView::ClusterView(const ClusterObjects& objects, const k8s::MirrorOptions
     }
   }
   node_count = nodes.size();
-  mirror.set_nodes(std::move(nodes));
-  std::vector<workload::PodSpec> seen;
+  for (const auto& s : objects.resource_slices) dra.slice(s, false, mirror);
+  for (const auto& c : objects.device_classes) dra.device_class(c, false);
   for (const auto& j : objects.pods) {
     k8s::PodObject p = k8s::pod_from_json(j);
     if (p.uid.empty() || p.terminal()) continue;
-    if (p.error.empty()) seen.push_back(p.spec);
+    dra.pod(p, false, mirror);  // its claims count in its queue
     raw[p.uid] = &j;
     pods.push_back(std::move(p));
+  }
+  for (const auto& c : objects.resource_claims) dra.claim(c, false, mirror);
+  mirror.set_nodes(dra.apply(std::move(nodes), mirror));
+  std::vector<workload::PodSpec> seen;
+  for (const auto& p : pods) {
+    if (p.error.empty()) seen.push_back(dra.spec_with_claims(p));
   }
   if (node_count == 0 || pods.empty()) return;
   try {
@@ -44,7 +50,7 @@ ClusterView::ClusterView(const ClusterObjects& objects, const k8s::MirrorOptions
     return;
   }
   for (const auto& p : pods) {
-    if (!p.node_name.empty()) mirror.account(p);
+    if (!p.node_name.empty()) mirror.account(k8s::DraState::counted(p));
   }
   ready_ = true;
 }

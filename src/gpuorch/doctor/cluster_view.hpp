@@ -1,7 +1,8 @@
 #pragma once
 // The cluster as `gpuorch scheduler` sees it, built from listed objects for doctor's
 // explanations: the Nodes in a fresh k8s::ClusterMirror (nodes it cannot use are named), every
-// pod that has not finished, the bound ones counted, and the PodGroups' minMember. Explanations
+// pod that has not finished, the bound ones counted, the nodes' DRA GPUs and the claims
+// allocated on them, and the PodGroups' minMember. Explanations
 // try placements on it and undo them, so each is asked against the same state.
 #include <map>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 
 #include "gpuorch/doctor/pending.hpp"
 #include "gpuorch/k8s/mirror/cluster_mirror.hpp"
+#include "gpuorch/k8s/mirror/dra_state.hpp"
 #include "gpuorch/k8s/mirror/pod_object.hpp"
 
 namespace gpuorch::doctor {
@@ -24,6 +26,7 @@ class ClusterView {
   ClusterView(const ClusterObjects& objects, const k8s::MirrorOptions& options);
 
   k8s::ClusterMirror mirror;
+  k8s::DraState dra;  // the nodes' DRA GPUs and the claims holding them (counted in `mirror`)
   std::vector<k8s::PodObject> pods;                  // not finished, in listing order
   std::map<std::string, const nlohmann::json*> raw;  // by uid: the object as listed
   std::map<std::string, PodGroupView> groups;        // by "namespace/name"

@@ -18,12 +18,15 @@ struct ClusterObjects {
   std::vector<nlohmann::json> nodes, pods, podgroups;
   std::vector<nlohmann::json> queues;  // KAI's scheduling.run.ai/v2 Queues
   bool queues_served = false;          // the Queue API exists (or a listed object is a Queue)
+  // resource.k8s.io/v1 (DRA): the nodes' devices, their classes, the claims
+  std::vector<nlohmann::json> resource_slices, device_classes, resource_claims;
 };
 
-// Lists Nodes, Pods (all namespaces), scheduler-plugins PodGroups and, with `queues`, Queues
-// (none of either when its API is not served).
+// Lists Nodes, Pods (all namespaces), PodGroups, ResourceSlices, DeviceClasses, ResourceClaims
+// and, with `queues`, Queues (none of a kind whose API is not served).
 ClusterObjects list_cluster(k8s::ApiClient& api, bool queues = false);
-// `kubectl get nodes,pods,podgroups,queues -A -o json`: a v1 List, split by kind. Throws
+// `kubectl get nodes,pods,podgroups,queues,resourceslices,deviceclasses,resourceclaims -A -o
+// json`: a v1 List, split by kind. Throws
 // base::InputError "file: ..." when it is not one.
 ClusterObjects cluster_from_list(const nlohmann::json& list, const std::string& file);
 

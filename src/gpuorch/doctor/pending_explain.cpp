@@ -79,10 +79,29 @@ class Explainer {
 
  private:
   std::string evidence(const PodObject& pod) const {
-    return fmt::format("schedulerName {}, requests {} GPU{}, {} mCPU, {} MiB; {} nodes",
-                       pod.scheduler_name, pod.spec.gpu_count,
-                       pod.spec.gpu_share() ? fmt::format(" x {} milli", pod.spec.gpu_milli) : "",
-                       pod.spec.cpu_milli, pod.spec.memory_mib, view_.node_count);
+    // A pod's claims' GPUs count as its request (allocated, else asked).
+    const workload::PodSpec spec = view_.dra.spec_with_claims(pod);
+    return fmt::format("schedulerName {}, requests {} GPU{}{}, {} mCPU, {} MiB; {} nodes{}",
+                       pod.scheduler_name, spec.gpu_count,
+                       spec.gpu_share() ? fmt::format(" x {} milli", spec.gpu_milli) : "",
+                       pod.claims.empty() ? "" : " through ResourceClaims", spec.cpu_milli,
+                       spec.memory_mib, view_.node_count, dra_summary());
+  }
+
+  // The DRA GPUs and how many claims hold, when the cluster has any.
+  std::string dra_summary() const {
+    const auto& gpu_nodes = view_.dra.gpu_nodes();
+    if (gpu_nodes.empty() || !view_.ready()) return "";
+    int total = 0;
+    int used = 0;
+    const auto& cluster = view_.mirror.cluster();
+    for (cluster::NodeIndex n = 0; n < cluster.node_count(); ++n) {
+      if (!gpu_nodes.contains(cluster.spec(n).name)) continue;
+      total += cluster.gpu_count(n);
+      used += cluster.gpu_count(n) - cluster.fully_free_gpus(n);
+    }
+    return fmt::format("; DRA GPUs on {} node(s): {} used, {} free", gpu_nodes.size(), used,
+                       total - used);
   }
 
   Finding explain_one(const PodObject& pod) {
@@ -91,6 +110,7 @@ class Explainer {
               fmt::format("{}: Infeasible: {}", pod.key(), pod.error), evidence(pod),
               "correct the pod's request"};
     }
+    if (!pod.claims.empty()) return explain_claims(pod);
     const auto r = view_.mirror.schedule(pod);
     if (r.decision.outcome == sched::Outcome::kPlaced) {
       view_.mirror.release(pod.uid);
@@ -113,6 +133,41 @@ class Explainer {
         evidence(pod),
         r.unknown_model.empty() ? fix_for(r.decision.main_reason())
                                 : std::string(sched::filters::kGpuModel.fix)};
+  }
+
+  // A pod with ResourceClaims: the same plan, placement and words as gpuorch scheduler's
+  // (k8s/mirror/dra_state.hpp).
+  Finding explain_claims(const PodObject& pod) {
+    using Outcome = k8s::DraState::Placement::Outcome;
+    const auto p = view_.dra.place(pod, view_.mirror);
+    if (p.placed()) {
+      view_.mirror.release(pod.uid);
+      return {Severity::kWarning, "pod.fits",
+              fmt::format("{} fits now: the scheduler core would place it on {} with its "
+                          "claims' devices",
+                          pod.key(), p.result.node),
+              evidence(pod),
+              fmt::format("no scheduler has acted on it: check that a scheduler named '{}' runs "
+                          "(for gpuorch: `gpuorch scheduler`; kube-scheduler allocates claims "
+                          "itself)",
+                          pod.scheduler_name)};
+    }
+    switch (p.outcome) {
+      case Outcome::kWaiting:
+        return {Severity::kWarning, "pod.waiting", fmt::format("{}: {}", pod.key(), p.message),
+                evidence(pod), "create what it waits for"};
+      case Outcome::kUnevaluated:
+        return {Severity::kWarning, "pod.unevaluated", fmt::format("{}: {}", pod.key(), p.message),
+                evidence(pod),
+                "gpuorch does not evaluate this claim (docs/dra.md, \"Not yet\"); kube-scheduler's "
+                "own DRA allocator may: see the pod's condition"};
+      case Outcome::kInfeasible:
+        return {Severity::kError, "pod.infeasible", fmt::format("{}: {}", pod.key(), p.message),
+                evidence(pod), "correct the claim's requests or its DeviceClass"};
+      default:
+        return {Severity::kWarning, "pod.waiting", fmt::format("{}: {}", pod.key(), p.message),
+                evidence(pod), "free GPUs that the claim's requests allow, or wait"};
+    }
   }
 
   // The same steps and words as gpuorch scheduler's gang path

@@ -89,8 +89,8 @@ class QueueExplainer {
         pending.push_back(&p);
       }
     }
-    const auto allocated = queues_.holdings(bound);
-    auto requested = queues_.holdings(pending);
+    const auto allocated = queues_.holdings(bound, &view_.dra);
+    auto requested = queues_.holdings(pending, &view_.dra);
     for (std::size_t q = 0; q < requested.size(); ++q) requested[q] += allocated[q];
     const Amounts capacity =
         view_.ready() ? sched::jobs::cluster_capacity(view_.mirror.cluster()) : Amounts{};

@@ -322,5 +322,74 @@ TEST(DraGpuorchScheduler, ARefusedClaimWriteBindsNothingAndIsRetried) {
   drop_claims(api);
 }
 
+// KEP-5004's bridge: a DeviceClass maps nvidia.com/gpu to the DGX's DRA GPUs (the node advertises
+// none); a pod asking nvidia.com/gpu: 2 without a claim is bound by gpuorch scheduler with the
+// claim kube-scheduler would make (owned by the pod, annotated, allocated on the node, reserved
+// for the pod) named in the pod's status.extendedResourceClaimStatus, which the kubelet's DRA
+// manager reads; a pod asking the class by its implicit name gets another GPU, never one of those.
+TEST(DraGpuorchScheduler, AGpuResourceMappedToDraDevicesGetsTheBridgeClaim) {
+  auto& plane = test::ControlPlane::shared();
+  ApiClient api(load_cluster_config(plane.kubeconfig()));
+  ASSERT_NO_FATAL_FAILURE(dgx_node_only(api));
+  const std::string cls = std::string(kResourceApi) + "/deviceclasses/" + kDriverName;
+  api.patch(cls, {{"spec", {{"extendedResourceName", "nvidia.com/gpu"}}}});
+  test::TempDir dir;
+  test::SchedulerProcess scheduler({"--kubeconfig", plane.kubeconfig(), "--listen", "127.0.0.1:0"},
+                                   dir.file("scheduler.log"));
+  auto resource_pod = [](const std::string& name, const std::string& resource, int n) {
+    const json res = {{"cpu", "1"}, {resource, std::to_string(n)}};
+    return json{{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata", {{"name", name}, {"namespace", "default"}}},
+                {"spec",
+                 {{"schedulerName", "gpuorch"},
+                  {"containers", json::array({{{"name", "main"},
+                                               {"image", "registry.k8s.io/pause:3.10"},
+                                               {"resources", {{"requests", res}, {"limits", res}}}}})}}}};
+  };
+  api.create(test::kDefaultPods, resource_pod("bridged", "nvidia.com/gpu", 2));
+  const json pod = test::wait_for(api, test::kDefaultPods + "/bridged",
+                                  [](const json& p) { return test::node_of(p) == kNode; });
+  const json& status = pod["status"]["extendedResourceClaimStatus"];
+  ASSERT_TRUE(status.is_object()) << pod["status"].dump();
+  ASSERT_EQ(status["requestMappings"].size(), 1U) << status.dump();
+  EXPECT_EQ(status["requestMappings"][0]["containerName"], "main");
+  EXPECT_EQ(status["requestMappings"][0]["resourceName"], "nvidia.com/gpu");
+  const std::string request = status["requestMappings"][0]["requestName"];
+  const json claim = api.get(kClaims + "/" + status["resourceClaimName"].get<std::string>());
+  EXPECT_EQ(claim["metadata"]["annotations"]["resource.kubernetes.io/extended-resource-claim"],
+            "true");
+  EXPECT_EQ(claim["metadata"]["ownerReferences"][0]["uid"], pod["metadata"]["uid"]);
+  EXPECT_EQ(claim["status"]["reservedFor"][0]["uid"], pod["metadata"]["uid"]);
+  const std::set<std::string> got = devices_of(claim);
+  EXPECT_EQ(got.size(), 2U) << claim.dump();
+  for (const auto& r : claim["status"]["allocation"]["devices"]["results"]) {
+    EXPECT_EQ(r["request"], request);
+    EXPECT_EQ(r["pool"], kNode);
+  }
+  std::cout << "bridge: nvidia.com/gpu: 2 -> " << fmt::format("{}", fmt::join(got, ","))
+            << " through " << claim["metadata"]["name"].get<std::string>() << "\n";
+
+  // The class by its implicit name: one more GPU, none of the first pod's.
+  api.create(test::kDefaultPods,
+             resource_pod("implicit", std::string("deviceclass.resource.kubernetes.io/") +
+                                          kDriverName,
+                          1));
+  const json second = test::wait_for(api, test::kDefaultPods + "/implicit",
+                                     [](const json& p) { return test::node_of(p) == kNode; });
+  ASSERT_TRUE(second["status"].contains("extendedResourceClaimStatus")) << second.dump();
+  const json other = api.get(
+      kClaims + "/" +
+      second["status"]["extendedResourceClaimStatus"]["resourceClaimName"].get<std::string>());
+  const std::set<std::string> one = devices_of(other);
+  ASSERT_EQ(one.size(), 1U) << other.dump();
+  EXPECT_FALSE(got.contains(*one.begin()));
+  scheduler.stop();
+  drop(api, test::kDefaultPods + "/bridged?gracePeriodSeconds=0");
+  drop(api, test::kDefaultPods + "/implicit?gracePeriodSeconds=0");
+  drop_claims(api);
+  api.patch(cls, {{"spec", {{"extendedResourceName", nullptr}}}});
+}
+
 }  // namespace
 }  // namespace gpuorch::k8s::dra

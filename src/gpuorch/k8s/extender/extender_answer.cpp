@@ -56,13 +56,13 @@ std::string filter_answer_text(const FilterAnswer& a) {
   // About the name, the message and the quotes per node.
   out.reserve(64 + a.offered.size() * (24 + a.why.size()) + a.error.size());
   out += "{\"FailedNodes\":";
-  if (a.unresolvable || a.why.empty()) {
+  if (a.unresolvable || a.why.empty() || a.keep_all) {
     out += "{}";
   } else {
     append_failed(out, a);
   }
   out += ",\"FailedAndUnresolvableNodes\":";
-  if (a.unresolvable && !a.why.empty()) {
+  if (a.unresolvable && !a.why.empty() && !a.keep_all) {
     append_failed(out, a);
   } else {
     out += "{}";
@@ -72,13 +72,20 @@ std::string filter_answer_text(const FilterAnswer& a) {
   // Answered in the form it was asked in.
   if (a.items == nullptr) {
     out += ",\"NodeNames\":[";
-    if (!a.keep.empty()) append_json_string(out, a.keep);
+    if (a.keep_all) {
+      for (std::size_t i = 0; i < a.offered.size(); ++i) {
+        if (i > 0) out += ',';
+        append_json_string(out, a.offered[i]);
+      }
+    } else if (!a.keep.empty()) {
+      append_json_string(out, a.keep);
+    }
     out += "],\"Nodes\":null}";
     return out;
   }
   nlohmann::json items = nlohmann::json::array();
   for (const nlohmann::json& n : *a.items) {
-    if (!a.keep.empty() && node_named(n, a.keep)) items.push_back(n);
+    if (a.keep_all || (!a.keep.empty() && node_named(n, a.keep))) items.push_back(n);
   }
   out += ",\"Nodes\":";
   out += nlohmann::json{{"metadata", nlohmann::json::object()}, {"items", std::move(items)}}.dump(

@@ -17,6 +17,8 @@ struct FilterAnswer {
   std::vector<std::string_view> offered;
   const nlohmann::json* items = nullptr;
   std::string keep;
+  bool keep_all = false;  // every offered node passes: the extender has no say (a DRA claim it
+                          // does not evaluate; kube-scheduler's own plugins decide)
   std::string why;
   bool unresolvable = false;
   std::string error;

@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <list>
 #include <thread>
 
 #include "gpuorch/base/printable.hpp"
 #include "gpuorch/k8s/api/api_path.hpp"
 #include "gpuorch/k8s/api/informer.hpp"
+#include "gpuorch/k8s/api/patient_get.hpp"
 #include "gpuorch/k8s/api/server_json.hpp"
 #include "gpuorch/k8s/extender/extender_answer.hpp"
 #include "gpuorch/k8s/extender/extender_request.hpp"
@@ -23,6 +25,8 @@ using Clock = std::chrono::steady_clock;
 
 // kube-scheduler's extender scores run from 0 to 10 (MaxExtenderPriority).
 constexpr int kMaxExtenderPriority = 10;
+
+constexpr const char* kResourceApi = "/apis/resource.k8s.io/v1";
 
 bool iequal(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
@@ -141,8 +145,41 @@ void ExtenderService::run(const std::atomic<bool>& stop) {
   Informer nodes(api_, "/api/v1/nodes", handlers(true, synced_nodes_));
   Informer pods(api_, "/api/v1/pods", handlers(false, synced_pods_),
                 "status.phase!=Succeeded,status.phase!=Failed");
-  std::jthread node_thread([&] { nodes.run(stop); });
+  // DRA where served: slices are GPUs, claims allocated by anyone hold theirs (docs/extender.md).
+  try {
+    if (!patient_get(api_, kResourceApi, std::chrono::seconds(30), stop, options_.log)) return;
+    dra_informers_ = 3;
+  } catch (const ApiError& e) {
+    if (e.status() != 404) throw;
+    log("no resource.k8s.io/v1 API: pods with resourceClaims are left to kube-scheduler");
+  }
+  std::list<Informer> dra;  // never moved: the threads hold references
+  for (const char* kind : {"resourceslices", "deviceclasses", "resourceclaims"}) {
+    if (dra_informers_ == 0) break;
+    InformerHandlers h;
+    h.on_add = h.on_update = [this, kind](const json& o) { on_dra(o, false, kind); };
+    h.on_delete = [this, kind](const json& o) { on_dra(o, true, kind); };
+    h.on_synced = [this] { ++synced_dra_; };
+    h.on_error = [this](const std::string& what) {
+      log(fmt::format("watch: {}", what), base::Severity::kWarning);
+    };
+    dra.emplace_back(api_, fmt::format("{}/{}", kResourceApi, kind), std::move(h));
+  }
+  std::vector<std::jthread> threads;
+  threads.emplace_back([&] { nodes.run(stop); });
+  for (Informer& i : dra) threads.emplace_back([&i, &stop] { i.run(stop); });
   pods.run(stop);
+}
+
+void ExtenderService::on_dra(const json& obj, bool deleted, std::string_view kind) {
+  const std::lock_guard lock(mutex_);
+  if (kind == "resourceslices") {
+    feed_.slice(obj, deleted);
+  } else if (kind == "deviceclasses") {
+    feed_.device_class(obj, deleted);
+  } else {
+    feed_.claim(obj, deleted);
+  }
 }
 
 void ExtenderService::on_node(const json& obj, bool deleted) {
@@ -168,9 +205,15 @@ void ExtenderService::on_pod(const json& obj, bool deleted) {
   } else {
     pending_.erase(p.uid);
     // Bound: by our bind (already counted where we decided) or by anyone else (counted by the
-    // feed); bound elsewhere than decided, it is counted where it is.
+    // feed); bound elsewhere than decided, it is counted where it is, and its claims as the API
+    // server has them (kube-scheduler allocated them: the claims' own updates say where).
     if (const auto d = decisions_.find(p.uid); d != decisions_.end()) {
-      if (d->second.node != p.node_name) feed_.mirror().release(p.uid);
+      // kube-scheduler's bridge claim (KEP-5004) holds its GPUs now: counted anew as the pod's
+      // CPU and memory.
+      if (d->second.node != p.node_name || !p.extended_claim.empty()) {
+        feed_.mirror().release(p.uid);
+        feed_.dra().drop_assumed(d->second.claims, feed_.mirror());
+      }
       decisions_.erase(d);
     }
   }
@@ -203,6 +246,7 @@ void ExtenderService::forget_locked(const std::string& uid) {
   const auto it = decisions_.find(uid);
   if (it == decisions_.end()) return;
   feed_.mirror().release(uid);
+  feed_.dra().drop_assumed(it->second.claims, feed_.mirror());
   decisions_.erase(it);
 }
 
@@ -214,6 +258,7 @@ void ExtenderService::expire_locked() {
                       base::printable(it->second.pod.key()), it->second.node),
           base::Severity::kWarning);
       feed_.mirror().release(it->first);
+      feed_.dra().drop_assumed(it->second.claims, feed_.mirror());
       it = decisions_.erase(it);
     } else {
       ++it;
@@ -250,6 +295,8 @@ std::string ExtenderService::filter(const json& args,
         log(fmt::format("filter {}: {}", base::printable(pod.key()), a.error));
       } else if (feed_.mirror().accounted(pod.uid)) {
         a.error = fmt::format("pod {} is already bound", pod.key());
+      } else if (!pod.claims.empty()) {
+        filter_claims_locked(pod, c.names, a);
       } else {
         ClusterMirror::Result r = feed_.mirror().schedule(pod);
         const bool placed = r.decision.outcome == sched::Outcome::kPlaced;
@@ -262,7 +309,7 @@ std::string ExtenderService::filter(const json& args,
           r = feed_.mirror().schedule(among);
         }
         if (r.decision.outcome == sched::Outcome::kPlaced) {
-          decisions_[pod.uid] = {pod, r.node, r.decision.placement.gpus, Clock::now()};
+          decisions_[pod.uid] = {pod, r.node, r.decision.placement.gpus, Clock::now(), {}};
           // The other offered nodes are left out of FailedNodes: kube-scheduler reads it only to
           // explain a pod that found no node, and at 5,000 nodes the map was 325 KB per placed
           // pod for it to decode (docs/extender.md).
@@ -281,6 +328,44 @@ std::string ExtenderService::filter(const json& args,
   counters_.filter_us += static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count());
   return out;
+}
+
+void ExtenderService::filter_claims_locked(const PodObject& pod,
+                                           const std::vector<std::string_view>& offered,
+                                           FilterAnswer& a) {
+  using Outcome = DraState::Placement::Outcome;
+  if (dra_informers_ == 0) {
+    a.keep_all = true;  // no DRA API here: kube-scheduler's own DRA plugin decides, if any
+    return;
+  }
+  const std::vector<std::string> among(offered.begin(), offered.end());
+  const DraState::Placement p = feed_.dra().place(pod, feed_.mirror(), among);
+  switch (p.outcome) {
+    case Outcome::kPlaced:
+      // kube-scheduler's allocator picks the devices on this node; ours are held until its
+      // allocation is seen, so another pod is not offered them meanwhile.
+      decisions_[pod.uid] = {pod, p.result.node, {}, Clock::now(),
+                             feed_.dra().hold(pod, p, feed_.mirror())};
+      a.keep = p.result.node;
+      return;
+    case Outcome::kUnevaluated:
+      // kube-scheduler's DynamicResources plugin has filtered the offered nodes already
+      // (extenders run after the framework's filters): what gpuorch cannot evaluate (a selector
+      // outside its CEL subset, another driver's devices) is left to it, never answered "fits" by
+      // a guess of ours.
+      a.keep_all = true;
+      log(fmt::format("filter {}: no say, every offered node passes: {}",
+                      base::printable(pod.key()), p.message));
+      return;
+    case Outcome::kInfeasible:
+      a.unresolvable = true;
+      [[fallthrough]];
+    case Outcome::kWaiting:
+    case Outcome::kNoRoom:
+      ++counters_.unschedulable;
+      a.why = p.message;
+      return;
+  }
 }
 
 std::string ExtenderService::prioritize(const json& args,
@@ -334,7 +419,7 @@ json ExtenderService::bind(const json& args) {
       }
       it = decisions_
                .insert_or_assign(uid,
-                                 Decision{p->second, node, r.decision.placement.gpus, Clock::now()})
+                                 Decision{p->second, node, r.decision.placement.gpus, Clock::now(), {}})
                .first;
     }
     gpus = it->second.gpus;

@@ -24,6 +24,7 @@
 
 #include "gpuorch/base/log.hpp"
 #include "gpuorch/k8s/api/api_client.hpp"
+#include "gpuorch/k8s/extender/extender_answer.hpp"
 #include "gpuorch/k8s/mirror/cluster_mirror.hpp"
 #include "gpuorch/k8s/mirror/mirror_feed.hpp"
 #include "gpuorch/k8s/mirror/pod_object.hpp"
@@ -63,7 +64,9 @@ class ExtenderService {
 
   // Blocks until `stop`: the Node and Pod informers.
   void run(const std::atomic<bool>& stop);
-  [[nodiscard]] bool synced() const { return synced_nodes_.load() && synced_pods_.load(); }
+  [[nodiscard]] bool synced() const {
+    return synced_nodes_.load() && synced_pods_.load() && synced_dra_.load() >= dra_informers_;
+  }
 
   // The verbs, on parsed JSON (keys matched case-insensitively, as Go's decoder does). They throw
   // BadExtenderRequest for a body that is not an ExtenderArgs / ExtenderBindingArgs; every other
@@ -92,7 +95,13 @@ class ExtenderService {
   // made, without an API server (bench/extender_latency.cpp); mark_synced then opens the verbs.
   void on_node(const nlohmann::json& obj, bool deleted);
   void on_pod(const nlohmann::json& obj, bool deleted);
-  void mark_synced() { synced_nodes_ = synced_pods_ = true; }
+  // ResourceSlices, DeviceClasses, ResourceClaims (resource.k8s.io/v1, where served).
+  void on_dra(const nlohmann::json& obj, bool deleted, std::string_view kind);
+  // `dra_served`: as where resource.k8s.io/v1 is served (the DRA objects come through on_dra).
+  void mark_synced(bool dra_served = false) {
+    synced_nodes_ = synced_pods_ = true;
+    dra_informers_ = synced_dra_ = dra_served ? 3 : 0;
+  }
 
  private:
   struct Decision {
@@ -100,7 +109,11 @@ class ExtenderService {
     std::string node;
     std::vector<int> gpus;
     std::chrono::steady_clock::time_point when;
+    std::vector<std::string> claims;  // the claims whose devices it holds meanwhile (assumed)
   };
+  // filter for a pod with claims (docs/extender.md, "Pods with ResourceClaims").
+  void filter_claims_locked(const PodObject& pod, const std::vector<std::string_view>& offered,
+                            FilterAnswer& a);
   // Builds the mirror if its nodes changed; the reason when the policy cannot be built, else "".
   std::string ensure_built_locked(const PodObject& asking);
   void forget_locked(const std::string& uid);
@@ -116,6 +129,8 @@ class ExtenderService {
   ExtenderOptions options_;
   ExtenderCounters counters_;
   std::atomic<bool> synced_nodes_{false}, synced_pods_{false};
+  std::atomic<int> synced_dra_{0};
+  int dra_informers_ = 0;  // 3 where resource.k8s.io/v1 is served
 
   struct NameHash {
     using is_transparent = void;

@@ -96,23 +96,24 @@ std::optional<std::size_t> ClusterQueues::leaf(const std::string& name) const {
   return q;
 }
 
-std::vector<sched::jobs::Resources> ClusterQueues::holdings(
-    const std::vector<const PodObject*>& pods) const {
+std::vector<sched::jobs::Resources> ClusterQueues::holdings(const std::vector<const PodObject*>& pods,
+                                                            const DraState* dra) const {
   std::vector<sched::jobs::Resources> out(tree_.size());
   for (const PodObject* p : pods) {
     const auto q = leaf(p->queue);
     if (!q) continue;
-    const sched::jobs::Resources r = sched::jobs::request_of(p->spec);
+    const sched::jobs::Resources r = sched::jobs::request_of(
+        dra != nullptr && !p->claims.empty() ? dra->spec_with_claims(*p) : p->spec);
     for (int at = int(*q); at >= 0; at = tree_.parent(std::size_t(at))) out[std::size_t(at)] += r;
   }
   return out;
 }
 
 std::map<std::string, nlohmann::json> ClusterQueues::statuses(
-    const std::vector<const PodObject*>& bound,
-    const std::vector<const PodObject*>& pending) const {
-  const auto allocated = holdings(bound);
-  auto requested = holdings(pending);
+    const std::vector<const PodObject*>& bound, const std::vector<const PodObject*>& pending,
+    const DraState* dra) const {
+  const auto allocated = holdings(bound, dra);
+  auto requested = holdings(pending, dra);
   for (std::size_t q = 0; q < requested.size(); ++q) requested[q] += allocated[q];
   std::map<std::string, nlohmann::json> out;
   for (std::size_t q = 0; q < tree_.size(); ++q) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "gpuorch/k8s/mirror/dra_state.hpp"
 #include "gpuorch/k8s/mirror/pod_object.hpp"
 #include "gpuorch/sched/jobs/queue_tree.hpp"
 #include "gpuorch/sched/jobs/resources.hpp"
@@ -35,17 +36,18 @@ class ClusterQueues {
   [[nodiscard]] std::optional<std::size_t> leaf(const std::string& name) const;
 
   // What `pods` hold, per queue of the tree (by index): each pod's request counted in its leaf
-  // and every queue above it; pods naming no leaf queue count nowhere.
+  // and every queue above it; pods naming no leaf queue count nowhere. With `dra`, a pod's
+  // request includes the GPUs of its ResourceClaims (allocated, else asked).
   [[nodiscard]] std::vector<sched::jobs::Resources> holdings(
-      const std::vector<const PodObject*>& pods) const;
+      const std::vector<const PodObject*>& pods, const DraState* dra = nullptr) const;
 
   // Each Queue object's status as KAI-Scheduler writes it (`allocated` and `requested`, resource
   // lists with cpu, memory and nvidia.com/gpu): what the pods of the queue and of the queues
   // under it hold (`bound`) and hold or ask for (`bound` and `pending`). By queue name; queues
   // without an object (the added default) are left out.
   [[nodiscard]] std::map<std::string, nlohmann::json> statuses(
-      const std::vector<const PodObject*>& bound,
-      const std::vector<const PodObject*>& pending) const;
+      const std::vector<const PodObject*>& bound, const std::vector<const PodObject*>& pending,
+      const DraState* dra = nullptr) const;
 
  private:
   std::map<std::string, nlohmann::json> objects_;  // by name

@@ -199,6 +199,7 @@ DeviceClassObject device_class_from_json(const json& cls) {
     c.selectors.push_back(cel.is_string() ? cel.get<std::string>() : std::string("<not CEL>"));
   }
   c.config = array_of(field(spec, "config"));
+  c.extended_resource_name = str(spec, "extendedResourceName");
   return c;
 }
 
@@ -238,6 +239,7 @@ ClaimPlan plan_claims(const PodObject& pod, const std::map<std::string, ClaimObj
     plan.claims.push_back(c.key());
     if (c.allocated) {
       if (c.node.empty()) {
+        plan.unevaluated = true;
         plan.refused = fmt::format(
             "ResourceClaim {} is allocated without a node (a network-attached device); gpuorch "
             "scheduler places only node-local devices",
@@ -256,6 +258,7 @@ ClaimPlan plan_claims(const PodObject& pod, const std::map<std::string, ClaimObj
   }
   if (to_allocate.empty()) return plan;
   if (to_allocate.size() > 1) {
+    plan.unevaluated = true;
     plan.refused = fmt::format(
         "{} unallocated ResourceClaims in one pod: gpuorch scheduler allocates one claim per pod "
         "so far (docs/dra.md)",
@@ -278,6 +281,7 @@ ClaimPlan plan_claims(const PodObject& pod, const std::map<std::string, ClaimObj
     if (const json& exactly = field(r, "exactly"); exactly.is_object()) {
       DeviceAsk a;
       if (const std::string why = read_ask(exactly, name, a); !why.empty()) {
+        plan.unevaluated = true;
         plan.refused =
             fmt::format("{} request {}: {} is not evaluated by gpuorch scheduler", who, name, why);
         return plan;
@@ -288,6 +292,7 @@ ClaimPlan plan_claims(const PodObject& pod, const std::map<std::string, ClaimObj
         DeviceAsk a;
         const std::string sub_name = name + "/" + str(sub, "name");
         if (const std::string why = read_ask(sub, sub_name, a); !why.empty()) {
+          plan.unevaluated = true;
           plan.refused = fmt::format("{} request {}: {} is not evaluated by gpuorch scheduler", who,
                                      sub_name, why);
           return plan;
@@ -307,6 +312,7 @@ ClaimPlan plan_claims(const PodObject& pod, const std::map<std::string, ClaimObj
     for (const auto& a : asks) {
       if (a.size() != 1 || a[0].all || a[0].device_class != asks[0][0].device_class ||
           a[0].selectors != asks[0][0].selectors) {
+        plan.unevaluated = true;
         plan.refused = fmt::format(
             "{}: {} requests for different devices (or with firstAvailable or All) in one claim "
             "are not evaluated by gpuorch scheduler so far (docs/dra.md)",
@@ -318,6 +324,7 @@ ClaimPlan plan_claims(const PodObject& pod, const std::map<std::string, ClaimObj
   std::vector<std::string> match_attributes;
   for (const json& c : array_of(field(devices, "constraints"))) {
     if (!field(c, "distinctAttribute").is_null()) {
+      plan.unevaluated = true;
       plan.refused = fmt::format(
           "{}: constraint distinctAttribute is not evaluated by gpuorch "
           "scheduler",
@@ -333,6 +340,9 @@ ClaimPlan plan_claims(const PodObject& pod, const std::map<std::string, ClaimObj
     match_attributes.push_back(qualified_attribute(a));
   }
   std::vector<std::string> reasons;
+  // A class none of whose devices is a whole GPU of gpuorch's driver may be another driver's
+  // (a NIC, MIG): what those devices are gpuorch does not model.
+  bool no_gpu_of_class = false;
   for (const DeviceAsk& alternative : asks[0]) {
     const auto cls = classes.find(alternative.device_class);
     if (cls == classes.end()) {
@@ -358,6 +368,7 @@ ClaimPlan plan_claims(const PodObject& pod, const std::map<std::string, ClaimObj
           }
         }
       }
+      plan.unevaluated = true;
       plan.refused = fmt::format(
           "{} request {}: the selector `{}` is outside the CEL subset gpuorch scheduler "
           "evaluates ({}); it refuses the claim rather than guess (docs/dra.md, \"The CEL "
@@ -429,6 +440,7 @@ ClaimPlan plan_claims(const PodObject& pod, const std::map<std::string, ClaimObj
     std::string why;
     const std::string of_class = fmt::format("DeviceClass {}", alternative.device_class);
     if (e.class_devices == 0) {
+      no_gpu_of_class = true;
       why = fmt::format(
           "no device of {} on any node (gpuorch scheduler allocates whole GPUs of {} on nodes "
           "that publish them in ResourceSlices)",
@@ -454,6 +466,7 @@ ClaimPlan plan_claims(const PodObject& pod, const std::map<std::string, ClaimObj
     reasons.push_back(fmt::format("request {}: {}", alternative.request, why));
   }
   if (plan.choices.empty()) {
+    plan.unevaluated = no_gpu_of_class;
     plan.refused =
         fmt::format("{} cannot be allocated on any node: {}", who, fmt::join(reasons, "; "));
   }

@@ -49,20 +49,26 @@ std::optional<std::string> MirrorFeed::node(const nlohmann::json& obj, bool dele
   return std::nullopt;
 }
 
+void MirrorFeed::slice(const nlohmann::json& obj, bool deleted) {
+  if (dra_.slice(obj, deleted, mirror_)) nodes_dirty_ = true;
+}
+
 void MirrorFeed::pod(const PodObject& p, bool deleted) {
   if (p.uid.empty()) return;
+  dra_.pod(p, deleted || p.terminal(), mirror_);
   if (deleted || p.terminal()) {
     seen_.erase(p.uid);
     mirror_.release(p.uid);
     return;
   }
-  if (p.error.empty()) seen_[p.uid] = p.spec;
-  if (!p.node_name.empty() && !mirror_.accounted(p.uid)) mirror_.account(p);
+  // With its claims' GPUs as far as they are known now (allocated, else asked).
+  if (p.error.empty()) seen_[p.uid] = p.claims.empty() ? p.spec : dra_.spec_with_claims(p);
+  if (!p.node_name.empty() && !mirror_.accounted(p.uid)) mirror_.account(DraState::counted(p));
 }
 
 std::string MirrorFeed::ensure_built(const PodObject* asking) {
   if (nodes_dirty_) {
-    mirror_.set_nodes(nodes_);
+    mirror_.set_nodes(dra_.apply(nodes_, mirror_));
     nodes_dirty_ = false;
   }
   // The history is copied and sorted only for a build: per call it would cost O(pods) (at 5,000

@@ -3,8 +3,9 @@
 // decides from a mirror of its own (gpuorch extender, gpuorch admission-check): the node set the
 // core sees (a Node update that changes nothing the core reads, such as a kubelet's status
 // report, does not count as a change; a node the core cannot use is left out and its reason
-// logged once), the bound pods counted on their nodes, and the live pods' requests, the history
-// efd estimates the target workload from when the options give none. Not thread-safe: callers
+// logged once), the bound pods counted on their nodes, the nodes' DRA GPUs and the claims
+// allocated on them (dra_state.hpp), and the live pods' requests (with their claims' GPUs), the
+// history efd estimates the target workload from when the options give none. Not thread-safe: callers
 // hold their own lock.
 #include <map>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@
 
 #include "gpuorch/base/log.hpp"
 #include "gpuorch/k8s/mirror/cluster_mirror.hpp"
+#include "gpuorch/k8s/mirror/dra_state.hpp"
 #include "gpuorch/k8s/mirror/pod_object.hpp"
 
 namespace gpuorch::k8s {
@@ -29,6 +31,12 @@ class MirrorFeed {
   // A pod event (pod_from_json's): a live pod joins the history; a deleted or finished one leaves
   // it and is released from the mirror; a bound one is counted (once).
   void pod(const PodObject& p, bool deleted);
+  // DRA objects (dra_state.hpp): slices make nodes' GPUs, allocated claims hold theirs.
+  void slice(const nlohmann::json& obj, bool deleted);
+  void device_class(const nlohmann::json& obj, bool deleted) { dra_.device_class(obj, deleted); }
+  void claim(const nlohmann::json& obj, bool deleted) { dra_.claim(obj, deleted, mirror_); }
+  [[nodiscard]] DraState& dra() { return dra_; }
+
   // Builds the mirror when the node set changed (or never was): "" or why the policy cannot be
   // built. `asking`, when given, joins the history of a first build (kube-scheduler may ask
   // about a pod before the watch delivers it, and on a new cluster it is all there is).
@@ -45,6 +53,7 @@ class MirrorFeed {
   bool own_history_;
   base::LogSink log_;
   ClusterMirror mirror_;
+  DraState dra_;
   std::map<std::string, cluster::NodeSpec> nodes_;
   std::map<std::string, std::string> bad_nodes_;
   bool nodes_dirty_ = true;

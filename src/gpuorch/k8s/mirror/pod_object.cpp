@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <ctime>
 #include <optional>
+#include <set>
 #include <stdexcept>
 
 #include "gpuorch/base/printable.hpp"
@@ -67,6 +68,21 @@ Resources container_resources(const json& c) {
       if (!q || *q > 4096) throw BadPod(fmt::format("{} '{}' is not a GPU count", gpu, *v));
       r.gpus += *q;
     }
+  }
+  // A DeviceClass asked by its implicit extended resource name (KEP-5004): whole GPUs as well,
+  // that only the DRA bridge can give (docs/dra.md).
+  std::set<std::string> implicit;
+  for (const char* part : {"requests", "limits"}) {
+    if (const json& m = field(res, part); m.is_object()) {
+      for (const auto& [k, v] : m.items()) {
+        if (k.starts_with(kImplicitClassPrefix)) implicit.insert(k);
+      }
+    }
+  }
+  for (const std::string& name : implicit) {
+    const auto q = quantity_count(*value(name.c_str()));
+    if (!q || *q > 4096) throw BadPod(fmt::format("{} is not a GPU count", name));
+    r.gpus += *q;
   }
   if (const auto v = value(kGpuMilliAnnotation)) {
     const auto q = quantity_count(*v);
@@ -395,6 +411,8 @@ PodObject pod_from_json(const json& obj) {
     p.error = e.what();
   }
   p.claims = pod_claims(obj);
+  if (p.spec.gpu_count > 0) p.gpu_resources = gpu_resource_asks(obj);
+  p.extended_claim = extended_claim_name(obj);
   UnevaluatedFields unevaluated = unevaluated_fields(obj);
   if (!unevaluated.required.empty()) p.unevaluated = std::move(unevaluated.required.front());
   p.ignored_preferences = std::move(unevaluated.preferred);

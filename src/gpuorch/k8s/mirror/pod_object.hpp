@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gpuorch/k8s/mirror/extended_resources.hpp"
 #include "gpuorch/workload/pod_spec.hpp"
 #include "gpuorch/workload/throughput_report.hpp"
 
@@ -69,6 +70,10 @@ struct PodObject {
   // spec.resourceClaims: devices the pod gets through ResourceClaims (gpuorch scheduler allocates
   // them, k8s/mirror/dra_claims.hpp); its GPUs are then the claims', not in `spec`.
   std::vector<PodClaim> claims;
+  // Its GPU extended resources per container, and the claim a scheduler made for them
+  // (status.extendedResourceClaimStatus): KEP-5004's bridge (k8s/mirror/extended_resources.hpp).
+  std::vector<GpuResourceAsk> gpu_resources;
+  std::string extended_claim;
   bool gpu_milli_annotated = false;  // the pod carries gpuorch.io/gpu-milli itself
   // The reason of its PodScheduled=False condition, when it has one ("Unschedulable",
   // "SchedulingGated"), so a verdict it already shows is not written again.

@@ -32,6 +32,8 @@ constexpr std::array<const char*, 9> kNodeBoundVolumes = {"persistentVolumeClaim
 
 bool accounted_resource(std::string_view name) {
   if (name == "cpu" || name == "memory" || name == kGpuMilliAnnotation) return true;
+  // A DeviceClass by its implicit extended resource name: GPUs of KEP-5004's bridge.
+  if (name.starts_with(kImplicitClassPrefix)) return true;
   return std::any_of(std::begin(kGpuResources), std::end(kGpuResources),
                      [&](const char* gpu) { return name == gpu; });
 }

@@ -8,6 +8,7 @@
 #include "gpuorch/k8s/api/api_path.hpp"
 #include "gpuorch/k8s/api/object_fields.hpp"
 #include "gpuorch/k8s/api/patient_get.hpp"
+#include "gpuorch/k8s/mirror/extended_resources.hpp"
 #include "gpuorch/k8s/mirror/node_object.hpp"
 #include "gpuorch/k8s/scheduler/scheduler_service.hpp"
 
@@ -17,10 +18,6 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kResourceApi = "/apis/resource.k8s.io/v1";
-
-// Claims' GPUs are held in the mirror under this id, apart from the pods that use them: a claim
-// may outlive its pod or serve several.
-std::string claim_holder(const std::string& claim_uid) { return "resourceclaim:" + claim_uid; }
 
 std::string claim_status_path(const std::string& ns, const std::string& name) {
   return namespaced_path(kResourceApi, ns, "resourceclaims", name) + "/status";
@@ -46,121 +43,40 @@ bool SchedulerService::discover_dra(const std::atomic<bool>& stop) {
 }
 
 std::map<std::string, cluster::NodeSpec> SchedulerService::nodes_with_dra() {
-  std::map<std::string, cluster::NodeSpec> out = nodes_;
-  dra_gpu_nodes_.clear();
-  for (auto& [name, spec] : out) {
-    if (dra_.apply(spec)) dra_gpu_nodes_.insert(name);
-  }
-  eligibility_.clear();
-  // Which nodes' GPUs are DRA devices decides which allocations are counted.
-  for (const auto& [key, claim] : claims_) account_claim(claim);
-  return out;
+  return dra_.apply(nodes_, mirror_);
 }
 
 workload::PodSpec SchedulerService::history_spec(const PodObject& pod) const {
-  workload::PodSpec spec = pod.spec;
-  if (pod.claims.empty() || spec.gpu_count > 0) return spec;
-  int gpus = 0;
-  for (const PodClaim& pc : pod.claims) {
-    const auto it = claims_.find(pod.ns + "/" + pc.claim);
-    if (it == claims_.end()) continue;
-    gpus += it->second.allocated ? static_cast<int>(allocated_gpus(it->second, dra_).size())
-                                 : requested_gpus(it->second);
-  }
-  if (gpus > 0) {
-    spec.gpu_count = gpus;
-    spec.gpu_milli = base::kMilliPerGpu;
-  }
-  return spec;
+  return dra_.spec_with_claims(pod);
 }
 
 void SchedulerService::handle_slice(const json& obj, bool deleted) {
-  if (!dra_.update_slice(obj, deleted)) return;
-  eligibility_.clear();
+  if (!dra_.slice(obj, deleted, mirror_)) return;
   nodes_dirty_ = true;
   cluster_changed_ = true;
-  // Allocations name devices: where they are may only now be known.
-  for (const auto& [key, claim] : claims_) account_claim(claim);
 }
 
 void SchedulerService::handle_device_class(const json& obj, bool deleted) {
-  const std::string name = object_name(obj);
-  if (name.empty()) return;
-  if (deleted) {
-    device_classes_.erase(name);
-  } else {
-    device_classes_[name] = device_class_from_json(obj);
-  }
-  eligibility_.clear();
+  dra_.device_class(obj, deleted);
   cluster_changed_ = true;
 }
 
 void SchedulerService::handle_claim(const json& obj, bool deleted) {
-  ClaimObject c = claim_from_json(obj);
-  if (c.uid.empty() || c.name.empty()) return;
+  dra_.claim(obj, deleted, mirror_);
   cluster_changed_ = true;
-  if (deleted) {
-    claims_.erase(c.key());
-    claims_in_flight_.erase(c.uid);
-    mirror_.release(claim_holder(c.uid));
-    return;
-  }
-  account_claim(c);
-  claims_[c.key()] = std::move(c);
-}
-
-void SchedulerService::account_claim(const ClaimObject& claim) {
-  const std::string holder = claim_holder(claim.uid);
-  const auto gpus =
-      claim.allocated ? allocated_gpus(claim, dra_) : std::vector<std::pair<std::string, int>>{};
-  // Our own allocation being written: the claim's older states do not undo it.
-  if (claims_in_flight_.contains(claim.uid)) {
-    if (gpus.empty()) return;
-    claims_in_flight_.erase(claim.uid);
-  }
-  std::vector<int> on_node;
-  // Counted only where the node's GPUs are its DRA devices (never on a device plugin's GPUs).
-  const std::string node = gpus.empty() || !dra_gpu_nodes_.contains(gpus.front().first)
-                               ? std::string()
-                               : gpus.front().first;
-  for (const auto& [n, g] : gpus) {
-    if (!node.empty() && n == node) on_node.push_back(g);
-  }
-  std::sort(on_node.begin(), on_node.end());
-  const auto held = mirror_.assumed(holder);
-  if (held && held->first == node && held->second == on_node) return;
-  if (!held && on_node.empty()) return;
-  mirror_.release(holder);
-  if (on_node.empty()) return;
-  PodObject p;
-  p.uid = holder;
-  p.ns = claim.ns;
-  p.name = claim.name;
-  p.node_name = node;
-  p.spec.name = "resourceclaim/" + claim.key();
-  p.spec.gpu_count = static_cast<int>(on_node.size());
-  p.spec.gpu_milli = base::kMilliPerGpu;
-  p.gpus = on_node;
-  mirror_.account(p);
 }
 
 void SchedulerService::drop_assumed_claims(const std::string& pod_uid) {
   const auto it = assumed_claims_.find(pod_uid);
   if (it == assumed_claims_.end()) return;
-  for (const std::string& uid : it->second) {
-    claims_in_flight_.erase(uid);
-    mirror_.release(claim_holder(uid));
-    for (const auto& [key, c] : claims_) {
-      if (c.uid == uid) account_claim(c);  // as the API server has it now
-    }
-  }
+  dra_.drop_assumed(it->second, mirror_);
   assumed_claims_.erase(it);
 }
 
 void SchedulerService::release_claims_of(const PodObject& pod) {
   assumed_claims_.erase(pod.uid);
   if (!ours(pod) || pod.claims.empty()) return;
-  for (const auto& [key, c] : claims_) {
+  for (const auto& [key, c] : dra_.claims()) {
     if (std::find(c.reserved_uids.begin(), c.reserved_uids.end(), pod.uid) ==
         c.reserved_uids.end()) {
       continue;
@@ -193,80 +109,37 @@ void SchedulerService::decide_with_claims(const PodObject& pod) {
   }
   if (options_.queues) {
     report_unschedulable(pod,
-                         "Unsupported: spec.resourceClaims with --queues (the job layer does "
-                         "not count DRA devices yet; docs/dra.md)");
+                         "Unsupported: a pod with spec.resourceClaims to allocate with --queues "
+                         "(gpuorch scheduler places claims outside the job layer so far; claims "
+                         "allocated by kube-scheduler count in their pods' queues; docs/dra.md)");
     return;
   }
   if (!ensure_built(pod)) return;
-  const ClaimPlan plan =
-      plan_claims(pod, claims_, device_classes_, dra_, dra_gpu_nodes_, &eligibility_);
-  if (!plan.waiting.empty()) {
-    report_unschedulable(pod, plan.waiting);
+  const DraState::Placement placement = dra_.place(pod, mirror_);
+  if (!placement.placed()) {
+    report_unschedulable(pod, placement.message);
     return;
   }
-  if (!plan.refused.empty()) {
-    report_unschedulable(pod, fmt::format("Infeasible: {}", plan.refused));
-    return;
-  }
-  if (pod.spec.gpu_count > 0 && !plan.choices.empty()) {
-    report_unschedulable(pod,
-                         "Unsupported: GPUs asked both as a resource (nvidia.com/gpu, a "
-                         "share) and through spec.resourceClaims; ask in one way");
-    return;
-  }
-  PodObject ask = pod;
-  if (!plan.pinned_node.empty()) ask.spec.constraints.node_names = {plan.pinned_node};
-  ClusterMirror::Result r;
-  const ClaimChoice* chosen = nullptr;
-  std::string failure;
-  auto explain = [&](const PodObject& p) {
-    sched::RequestResolver resolver(mirror_.cluster());
-    return unschedulable_message(r, resolver.resolve(p.spec), mirror_.cluster().node_count());
-  };
-  if (plan.choices.empty()) {
-    r = mirror_.schedule(ask);
-    if (r.decision.outcome != sched::Outcome::kPlaced) failure = explain(ask);
-  } else {
-    for (const ClaimChoice& choice : plan.choices) {
-      ask.spec.gpu_count = choice.gpus;
-      ask.spec.gpu_milli = base::kMilliPerGpu;
-      ask.spec.gpus_restricted = true;
-      ask.spec.gpu_groups = choice.groups;
-      r = mirror_.schedule(ask);
-      if (r.decision.outcome == sched::Outcome::kPlaced) {
-        chosen = &choice;
-        break;
-      }
-      if (failure.empty()) failure = explain(ask);
-    }
-  }
-  if (r.decision.outcome != sched::Outcome::kPlaced) {
-    report_unschedulable(
-        pod, fmt::format("ResourceClaims {}: {}", fmt::join(plan.claims, ", "), failure));
-    return;
-  }
-  const std::vector<int> gpus = r.decision.placement.gpus;
-  // The pod holds its CPU and memory; the claim holds the GPUs.
-  mirror_.release(pod.uid);
-  PodObject bound = pod;
-  bound.node_name = r.node;
-  mirror_.account(bound);
+  const ClaimPlan& plan = placement.plan;
+  const std::string& node = placement.result.node;
+  const std::vector<int>& gpus = placement.result.decision.placement.gpus;
+  const ClaimChoice* chosen =
+      placement.chosen < 0 ? nullptr : &plan.choices[static_cast<std::size_t>(placement.chosen)];
   std::vector<ClaimWrite> writes;
-  std::vector<std::string> allocating;
   try {
     for (const std::string& key : plan.claims) {
-      const ClaimObject& c = claims_.at(key);
+      const ClaimObject& c = dra_.claims().at(key);
       const bool allocate =
           chosen != nullptr && !chosen->parts.empty() && chosen->parts.front().claim == key;
       const bool reserved = std::find(c.reserved_uids.begin(), c.reserved_uids.end(), pod.uid) !=
                             c.reserved_uids.end();
       if (!allocate && reserved) continue;
-      const std::vector<int> claim_gpus = allocate ? gpus : std::vector<int>{};
-      writes.push_back(
-          {claim_status_path(c.ns, c.name),
-           claim_status_for(c, pod, r.node, claim_gpus,
-                            allocate ? chosen->parts : std::vector<ClaimChoice::Part>{}, dra_)});
-      if (allocate) allocating.push_back(c.uid);
+      ClaimWrite w;
+      w.path = claim_status_path(c.ns, c.name);
+      w.claim = claim_status_for(c, pod, node, allocate ? gpus : std::vector<int>{},
+                                 allocate ? chosen->parts : std::vector<ClaimChoice::Part>{},
+                                 dra_.inventory());
+      writes.push_back(std::move(w));
     }
   } catch (const std::exception& e) {
     mirror_.release(pod.uid);
@@ -274,26 +147,75 @@ void SchedulerService::decide_with_claims(const PodObject& pod) {
                          fmt::format("the claims' allocation could not be written: {}", e.what()));
     return;
   }
-  // Counted as used from now on, so no other pod is given these devices meanwhile.
-  for (const std::string& uid : allocating) {
-    for (const auto& [key, c] : claims_) {
-      if (c.uid != uid) continue;
-      claims_in_flight_.insert(uid);
-      PodObject p;
-      p.uid = claim_holder(uid);
-      p.ns = c.ns;
-      p.name = c.name;
-      p.node_name = r.node;
-      p.spec.name = "resourceclaim/" + key;
-      p.spec.gpu_count = static_cast<int>(gpus.size());
-      p.spec.gpu_milli = base::kMilliPerGpu;
-      p.gpus = gpus;
-      mirror_.release(p.uid);
-      mirror_.account(p);
-    }
+  assumed_claims_[pod.uid] = dra_.hold(pod, placement, mirror_);
+  queue_bind(pod, node, {}, std::move(writes));
+}
+
+bool SchedulerService::decide_extended(const PodObject& pod, std::string& why) {
+  if (!pod.extended_claim.empty() && dra_served_) {
+    // Its claim exists (made by a bind that failed later, or by kube-scheduler): the pod is placed
+    // as one with that claim, which pins it to the claim's node.
+    PodObject with = pod;
+    with.spec.gpu_count = 0;
+    with.spec.gpu_milli = 0;
+    with.claims = {{"extended-resources", pod.extended_claim, ""}};
+    decide_with_claims(with);
+    return true;
   }
-  assumed_claims_[pod.uid] = allocating;
-  queue_bind(pod, r.node, {}, std::move(writes));
+  if (!dra_served_ || options_.queues || pod.spec.gpu_count == 0) return false;
+  const std::string cls = dra_.bridge_class(pod);
+  if (cls.empty()) return false;
+  const json claim = dra_.extended_claim(pod, cls);
+  const DraState::Placement placement = dra_.place_extended(pod, claim, mirror_);
+  if (!placement.placed()) {
+    why = placement.message;
+    return false;
+  }
+  ClaimWrite w;
+  w.create = true;
+  w.path = namespaced_path(kResourceApi, pod.ns, "resourceclaims");
+  w.claim = claim;
+  try {
+    json planned = claim;
+    planned["metadata"]["name"] = pod.name + "-extended-resources";
+    w.status = dra_.extended_status(pod, placement, planned)["status"];
+  } catch (const std::exception& e) {
+    mirror_.release(pod.uid);
+    report_unschedulable(pod,
+                         fmt::format("the claim's allocation could not be written: {}", e.what()));
+    return true;
+  }
+  w.pod_status = extended_claim_status(pod.gpu_resources, "");
+  assumed_claims_[pod.uid] = {dra_.hold_extended(pod, placement, mirror_)};
+  queue_bind(pod, placement.result.node, {}, {std::move(w)});
+  return true;
+}
+
+void SchedulerService::write_claim(const PodObject& pod, const ClaimWrite& w) {
+  if (!w.create) {
+    api_.replace(w.path, w.claim);
+    return;
+  }
+  // As kube-scheduler's PreBind does for the bridge: the claim, its allocation through the status
+  // subresource, then the pod's status names it; a later step refused takes the claim back.
+  json created = api_.create(w.path, w.claim);
+  const std::string name = object_name(created);
+  const std::string path = namespaced_path(kResourceApi, pod.ns, "resourceclaims", name);
+  try {
+    created["status"] = w.status;
+    api_.replace(path + "/status", created);
+    json status = w.pod_status;
+    status["resourceClaimName"] = name;
+    api_.patch(pod_path(pod.ns, pod.name, "status"),
+               {{"status", {{"extendedResourceClaimStatus", status}}}});
+  } catch (...) {
+    try {
+      api_.remove(path);
+    } catch (const std::exception&) {
+      // Owned by the pod: the garbage collector removes it with the pod.
+    }
+    throw;
+  }
 }
 
 }  // namespace gpuorch::k8s

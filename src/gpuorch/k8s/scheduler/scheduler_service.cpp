@@ -387,6 +387,7 @@ void SchedulerService::fail_attempt(const std::string& uid) { backoff_.fail(uid,
 void SchedulerService::handle_pod(const json& obj, bool deleted) {
   PodObject p = pod_from_json(obj);
   if (p.uid.empty()) return;
+  dra_.pod(p, deleted || p.terminal(), mirror_);  // its claims count in its queue
   const std::string uid = p.uid;
   // A pod gone or placed owes nothing more: no retry, no status write left to make.
   auto settle = [&] {
@@ -414,7 +415,7 @@ void SchedulerService::handle_pod(const json& obj, bool deleted) {
     if (mirror_.accounted(uid)) {
       mirror_.refresh(p);
     } else {
-      mirror_.account(p);
+      mirror_.account(DraState::counted(p));  // a bridge claim holds its GPUs
     }
     return;
   }
@@ -541,21 +542,27 @@ void SchedulerService::decide(const PodObject& pod) {
     return;
   }
   if (!ensure_built(pod)) return;
+  std::string bridge;  // why KEP-5004's bridge did not place it, when it applies
+  if (decide_extended(pod, bridge)) return;
+  // Else GPUs asked as a resource come from device plugins, never from DRA devices (docs/dra.md).
+  const PodObject asked = dra_.device_plugin_gpus_only(pod);
   if (options_.queues) {
-    const JobDecision d = place_job({pod});
+    const JobDecision d = place_job({asked});
     if (!d.placement.placed) {
       report_unschedulable(pod, d.placement.message);
-      shrink_for({pod});
+      shrink_for({asked});
       return;
     }
     if (!d.nominated) queue_bind(pod, d.placement.nodes.front(), d.placement.gpus.front());
     return;
   }
-  const ClusterMirror::Result r = mirror_.schedule(pod);
+  const ClusterMirror::Result r = mirror_.schedule(asked);
   if (r.decision.outcome != sched::Outcome::kPlaced) {
     sched::RequestResolver resolver(mirror_.cluster());
     const std::string msg =
-        unschedulable_message(r, resolver.resolve(pod.spec), mirror_.cluster().node_count());
+        unschedulable_message(r, resolver.resolve(asked.spec), mirror_.cluster().node_count()) +
+        (bridge.empty() ? dra_.device_plugin_note(pod)
+                        : fmt::format(" Through DRA devices (KEP-5004): {}", bridge));
     report_unschedulable(pod, msg);
     return;
   }
@@ -909,6 +916,8 @@ void SchedulerService::schedule_gang(const std::string& gang) {
     return;
   }
   if (!ensure_built(pending.front())) return;
+  // GPUs asked as a resource come from device plugins, never from DRA devices (docs/dra.md).
+  for (PodObject& p : pending) p = dra_.device_plugin_gpus_only(p);
   // --queues: the pods beyond minMember are elastic replicas (KAI's and Volcano's convention):
   // the gang starts with at least minMember and the rest as they fit; once it runs, the pods
   // left grow it when room frees, at most once per resize interval, and only as far as its
@@ -1164,7 +1173,7 @@ void SchedulerService::write_queue_statuses() {
       pending.push_back(&p);
     }
   }
-  for (auto& [name, status] : queues_.statuses(bound, pending)) {
+  for (auto& [name, status] : queues_.statuses(bound, pending, &dra_)) {
     std::string text = status.dump();
     auto& written = queue_status_written_[name];
     if (written == text) continue;
@@ -1238,7 +1247,7 @@ void SchedulerService::bind(const BindJob& job) {
     // releases what was assumed and retries the pod after its backoff.
     for (const ClaimWrite& w : job.claims) {
       try {
-        api_.replace(w.path, w.claim);
+        write_claim(job.pod, w);
       } catch (const ApiError& e) {
         throw std::runtime_error(fmt::format("ResourceClaim {}/{}: status write refused: {}",
                                              job.pod.ns, object_name(w.claim), e.what()));

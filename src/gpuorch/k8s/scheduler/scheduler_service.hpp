@@ -33,8 +33,7 @@
 #include "gpuorch/k8s/api/api_client.hpp"
 #include "gpuorch/k8s/mirror/cluster_mirror.hpp"
 #include "gpuorch/k8s/mirror/cluster_queues.hpp"
-#include "gpuorch/k8s/mirror/dra_claims.hpp"
-#include "gpuorch/k8s/mirror/dra_devices.hpp"
+#include "gpuorch/k8s/mirror/dra_state.hpp"
 #include "gpuorch/k8s/mirror/pod_object.hpp"
 #include "gpuorch/k8s/scheduler/retried_writes.hpp"
 #include "gpuorch/sched/backoff.hpp"
@@ -131,8 +130,13 @@ class SchedulerService {
   };
   // A ResourceClaim's status (allocation, reservedFor) written before the pod's binding.
   struct ClaimWrite {
-    std::string path;  // the claim's status subresource
+    std::string path;  // the claim's status subresource; `create`: the claims' collection
     nlohmann::json claim;
+    // KEP-5004's bridge: `claim` is created (generateName), then its `status` written, then the
+    // pod's status.extendedResourceClaimStatus (`pod_status`) names it (write_claim).
+    bool create = false;
+    nlohmann::json status;
+    nlohmann::json pod_status;
   };
   struct BindJob {
     PodObject pod;
@@ -155,9 +159,13 @@ class SchedulerService {
   void handle_slice(const nlohmann::json& obj, bool deleted);
   void handle_device_class(const nlohmann::json& obj, bool deleted);
   void handle_claim(const nlohmann::json& obj, bool deleted);
-  // The mirror counts the claim's allocated GPUs (or the allocation this scheduler is writing).
-  void account_claim(const ClaimObject& claim);
   void decide_with_claims(const PodObject& pod);
+  // KEP-5004's bridge: a pod asking GPU resources that a DeviceClass maps to DRA devices, placed
+  // on them with the claim kube-scheduler would make (or a pod whose claim exists already). False
+  // when it is not placed that way (`why`: why not), and device plugins' GPUs are tried.
+  bool decide_extended(const PodObject& pod, std::string& why);
+  // One ClaimWrite of a bind (binder thread).
+  void write_claim(const PodObject& pod, const ClaimWrite& w);
   // A bind that failed: the claims it was to allocate count as the API server has them.
   void drop_assumed_claims(const std::string& pod_uid);
   // A pod of ours gone or finished leaves the claims reserved for it (deallocated when nobody
@@ -304,12 +312,7 @@ class SchedulerService {
   bool nodes_dirty_ = false;
   // DRA (resource.k8s.io/v1, when served).
   bool dra_served_ = false;
-  DraInventory dra_;
-  std::set<std::string> dra_gpu_nodes_;  // nodes whose GPUs are their DRA devices
-  std::map<std::string, DeviceClassObject> device_classes_;
-  EligibilityCache eligibility_;  // cleared when devices, classes or DRA GPU nodes change
-  std::map<std::string, ClaimObject> claims_;         // by "namespace/name"
-  std::unordered_set<std::string> claims_in_flight_;  // claim uid: allocation being written
+  DraState dra_;  // slices, classes, claims; allocated claims held in mirror_
   std::unordered_map<std::string, std::vector<std::string>> assumed_claims_;  // pod uid -> claims
 
   std::mutex bind_mutex_;
