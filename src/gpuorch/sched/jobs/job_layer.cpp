@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <queue>
+#include <stdexcept>
 #include <tuple>
 
 namespace gpuorch::sched::jobs {
@@ -1096,6 +1097,10 @@ bool layer_fair_below_capacity(const JobLayer& layer, std::size_t q) {
 }  // namespace
 
 RoundStats JobLayer::round(std::span<JobState* const> jobs, const RoundOptions& options) {
+  // Its selection across the queues has no per-queue budget a WaitingIndex could bound.
+  if (options.over_quota_by_rank && (options.more_to_order || options.more_over_share)) {
+    throw std::invalid_argument("over_quota_by_rank needs every waiting job in the round");
+  }
   Round r(*this, jobs, options);
   r.setup();
   r.resize();

@@ -141,7 +141,8 @@ struct RoundOptions {
   // far as its jobs want it) to itself; what is left goes to the jobs left over, all queues
   // together, in the policy's order (overQuotaWeight then plays no part): least attained service
   // across tenants for what is over quota. Off: each queue's order gets its fair share (quota,
-  // then the rest by overQuotaWeight) and keeps what it holds over it until reclaimed.
+  // then the rest by overQuotaWeight) and keeps what it holds over it until reclaimed. Every
+  // waiting job must be in the round (no more_to_order, more_over_share: std::invalid_argument).
   bool over_quota_by_rank = false;
   // The policy has sized every job (JobState::wanted, from size_by_value within the queues'
   // shares): jobs it sized to 0 wait or stop (kResized), the others start, shrink or grow to
