@@ -3,7 +3,7 @@
 // annotation (here written by the test, as the launcher would, and by the launcher itself with
 // --kubeconfig), and `gpuorch scheduler --queues` fits Pollux's throughput model to one sample per
 // size the gang's pods report: a gang that scales is grown, one whose next pod adds nothing is
-// not, and its pods and PodGroup say why.
+// not, and its pods and PodGroup say why; pods that add nothing go back when a job waits.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -110,7 +110,7 @@ TEST(SchedulerMeasuredGrowth, AGangThatScalesGrowsAndOneThatDoesNotSaysWhy) {
   test::TempDir dir;
   test::SchedulerProcess scheduler(
       {"--kubeconfig", cp.kubeconfig(), "--queues", "--listen", "127.0.0.1:0", "--resize-interval",
-       "2", "--resize-cost", "0.2", "--retry-unschedulable", "1"},
+       "1", "--resize-cost", "0.1", "--retry-unschedulable", "1"},
       dir.file("scheduler.log"));
   // Three single-GPU pods hold 3 of the 8 GPUs for now.
   for (int i = 0; i < 3; ++i) {
@@ -164,6 +164,35 @@ TEST(SchedulerMeasuredGrowth, AGangThatScalesGrowsAndOneThatDoesNotSaysWhy) {
             std::string::npos)
       << events_about(api, "flat");
   EXPECT_EQ(count_bound(api, "flat", 4), 3);
+
+  // fast then measures 200 samples/s at 4 pods: its last 2 pods add 1 %. A job asking 3 GPUs
+  // (1 is free) gets them: fast gives back its last 2 pods, never one below minMember.
+  const json annotation = {{workload::kThroughputAnnotation, measured(4, 200)}};
+  api.patch(kPods + "/fast-2", {{"metadata", {{"annotations", annotation}}}});
+  json late = gpu_pod("late");
+  late["spec"]["containers"][0]["resources"] = {
+      {"requests", {{"cpu", "1"}, {"nvidia.com/gpu", "3"}}}, {"limits", {{"nvidia.com/gpu", "3"}}}};
+  api.create(kPods, late);
+  const auto going = [&] {
+    std::vector<std::string> out;
+    for (int i = 0; i < 4; ++i) {
+      const json p = api.get(fmt::format("{}/fast-{}", kPods, i));
+      if (p["metadata"].contains("deletionTimestamp")) out.push_back(p["metadata"]["name"]);
+    }
+    return out;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < deadline && going().size() < 2) {
+    std::this_thread::sleep_for(100ms);
+  }
+  const auto gone = going();
+  EXPECT_EQ(gone, (std::vector<std::string>{"fast-2", "fast-3"})) << scheduler.log();
+  EXPECT_NE(events_about(api, "fast").find("fitted speedup of 4 pods over 2 1.01x"),
+            std::string::npos)
+      << events_about(api, "fast");
+  for (const auto& n : gone) api.remove(kPods + "/" + n + "?gracePeriodSeconds=0");
+  test::wait_for(api, kPods + "/late", [](const json& p) { return !node_of(p).empty(); });
+  EXPECT_EQ(count_bound(api, "fast", 2), 2);
   if (HasFailure()) ADD_FAILURE() << "scheduler log:\n" << scheduler.log();
 }
 
