@@ -148,10 +148,17 @@ void ExtenderService::run(const std::atomic<bool>& stop) {
   // DRA where served: slices are GPUs, claims allocated by anyone hold theirs (docs/extender.md).
   try {
     if (!patient_get(api_, kResourceApi, std::chrono::seconds(30), stop, options_.log)) return;
+    // Listing them may not be granted (an extender deployed before DRA): then DRA is left out
+    // with a warning rather than informers that never sync and a filter that answers errors.
+    for (const char* kind : {"resourceslices", "deviceclasses", "resourceclaims"}) {
+      (void)api_.get(fmt::format("{}/{}?limit=1", kResourceApi, kind));
+    }
     dra_informers_ = 3;
   } catch (const ApiError& e) {
-    if (e.status() != 404) throw;
-    log("no resource.k8s.io/v1 API: pods with resourceClaims are left to kube-scheduler");
+    if (e.status() != 404 && e.status() != 403) throw;
+    log(fmt::format("resource.k8s.io/v1 {}: pods with resourceClaims are left to kube-scheduler",
+                    e.status() == 404 ? "is not served" : "may not be listed"),
+        base::Severity::kWarning);
   }
   std::list<Informer> dra;  // never moved: the threads hold references
   for (const char* kind : {"resourceslices", "deviceclasses", "resourceclaims"}) {
