@@ -1,12 +1,11 @@
 #pragma once
 // Dynamic Resource Allocation as every process that decides from a ClusterMirror sees it, in one
-// place for gpuorch scheduler, gpuorch extender and gpuorch admission-check (through MirrorFeed)
-// and gpuorch doctor: ResourceSlices become the nodes' GPUs (dra_devices.hpp); every allocated
-// ResourceClaim holds its GPUs in the mirror, whoever allocated it (kube-scheduler, another
-// scheduler, gpuorch), under the claim rather than a pod (a claim may outlive its pod or serve
-// several), in the queue of the pod it is reserved for; a pod's claims are planned and placed by
-// the core (dra_claims.hpp), with one explanation for every caller. Not thread-safe: callers hold
-// their own lock.
+// place for gpuorch scheduler, gpuorch extender (through MirrorFeed) and gpuorch doctor:
+// ResourceSlices become the nodes' GPUs (dra_devices.hpp); every allocated ResourceClaim holds its
+// GPUs in the mirror, whoever allocated it (kube-scheduler, another scheduler, gpuorch), under the
+// claim rather than a pod (a claim may outlive its pod or serve several), in the queue of the pod
+// it is reserved for; a pod's claims are planned and placed by the core (dra_claims.hpp), with one
+// explanation for every caller. Not thread-safe: callers hold their own lock.
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
