@@ -32,6 +32,7 @@ struct SchedulerFlags {
   std::string workload;
   int binders = 4;
   int retry_seconds = 60;
+  double pod_max_backoff = 10;  // kube-scheduler's podMaxBackoffSeconds
   int startup_timeout = 20;
   int sync_timeout = 120;
   std::string topology_levels;
@@ -80,6 +81,11 @@ int run(const SchedulerFlags& f) {
   options.mirror.seed = f.seed;
   options.binders = f.binders;
   options.retry_unschedulable = std::chrono::seconds(f.retry_seconds);
+  if (!(f.pod_max_backoff >= 0.01 && f.pod_max_backoff <= 3600)) {
+    base::fail_input("--pod-max-backoff must be in [0.01, 3600] seconds");
+  }
+  options.backoff_max = std::chrono::milliseconds(std::llround(f.pod_max_backoff * 1000));
+  options.backoff_initial = std::min(options.backoff_initial, options.backoff_max);
   options.startup_timeout = std::chrono::seconds(f.startup_timeout);
   options.sync_timeout = std::chrono::seconds(f.sync_timeout);
   options.log = base::log;
@@ -173,6 +179,11 @@ void add_scheduler(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_option("--retry-unschedulable", flags->retry_seconds,
                   "Seconds after which unschedulable pods are tried again even if nothing changed")
+      ->capture_default_str();
+  cmd->add_option("--pod-max-backoff", flags->pod_max_backoff,
+                  "Seconds a pod waits at most after failures in a row (1 s doubled per failure, "
+                  "capped here; kube-scheduler's podMaxBackoffSeconds); a replay that compresses "
+                  "time lowers it")
       ->capture_default_str();
   cmd->add_option("--startup-timeout", flags->startup_timeout,
                   "Seconds the first API calls (access check, PodGroup discovery) are retried "

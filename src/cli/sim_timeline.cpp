@@ -48,6 +48,7 @@ struct TimelineFlags {
   std::string gpus;
   std::string report;
   std::string queues;
+  std::string events;
   bool json = false;
   bool per_queue = false;
 };
@@ -278,6 +279,7 @@ int run(const TimelineFlags& f) {
       const std::size_t k = c * policies.size() + i;
       sim::TimelineOptions o;
       o.interval = interval;
+      o.record_events = !f.events.empty();
       o.on_progress = [&](std::size_t done, std::size_t n) {
         progress.update(k * n + done, all * n);
       };
@@ -304,6 +306,23 @@ int run(const TimelineFlags& f) {
       }
     }
   }
+  std::string events;  // one JSON object per line: policy, t, event, job, queue, replicas, gpus
+  if (!f.events.empty()) {
+    for (const auto& r : results) {
+      for (const auto& e : r.events) {
+        const sim::JobOutcome& o = r.jobs[e.job];
+        nlohmann::ordered_json x;
+        x["policy"] = r.policy;
+        x["t"] = e.time;
+        x["event"] = sim::event_key(e.kind);
+        x["job"] = o.name;
+        x["queue"] = o.queue;
+        x["replicas"] = e.replicas;
+        x["gpus"] = e.gpus;
+        events += x.dump() + "\n";
+      }
+    }
+  }
   if (!f.report.empty()) {
     // Each leaf queue's GPU quota, drawn under its GPUs held over time.
     report::QueueQuotas quotas;
@@ -319,6 +338,7 @@ int run(const TimelineFlags& f) {
         results);
   }
   if (!f.csv.empty()) base::write_file_atomically(f.csv, csv);
+  if (!f.events.empty()) base::write_file_atomically(f.events, events);
   if (f.json) {
     for (std::size_t i = 0; i < results.size(); ++i) {
       fmt::print(
@@ -383,6 +403,10 @@ void add_sim_timeline(CLI::App& sim, Action& action) {
   c->add_option("--csv", f->csv, "Write per-job results (all policies) to this CSV file");
   c->add_option("--gpus", f->gpus,
                 "What-if: clusters of A..B GPUs in steps (A:B:step, --gpus-per-node each)");
+  c->add_option("--events", f->events,
+                "Write every job's arrivals, starts, resizes, preemptions and finishes (all "
+                "policies) to this JSON-lines file: policy, t (the tick), event, job, queue, "
+                "replicas and gpus after it");
   c->add_option("--report", f->report, "Also write an HTML report with plots to this folder");
   c->add_option("--queues", f->queues,
                 "KAI Queue YAML (quota, limit, overQuotaWeight, priority per queue): jobs go to "

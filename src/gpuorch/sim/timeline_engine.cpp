@@ -26,6 +26,22 @@ Seconds next_tick_at_or_after(Seconds t, Seconds interval) {
 
 }  // namespace
 
+const char* event_key(TimelineEvent::Kind kind) {
+  switch (kind) {
+    case TimelineEvent::Kind::kArrive:
+      return "arrive";
+    case TimelineEvent::Kind::kStart:
+      return "start";
+    case TimelineEvent::Kind::kResize:
+      return "resize";
+    case TimelineEvent::Kind::kPreempt:
+      return "preempt";
+    case TimelineEvent::Kind::kFinish:
+      return "finish";
+  }
+  return "?";
+}
+
 std::vector<cluster::NodeSpec> uniform_nodes(int count, int gpus) {
   std::vector<cluster::NodeSpec> out;
   for (int i = 0; i < count; ++i) {
@@ -93,6 +109,11 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
       running.erase(std::lower_bound(running.begin(), running.end(), j, by_id));
     }
   };
+  const auto record = [&](Seconds at, TimelineEvent::Kind kind, const Job* j) {
+    if (!options.record_events) return;
+    result.events.push_back({at, kind, static_cast<std::size_t>(j - jobs.data()),
+                             static_cast<int>(j->placements().size()), j->gpus()});
+  };
   Seconds now = 0;
   while (done < jobs.size()) {
     // The next event that can change anything: the next tick while jobs are active, else the
@@ -114,6 +135,7 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
     while (next_arrival < arrival.size() && specs[arrival[next_arrival]].submit <= now) {
       active.push_back(&jobs[arrival[next_arrival++]]);
       arrived.push_back(active.back());
+      record(now, TimelineEvent::Kind::kArrive, active.back());
     }
     if (first_new < active.size()) {
       const auto mid = active.begin() + static_cast<std::ptrdiff_t>(first_new);
@@ -133,6 +155,7 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
       account(j, before);  // erases running[i]
       active.erase(std::lower_bound(active.begin(), active.end(), j, by_id));
       finished.push_back(j);
+      record(now, TimelineEvent::Kind::kFinish, j);
       ++done;
     }
     if (active.empty()) {
@@ -153,8 +176,22 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
       Job* j = change.job;
       if (same_allocation(change.placements, *j)) continue;
       const int before = j->gpus();
+      const std::size_t had = j->placements().size();
       j->reallocate(now, std::move(change.placements));
       account(j, before);
+      const std::size_t has = j->placements().size();
+      record(now,
+             had == 0   ? TimelineEvent::Kind::kStart
+             : has == 0 ? TimelineEvent::Kind::kPreempt
+                        : TimelineEvent::Kind::kResize,
+             j);
+    }
+    if (options.record_events) {
+      for (const auto& b : policy.started_and_preempted()) {
+        const auto id = static_cast<std::size_t>(b.job - jobs.data());
+        result.events.push_back({now, TimelineEvent::Kind::kStart, id, b.replicas, b.gpus});
+        result.events.push_back({now, TimelineEvent::Kind::kPreempt, id, 0, 0});
+      }
     }
     held.time = now;
     held.running = static_cast<int>(running.size());

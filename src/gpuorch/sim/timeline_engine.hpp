@@ -20,7 +20,22 @@ struct TimelineOptions {
   Seconds interval = 60;  // scheduling interval (the artifact's default)
   // Called after each tick with the jobs finished so far (the CLI's progress bar).
   std::function<void(std::size_t done, std::size_t total)> on_progress;
+  // Keep every job's arrivals, starts, resizes, preemptions and finishes (TimelineResult::events,
+  // `sim timeline --events`).
+  bool record_events = false;
 };
+
+// What happened to one job at one tick. A tick's events come in this order: the arrivals, the
+// finishes (GPUs handed back at the tick), then the policy's starts, resizes and preemptions.
+struct TimelineEvent {
+  enum class Kind : std::uint8_t { kArrive, kStart, kResize, kPreempt, kFinish };
+  Seconds time = 0;  // the tick (decisions are made at ticks; an arrival is seen at the next)
+  Kind kind = Kind::kArrive;
+  std::size_t job = 0;  // index in TimelineResult::jobs (workload order)
+  int replicas = 0;     // replicas it runs on after the event (0: none)
+  int gpus = 0;         // GPUs it holds after the event
+};
+const char* event_key(TimelineEvent::Kind kind);  // "arrive", "start", ...
 
 struct JobOutcome {
   std::string name;
@@ -53,6 +68,7 @@ struct TimelineResult {
   std::vector<std::string> queues;      // the workload's queues, sorted by name
   std::vector<JobOutcome> jobs;         // in workload order
   std::vector<TimelineSample> samples;  // one per tick with active jobs or turning idle
+  std::vector<TimelineEvent> events;    // with TimelineOptions::record_events, in time order
   std::size_t ticks = 0;
 };
 

@@ -63,6 +63,15 @@ class TimelinePolicy {
   // their current ones for the others (an empty answer: nothing changed).
   Reallocations allocate(Seconds now, std::span<Job* const> active, ReplicaPlacer& placer,
                          const TickEvents& events = {});
+  // A job the last round started and preempted again within it (a policy that decides job by
+  // job, fifo:per-job), with the replicas and GPUs it had: the engine sees no net change, so
+  // its event record (TimelineOptions::record_events) asks here.
+  struct BriefRun {
+    Job* job = nullptr;
+    int replicas = 0;
+    int gpus = 0;
+  };
+  [[nodiscard]] virtual std::span<const BriefRun> started_and_preempted() const { return {}; }
 
  protected:
   // The policy's decision over the placer's cluster. Every policy decides through the job layer
@@ -96,6 +105,9 @@ std::vector<int> packed_placement(int gpus, int per_node);
 
 std::unique_ptr<TimelinePolicy> make_optimus(const PolicyOptions& options);
 std::unique_ptr<TimelinePolicy> make_pollux(const PolicyOptions& options);
+// fifo:per-job: each waiting job decided in its own round over the running jobs, in priority
+// then queue-entry order, as `gpuorch scheduler --queues` decides (timeline_per_job.cpp).
+std::unique_ptr<TimelinePolicy> make_fifo_per_job(const PolicyOptions& options);
 std::unique_ptr<TimelinePolicy> make_lasgo(const PolicyOptions& options,
                                            const std::string& variant);
 
