@@ -249,16 +249,17 @@ int run_tune(const TuneFlags& f, const std::string& command_line) {
     results.push_back(comm::analyze_tuning(c, settings, failed, samples));
     coll_figures.back().settings = comm::setting_curves(settings, failed, samples);
   }
-  const std::string header = fmt::format("gpuorch tune nccl on {} ({} GPUs, {}), {} UTC: {}",
-                                         host.hostname, gpus, run.library, base::utc_now_rfc3339(), command_line);
+  const std::string header =
+      fmt::format("gpuorch tune nccl on {} ({} GPUs, {}), {} UTC: {}", host.hostname, gpus,
+                  run.library, base::utc_now_rfc3339(), command_line);
   const std::string env_text = comm::tune_env_file(results, header);
   if (!f.output.empty()) base::write_file_atomically(f.output, env_text);
   nlohmann::ordered_json calibration;
   if (!f.calibration.empty()) {
     const auto paths =
         gpus >= 2 ? measure_paths(run, host, gpus) : std::vector<comm::PathFigures>{};
-    calibration = comm::calibration_json({host.hostname, run.library, base::utc_now_rfc3339(), command_line},
-                                         paths, coll_figures);
+    calibration = comm::calibration_json(
+        {host.hostname, run.library, base::utc_now_rfc3339(), command_line}, paths, coll_figures);
     base::write_file_atomically(f.calibration, calibration.dump(2) + "\n");
   }
   if (f.json) {

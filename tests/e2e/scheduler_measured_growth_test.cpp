@@ -146,9 +146,10 @@ TEST(SchedulerMeasuredGrowth, AGangThatScalesGrowsAndOneThatDoesNotSaysWhy) {
                    }
                    return false;
                  });
-  EXPECT_NE(events_about(api, "fast").find(
-                "measured 198 samples/s at 2 pods, fitted speedup at 4 pods 2.00x: grown to 4"),
-            std::string::npos)
+  EXPECT_NE(
+      events_about(api, "fast")
+          .find("measured 198 samples/s at 2 pods, fitted speedup at 4 pods 2.00x: grown to 4"),
+      std::string::npos)
       << events_about(api, "fast");
   // flat still runs 3, and its waiting pod and its PodGroup say why.
   const json waiting = test::wait_for(api, kPods + "/flat-3", [](const json& p) {
@@ -206,8 +207,15 @@ TEST(SchedulerMeasuredGrowth, LaunchPublishesTheWorkersStepReportOnItsPod) {
   api.create(kPods, gpu_pod("trainer"));
   test::TempDir dir;
   const std::vector<std::string> args = {
-      "launch", "--kubeconfig", cp.kubeconfig(), "--standalone", "--nproc-per-node", "1", "--",
-      "/bin/sh", "-c",
+      "launch",
+      "--kubeconfig",
+      cp.kubeconfig(),
+      "--standalone",
+      "--nproc-per-node",
+      "1",
+      "--",
+      "/bin/sh",
+      "-c",
       "echo '{\"local_bsz\": 32, \"optim_step_time\": 0.25}' >> \"$GPUORCH_THROUGHPUT_FILE\"; "
       "sleep 0.3"};
   {

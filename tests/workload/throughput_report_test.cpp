@@ -36,8 +36,8 @@ TEST(ThroughputReport, SyncTimeIsOptionalButNeverLongerThanTheStep) {
   ASSERT_TRUE(s);
   EXPECT_DOUBLE_EQ(s->optim_sync_time, 0.1);
   std::string why;
-  EXPECT_FALSE(parse_step_report(R"({"local_bsz":4,"optim_step_time":0.5,"optim_sync_time":0.6})",
-                                 &why));
+  EXPECT_FALSE(
+      parse_step_report(R"({"local_bsz":4,"optim_step_time":0.5,"optim_sync_time":0.6})", &why));
   EXPECT_NE(why.find("optim_sync_time"), std::string::npos) << why;
 }
 
@@ -66,7 +66,8 @@ TEST(ThroughputReport, BadInputIsRefusedWithAReasonAndNeverThrows) {
       R"({"worldSize":4,"nodes":2,"localBatch":32,"samplesPerSecond":NaN,"stepTime":0.25})",
       R"({"worldSize":4,"nodes":2,"localBatch":32,"stepTime":0.25})",
       "{\"worldSize\":4,\"nodes\":2,\"localBatch\":32,\"samplesPerSecond\":512,\"stepTime\":0.25,"
-      "\"pad\":\"" + std::string(5000, 'x') + "\"}",
+      "\"pad\":\"" +
+          std::string(5000, 'x') + "\"}",
       std::string("{\"worldSize\":4\0,", 16),
       "\xff\xfe{\"worldSize\":4}",
   };

@@ -41,7 +41,7 @@ void ThroughputReporter::new_round(int world_size, int nodes, bool first) {
 void ThroughputReporter::read_new() {
   std::error_code ec;
   const auto size = std::filesystem::file_size(path_, ec);
-  if (ec) return;  // nothing written yet
+  if (ec) return;                                     // nothing written yet
   if (size < offset_) offset_ = 0, partial_.clear();  // truncated: read it again
   if (size == offset_) return;
   if (size - offset_ > kMostRead) {
@@ -56,8 +56,7 @@ void ThroughputReporter::read_new() {
   offset_ += chunk.size();
   partial_ += chunk;
   std::size_t start = 0;
-  for (std::size_t end; (end = partial_.find('\n', start)) != std::string::npos;
-       start = end + 1) {
+  for (std::size_t end; (end = partial_.find('\n', start)) != std::string::npos; start = end + 1) {
     const std::string_view line(partial_.data() + start, end - start);
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     std::string why;
@@ -81,15 +80,16 @@ void ThroughputReporter::tick(Clock::time_point now, bool now_or_never) {
   }
   if (!latest_ || latest_published_ || (next_publish_ && now < *next_publish_)) return;
   next_publish_ = now + interval_;
-  const auto report = workload::throughput_at(*latest_, world_size_, nodes_, base::utc_now_rfc3339());
+  const auto report =
+      workload::throughput_at(*latest_, world_size_, nodes_, base::utc_now_rfc3339());
   try {
     publish_(report);
     latest_published_ = true;
     log_(fmt::format("throughput: {:.1f} samples/s at {} ranks on {} nodes published",
                      report.samples_per_second, report.world_size, report.nodes));
   } catch (const std::exception& e) {
-    log_(fmt::format("throughput: publishing failed (tried again in {} s): {}",
-                     interval_.count(), e.what()));
+    log_(fmt::format("throughput: publishing failed (tried again in {} s): {}", interval_.count(),
+                     e.what()));
   }
 }
 

@@ -31,7 +31,7 @@ struct WorkerIdentity {
   std::string run_id;
   std::string error_file;
   std::string throughput_file;  // GPUORCH_THROUGHPUT_FILE; empty: not set
-  bool agent_store = false;  // the store at MASTER_ADDR:MASTER_PORT is the agent's
+  bool agent_store = false;     // the store at MASTER_ADDR:MASTER_PORT is the agent's
 };
 
 // `base`: the agent's environment; `user`: KEY=VALUE pairs from --env-file (override `base`).

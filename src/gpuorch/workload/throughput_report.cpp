@@ -46,8 +46,8 @@ bool whole(const json& doc, const char* key, int lo, int hi, int& out, std::stri
 }
 
 // `positive`: above 0; otherwise 0 is allowed. Absent and `optional`: 0.
-bool seconds(const json& doc, const char* key, bool positive, bool optional, double hi,
-             double& out, std::string* why) {
+bool seconds(const json& doc, const char* key, bool positive, bool optional, double hi, double& out,
+             std::string* why) {
   const auto it = doc.find(key);
   if (it == doc.end() && optional) {
     out = 0;
@@ -82,9 +82,12 @@ ThroughputReport throughput_at(const StepReport& step, int world_size, int nodes
 }
 
 std::string to_annotation(const ThroughputReport& r) {
-  const json doc = {{"worldSize", r.world_size},       {"nodes", r.nodes},
-                    {"localBatch", r.local_batch},     {"samplesPerSecond", r.samples_per_second},
-                    {"stepTime", r.step_time},         {"syncTime", r.sync_time},
+  const json doc = {{"worldSize", r.world_size},
+                    {"nodes", r.nodes},
+                    {"localBatch", r.local_batch},
+                    {"samplesPerSecond", r.samples_per_second},
+                    {"stepTime", r.step_time},
+                    {"syncTime", r.sync_time},
                     {"time", r.time}};
   return doc.dump();
 }

@@ -19,9 +19,9 @@ inline constexpr const char* kThroughputFileEnv = "GPUORCH_THROUGHPUT_FILE";
 // One line of the training script: {"local_bsz": 32, "optim_step_time": 0.25} and optionally
 // "optim_sync_time" (s of the step spent in the gradient exchange).
 struct StepReport {
-  int local_bsz = 1;             // samples per rank per optimizer step
-  double optim_step_time = 0;    // s per optimizer step, synchronisation included
-  double optim_sync_time = 0;    // s of it synchronising; 0: not measured
+  int local_bsz = 1;           // samples per rank per optimizer step
+  double optim_step_time = 0;  // s per optimizer step, synchronisation included
+  double optim_sync_time = 0;  // s of it synchronising; 0: not measured
   bool operator==(const StepReport&) const = default;
 };
 
@@ -37,8 +37,7 @@ struct ThroughputReport {
 };
 
 // The report at a round's size: samples/s = world_size x local_bsz / optim_step_time.
-ThroughputReport throughput_at(const StepReport& step, int world_size, int nodes,
-                               std::string time);
+ThroughputReport throughput_at(const StepReport& step, int world_size, int nodes, std::string time);
 
 // Compact JSON: {"worldSize":4,"nodes":2,"localBatch":32,"samplesPerSecond":512,
 // "stepTime":0.25,"syncTime":0,"time":"2026-12-04T16:00:00Z"}.

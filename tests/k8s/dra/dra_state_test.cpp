@@ -4,6 +4,8 @@
 // mirror and in its pod's queue, the extender filters a pod with claims on the devices it can get
 // (and has no say on what gpuorch does not evaluate), doctor explains it in the scheduler's
 // words, and `gpuorch sim` reads the slices as an inventory.
+#include "gpuorch/k8s/mirror/dra_state.hpp"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -13,7 +15,6 @@
 #include "gpuorch/k8s/dra/resource_slice.hpp"
 #include "gpuorch/k8s/extender/extender_service.hpp"
 #include "gpuorch/k8s/mirror/cluster_queues.hpp"
-#include "gpuorch/k8s/mirror/dra_state.hpp"
 #include "gpuorch/k8s/mirror/extended_resources.hpp"
 #include "gpuorch/k8s/mirror/node_object.hpp"
 #include "gpuorch/k8s/mirror/slice_inventory.hpp"
@@ -46,30 +47,31 @@ json slice() {
 }
 
 json gpu_class() {
-  return {{"kind", "DeviceClass"},
-          {"metadata", {{"name", "gpu.gpuorch.io"}}},
-          {"spec",
-           {{"selectors",
-             json::array({{{"cel",
-                            {{"expression", R"(device.driver == "gpu.gpuorch.io" && )"
-                                            R"(device.attributes["gpu.gpuorch.io"].type == "gpu")"}}}}})}}}};
+  return {
+      {"kind", "DeviceClass"},
+      {"metadata", {{"name", "gpu.gpuorch.io"}}},
+      {"spec",
+       {{"selectors",
+         json::array(
+             {{{"cel",
+                {{"expression", R"(device.driver == "gpu.gpuorch.io" && )"
+                                R"(device.attributes["gpu.gpuorch.io"].type == "gpu")"}}}}})}}}};
 }
 
 // A claim for `count` GPUs of one NVLink domain; `selector`: a CEL expression of the request.
 json claim(const std::string& name, int count, const std::string& selector = "") {
-  json exactly = {{"deviceClassName", "gpu.gpuorch.io"},
-                  {"allocationMode", "ExactCount"},
-                  {"count", count}};
+  json exactly = {
+      {"deviceClassName", "gpu.gpuorch.io"}, {"allocationMode", "ExactCount"}, {"count", count}};
   if (!selector.empty()) {
     exactly["selectors"] = json::array({{{"cel", {{"expression", selector}}}}});
   }
-  return {{"kind", "ResourceClaim"},
-          {"metadata", {{"name", name}, {"namespace", "default"}, {"uid", "uid-" + name}}},
-          {"spec",
-           {{"devices",
-             {{"requests", json::array({{{"name", "gpus"}, {"exactly", exactly}}})},
-              {"constraints",
-               json::array({{{"matchAttribute", "gpu.gpuorch.io/nvlinkDomain"}}})}}}}}};
+  return {
+      {"kind", "ResourceClaim"},
+      {"metadata", {{"name", name}, {"namespace", "default"}, {"uid", "uid-" + name}}},
+      {"spec",
+       {{"devices",
+         {{"requests", json::array({{{"name", "gpus"}, {"exactly", exactly}}})},
+          {"constraints", json::array({{{"matchAttribute", "gpu.gpuorch.io/nvlinkDomain"}}})}}}}}};
 }
 
 // The claim as kube-scheduler leaves it: `devices` allocated on the node, reserved for `pod`.
@@ -84,10 +86,9 @@ json allocated(json c, const std::vector<std::string>& devices, const std::strin
        {{"devices", {{"results", results}}},
         {"nodeSelector",
          {{"nodeSelectorTerms",
-           json::array({{{"matchFields",
-                          json::array({{{"key", "metadata.name"},
-                                        {"operator", "In"},
-                                        {"values", json::array({kNode})}}})}}})}}}}},
+           json::array({{{"matchFields", json::array({{{"key", "metadata.name"},
+                                                       {"operator", "In"},
+                                                       {"values", json::array({kNode})}}})}}})}}}}},
       {"reservedFor", json::array({{{"resource", "pods"}, {"name", pod}, {"uid", "uid-" + pod}}})}};
   return c;
 }
@@ -101,11 +102,10 @@ json claim_pod(const std::string& name, const std::string& claim_name, const std
       {"spec",
        {{"schedulerName", "gpuorch"},
         {"resourceClaims", json::array({{{"name", "gpus"}, {"resourceClaimName", claim_name}}})},
-        {"containers",
-         json::array({{{"name", "c"},
-                       {"resources",
-                        {{"requests", {{"cpu", "1"}}},
-                         {"claims", json::array({{{"name", "gpus"}}})}}}}})}}},
+        {"containers", json::array({{{"name", "c"},
+                                     {"resources",
+                                      {{"requests", {{"cpu", "1"}}},
+                                       {"claims", json::array({{{"name", "gpus"}}})}}}}})}}},
       {"status", {{"phase", node.empty() ? "Pending" : "Running"}}}};
   if (!node.empty()) pod["spec"]["nodeName"] = node;
   if (!queue.empty()) pod["metadata"]["labels"] = {{"kai.scheduler/queue", queue}};
@@ -224,19 +224,19 @@ TEST(DraState, AGpuResourceRequestGetsDevicePluginGpusNeverDraDevices) {
   json mapped = gpu_class();
   mapped["spec"]["extendedResourceName"] = "nvidia.com/gpu";
   c.dra.device_class(mapped, false);
-  EXPECT_NE(c.dra.device_plugin_note(three).find("DeviceClass gpu.gpuorch.io maps the GPU resource"),
-            std::string::npos);
+  EXPECT_NE(
+      c.dra.device_plugin_note(three).find("DeviceClass gpu.gpuorch.io maps the GPU resource"),
+      std::string::npos);
 }
 
 TEST(DraBridge, AGpuResourceMappedByAClassIsPlacedWithTheClaimKubeSchedulerWouldMake) {
   Cluster c;
   json pod = claim_pod("bridged", "unused");
   pod["spec"].erase("resourceClaims");
-  pod["spec"]["initContainers"] = json::array(
-      {{{"name", "init"}, {"resources", {{"requests", {{"cpu", "1"}}}}}}});
+  pod["spec"]["initContainers"] =
+      json::array({{{"name", "init"}, {"resources", {{"requests", {{"cpu", "1"}}}}}}});
   pod["spec"]["containers"][0]["resources"] = {
-      {"requests", {{"cpu", "1"}, {"nvidia.com/gpu", "2"}}},
-      {"limits", {{"nvidia.com/gpu", "2"}}}};
+      {"requests", {{"cpu", "1"}, {"nvidia.com/gpu", "2"}}}, {"limits", {{"nvidia.com/gpu", "2"}}}};
   const PodObject p = pod_from_json(pod);
   ASSERT_EQ(p.gpu_resources.size(), 1U);
   // Init containers first; nvidia.com/gpu after cpu among the container's requests.
@@ -290,8 +290,7 @@ TEST(DraBridge, AGpuResourceMappedByAClassIsPlacedWithTheClaimKubeSchedulerWould
 }
 
 std::string filter(ExtenderService& e, const std::string& pod_name) {
-  const json args = {{"Pod", claim_pod(pod_name, pod_name)},
-                     {"NodeNames", json::array({kNode})}};
+  const json args = {{"Pod", claim_pod(pod_name, pod_name)}, {"NodeNames", json::array({kNode})}};
   return e.filter(args);
 }
 
@@ -364,9 +363,8 @@ TEST(DraDoctor, ExplainsAPendingPodWithClaimsInTheSchedulersWords) {
 }
 
 TEST(DraSimInventory, ResourceSlicesAreAnInventoryWithTheMirrorsTranslation) {
-  const json list = {{"apiVersion", "v1"},
-                     {"kind", "List"},
-                     {"items", json::array({dra_node(), slice()})}};
+  const json list = {
+      {"apiVersion", "v1"}, {"kind", "List"}, {"items", json::array({dra_node(), slice()})}};
   const auto nodes = nodes_from_resource_slices(list, "cluster.json");
   ASSERT_EQ(nodes.size(), 1U);
   EXPECT_EQ(nodes[0].name, kNode);

@@ -338,14 +338,15 @@ TEST(DraGpuorchScheduler, AGpuResourceMappedToDraDevicesGetsTheBridgeClaim) {
                                    dir.file("scheduler.log"));
   auto resource_pod = [](const std::string& name, const std::string& resource, int n) {
     const json res = {{"cpu", "1"}, {resource, std::to_string(n)}};
-    return json{{"apiVersion", "v1"},
-                {"kind", "Pod"},
-                {"metadata", {{"name", name}, {"namespace", "default"}}},
-                {"spec",
-                 {{"schedulerName", "gpuorch"},
-                  {"containers", json::array({{{"name", "main"},
-                                               {"image", "registry.k8s.io/pause:3.10"},
-                                               {"resources", {{"requests", res}, {"limits", res}}}}})}}}};
+    return json{
+        {"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"metadata", {{"name", name}, {"namespace", "default"}}},
+        {"spec",
+         {{"schedulerName", "gpuorch"},
+          {"containers", json::array({{{"name", "main"},
+                                       {"image", "registry.k8s.io/pause:3.10"},
+                                       {"resources", {{"requests", res}, {"limits", res}}}}})}}}};
   };
   api.create(test::kDefaultPods, resource_pod("bridged", "nvidia.com/gpu", 2));
   const json pod = test::wait_for(api, test::kDefaultPods + "/bridged",
@@ -372,9 +373,8 @@ TEST(DraGpuorchScheduler, AGpuResourceMappedToDraDevicesGetsTheBridgeClaim) {
 
   // The class by its implicit name: one more GPU, none of the first pod's.
   api.create(test::kDefaultPods,
-             resource_pod("implicit", std::string("deviceclass.resource.kubernetes.io/") +
-                                          kDriverName,
-                          1));
+             resource_pod("implicit",
+                          std::string("deviceclass.resource.kubernetes.io/") + kDriverName, 1));
   const json second = test::wait_for(api, test::kDefaultPods + "/implicit",
                                      [](const json& p) { return test::node_of(p) == kNode; });
   ASSERT_TRUE(second["status"].contains("extendedResourceClaimStatus")) << second.dump();

@@ -95,9 +95,9 @@ TEST(MeasuredGrowth, PodsThatAddLessThanAResizeCostsAreGivenBackNeverBelowMin) {
 }
 
 TEST(MeasuredGrowth, OneSamplePerSizeTheNewestAndSyncFromTheFastestStep) {
-  const std::vector<workload::ThroughputReport> m = {
-      measured(2, 150, 32, "2026-12-04T16:00:00Z"), measured(2, 190, 32, "2026-12-04T16:05:00Z"),
-      measured(1, 100, 32), measured(2, 120, 64)};
+  const std::vector<workload::ThroughputReport> m = {measured(2, 150, 32, "2026-12-04T16:00:00Z"),
+                                                     measured(2, 190, 32, "2026-12-04T16:05:00Z"),
+                                                     measured(1, 100, 32), measured(2, 120, 64)};
   const auto s = throughput_samples(m);
   ASSERT_EQ(s.size(), 3U);
   for (const auto& x : s) {

@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
-#include "gpuorch/sched/jobs/throughput_fit.hpp"
 #include "gpuorch/sched/jobs/fitted_speedup.hpp"
+#include "gpuorch/sched/jobs/throughput_fit.hpp"
 
 namespace gpuorch::sched::jobs {
 namespace {

@@ -96,8 +96,8 @@ std::optional<std::size_t> ClusterQueues::leaf(const std::string& name) const {
   return q;
 }
 
-std::vector<sched::jobs::Resources> ClusterQueues::holdings(const std::vector<const PodObject*>& pods,
-                                                            const DraState* dra) const {
+std::vector<sched::jobs::Resources> ClusterQueues::holdings(
+    const std::vector<const PodObject*>& pods, const DraState* dra) const {
   std::vector<sched::jobs::Resources> out(tree_.size());
   for (const PodObject* p : pods) {
     const auto q = leaf(p->queue);

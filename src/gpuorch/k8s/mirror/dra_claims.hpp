@@ -64,12 +64,12 @@ struct ClaimChoice {
 };
 
 struct ClaimPlan {
-  std::string waiting;      // a claim (or its DeviceClass) does not exist yet: why the pod waits
-  std::string refused;      // outside what gpuorch evaluates, or no node can ever meet it: why
+  std::string waiting;  // a claim (or its DeviceClass) does not exist yet: why the pod waits
+  std::string refused;  // outside what gpuorch evaluates, or no node can ever meet it: why
   // refused because gpuorch does not evaluate it (the CEL subset, the forms of "Not yet" in
   // docs/dra.md), not because no node can meet it: another allocator may
   bool unevaluated = false;
-  std::string pinned_node;  // claims already allocated put the pod on this node
+  std::string pinned_node;           // claims already allocated put the pod on this node
   std::vector<ClaimChoice> choices;  // to try in order; empty when nothing is to be allocated
   std::vector<std::string> claims;   // every claim of the pod ("namespace/name"), to reserve
 };

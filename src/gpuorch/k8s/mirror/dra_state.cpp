@@ -129,9 +129,8 @@ void DraState::account(const ClaimObject& claim, ClusterMirror& mirror) {
     in_flight_.erase(claim.uid);
   }
   // Counted only where the node's GPUs are its DRA devices (never on a device plugin's GPUs).
-  const std::string node = gpus.empty() || !gpu_nodes_.contains(gpus.front().first)
-                               ? std::string()
-                               : gpus.front().first;
+  const std::string node =
+      gpus.empty() || !gpu_nodes_.contains(gpus.front().first) ? std::string() : gpus.front().first;
   std::vector<int> on_node;
   for (const auto& [n, g] : gpus) {
     if (!node.empty() && n == node) on_node.push_back(g);
@@ -236,11 +235,10 @@ std::string DraState::bridge_class(const PodObject& pod) const {
 nlohmann::json DraState::extended_claim(const PodObject& pod, const std::string& cls) const {
   nlohmann::json requests = nlohmann::json::array();
   for (const GpuResourceAsk& a : pod.gpu_resources) {
-    requests.push_back({{"name", a.request},
-                        {"exactly",
-                         {{"deviceClassName", cls},
-                          {"allocationMode", "ExactCount"},
-                          {"count", a.count}}}});
+    requests.push_back(
+        {{"name", a.request},
+         {"exactly",
+          {{"deviceClassName", cls}, {"allocationMode", "ExactCount"}, {"count", a.count}}}});
   }
   return {{"apiVersion", "resource.k8s.io/v1"},
           {"kind", "ResourceClaim"},

@@ -113,8 +113,8 @@ class DraState {
   std::vector<workload::NodeGpuGroups> plugin_groups_;
   std::map<std::string, DeviceClassObject> classes_;
   EligibilityCache eligibility_;  // cleared when devices, classes or DRA GPU nodes change
-  std::map<std::string, ClaimObject> claims_;         // by "namespace/name"
-  std::unordered_set<std::string> in_flight_;         // claim uid: our allocation being written
+  std::map<std::string, ClaimObject> claims_;  // by "namespace/name"
+  std::unordered_set<std::string> in_flight_;  // claim uid: our allocation being written
   std::unordered_map<std::string, std::string> queue_of_pod_;  // pods with claims: their queue
 };
 

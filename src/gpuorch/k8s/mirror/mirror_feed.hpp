@@ -5,8 +5,8 @@
 // report, does not count as a change; a node the core cannot use is left out and its reason
 // logged once), the bound pods counted on their nodes, the nodes' DRA GPUs and the claims
 // allocated on them (dra_state.hpp), and the live pods' requests (with their claims' GPUs), the
-// history efd estimates the target workload from when the options give none. Not thread-safe: callers
-// hold their own lock.
+// history efd estimates the target workload from when the options give none. Not thread-safe:
+// callers hold their own lock.
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>

@@ -16,8 +16,7 @@ namespace gpuorch::k8s {
 std::vector<cluster::NodeSpec> nodes_from_resource_slices(const nlohmann::json& list,
                                                           const std::string& file) {
   if (!list.is_object() || !list.contains("items") || !list["items"].is_array()) {
-    base::fail_input(file, 0,
-                     "not a Kubernetes List (kubectl get nodes,resourceslices -o json)");
+    base::fail_input(file, 0, "not a Kubernetes List (kubectl get nodes,resourceslices -o json)");
   }
   DraInventory inventory;
   std::map<std::string, cluster::NodeSpec> nodes;
@@ -33,8 +32,7 @@ std::vector<cluster::NodeSpec> nodes_from_resource_slices(const nlohmann::json& 
       if (const auto* spec = std::get_if<cluster::NodeSpec>(&parsed)) {
         nodes[spec->name] = *spec;
       } else {
-        base::fail_input(file, 0,
-                         fmt::format("item {}: {}", index, std::get<std::string>(parsed)));
+        base::fail_input(file, 0, fmt::format("item {}: {}", index, std::get<std::string>(parsed)));
       }
     } else if (kind == "ResourceSlice") {
       inventory.update_slice(item, false);

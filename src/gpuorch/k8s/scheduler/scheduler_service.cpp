@@ -1023,9 +1023,9 @@ void SchedulerService::schedule_gang(const std::string& gang) {
       "gang {}: {}{}", gang,
       placed.size() == pending.size() ? fmt::format("{} members placed", placed.size()) : what,
       r.domain.empty() ? "" : " under " + r.domain));
-  post_podgroup_event(gang, "Normal", growing ? "Resized" : "Scheduled",
-                      what + (r.domain.empty() ? "" : " under " + r.domain) +
-                          (advice ? "; " + advice->why : ""));
+  post_podgroup_event(
+      gang, "Normal", growing ? "Resized" : "Scheduled",
+      what + (r.domain.empty() ? "" : " under " + r.domain) + (advice ? "; " + advice->why : ""));
 }
 
 sched::jobs::GangGrowth SchedulerService::gang_growth(
@@ -1048,9 +1048,8 @@ sched::jobs::GangGrowth SchedulerService::gang_growth(
   in.gpus_per_pod = gpus_per_pod;
   in.measured = measured;
   in.resize_interval_s = double(options_.resize_interval.count());
-  in.restart_s = options_.resize_cost
-                     ? std::chrono::duration<double>(*options_.resize_cost).count()
-                     : in.resize_interval_s / 10;
+  in.restart_s = options_.resize_cost ? std::chrono::duration<double>(*options_.resize_cost).count()
+                                      : in.resize_interval_s / 10;
   return in;
 }
 
@@ -1097,8 +1096,8 @@ void SchedulerService::shrink_for(const std::vector<PodObject>& waiting) {
     }
     const int per_pod = std::max(members.front()->spec.gpu_count, 1);
     std::vector<workload::ThroughputReport> measured;
-    const auto advice = sched::jobs::advise_shrink(
-        gang_growth(gang, bound, bound, min_member, per_pod, measured));
+    const auto advice =
+        sched::jobs::advise_shrink(gang_growth(gang, bound, bound, min_member, per_pod, measured));
     const int give = bound - advice.target;
     if (give <= 0 || mirror_.cluster().fully_free_gpus_total() + give * per_pod < need) continue;
     // The members last in name order go (the gang starts and grows in name order).

@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "gpuorch/sched/jobs/throughput_fit.hpp"
 #include "gpuorch/sched/jobs/speedup_model.hpp"
+#include "gpuorch/sched/jobs/throughput_fit.hpp"
 
 namespace gpuorch::sched::jobs {
 

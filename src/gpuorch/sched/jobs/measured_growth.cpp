@@ -140,10 +140,10 @@ GrowthAdvice advise_growth(const GangGrowth& g) {
         g.gang, workload::kThroughputAnnotation,
         out.target > now ? fmt::format("up to {} pods", out.target) : verdict);
   } else {
-    out.why = fmt::format("gang {}: measured {:.0f} samples/s at {} pods, fitted speedup at {} "
-                          "pods {:.2f}x: {}",
-                          g.gang, quote->samples_per_second, quote->nodes, out.judged,
-                          out.speedup, verdict);
+    out.why = fmt::format(
+        "gang {}: measured {:.0f} samples/s at {} pods, fitted speedup at {} "
+        "pods {:.2f}x: {}",
+        g.gang, quote->samples_per_second, quote->nodes, out.judged, out.speedup, verdict);
   }
   return out;
 }
@@ -170,8 +170,8 @@ GrowthAdvice advise_shrink(const GangGrowth& g) {
   out.why = fmt::format(
       "gang {}: measured {:.0f} samples/s at {} pods, fitted speedup of {} pods over {} {:.2f}x "
       "(below the {:.2f}x a resize costs): shrunk to {} for a job that waits",
-      g.gang, model.quote()->samples_per_second, model.quote()->nodes, now, out.target,
-      out.speedup, pays, out.target);
+      g.gang, model.quote()->samples_per_second, model.quote()->nodes, now, out.target, out.speedup,
+      pays, out.target);
   return out;
 }
 

@@ -29,11 +29,11 @@ struct GangGrowth {
 };
 
 struct GrowthAdvice {
-  int target = 0;        // pods to run (never below max(running, min))
-  bool prior = true;     // no measurement: the linear prior
-  int judged = 0;        // the count `speedup` is predicted for: target, or the next one up
-  double speedup = 0;    // predicted throughput at `judged` over that at the current count
-  std::string why;       // one line for the pods' and the PodGroup's explanations
+  int target = 0;      // pods to run (never below max(running, min))
+  bool prior = true;   // no measurement: the linear prior
+  int judged = 0;      // the count `speedup` is predicted for: target, or the next one up
+  double speedup = 0;  // predicted throughput at `judged` over that at the current count
+  std::string why;     // one line for the pods' and the PodGroup's explanations
 };
 
 // One sample per distinct (nodes, world size, local batch), the newest (by `time`) of each.
