@@ -1,13 +1,15 @@
-// gpuorch dra-driver with a real kubelet (scripts/k8s-testenv node add: kubelet v1.37.2,
-// containerd 1.6; docs/k8s-testenv.md): the kubelet's plugin watcher registers the driver, a pod
-// with a claim for two GPUs of one NVLink domain is allocated by kube-scheduler's DRA allocator,
-// the kubelet calls NodePrepareResources before the container starts and NodeUnprepareResources
-// once the pod is gone. Label real-node (the RealNode prefix); skips where the machine cannot run
-// a node.
+// gpuorch dra-driver with a real kubelet (scripts/k8s-testenv node add --containerd 2: kubelet
+// v1.37.2, containerd 2.4.2 with CDI; docs/k8s-testenv.md): the kubelet's plugin watcher
+// registers the driver, a pod with a claim for two GPUs of one NVLink domain is allocated by
+// kube-scheduler's DRA allocator, the kubelet calls NodePrepareResources before the container
+// starts, containerd applies the driver's CDI spec (the container's NVIDIA_VISIBLE_DEVICES names
+// exactly the allocated GPUs), and NodeUnprepareResources runs once the pod is gone. Label
+// real-node (the RealNode prefix); skips where the machine cannot run a node.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "gpuorch/k8s/api/api_client.hpp"
@@ -66,17 +68,19 @@ TEST(RealNodeDra, TheKubeletRegistersTheDriverAndPreparesAndUnpreparesAClaim) {
   if (!why.empty()) GTEST_SKIP() << "real nodes cannot run on this machine: " << why;
   auto& cp = test::ControlPlane::shared();
   cp.start_kube_scheduler();
-  cp.add_node("dra1");
+  // containerd 2 reads CDI specs from the node's own folder, the driver's --cdi-dir.
+  cp.add_node("dra1", {"--containerd", "2"});
   k8s::ApiClient api(k8s::load_cluster_config(cp.kubeconfig()));
 
   // The kubelet's root dir is the node's own (--root-dir), so are its plugin folders.
   const std::string root = cp.dir() + "/nodes/dra1/kubelet";
   test::TempDir dir;
+  const std::string cdi_dir = cp.dir() + "/nodes/dra1/cdi";
   const std::string plugin_dir = root + "/plugins/gpu.gpuorch.io";
   test::SchedulerProcess driver(
       {"--topology", test::topo_json_path("dgx-h100"), "--node-name", "dra1", "--kubeconfig",
        cp.kubeconfig(), "--plugins-registry", root + "/plugins_registry", "--plugin-dir",
-       plugin_dir, "--cdi-dir", dir.file("cdi")},
+       plugin_dir, "--cdi-dir", cdi_dir, "--dev-root", dir.file("no-dev")},
       dir.file("driver.log"), "dra-driver");
   ASSERT_TRUE(eventually(
       [&] { return driver.log().find("registered with the kubelet") != std::string::npos; }, 60s))
@@ -111,7 +115,8 @@ TEST(RealNodeDra, TheKubeletRegistersTheDriverAndPreparesAndUnpreparesAClaim) {
   std::set<std::string> devices;
   for (const auto& d : prepared.at(uid).devices) devices.insert(d.device);
   EXPECT_EQ(devices, allocated);
-  EXPECT_TRUE(std::filesystem::exists(dir.file("cdi/gpu.gpuorch.io-claim_" + uid + ".json")));
+  const std::string cdi_file = cdi_dir + "/gpu.gpuorch.io-claim_" + uid + ".json";
+  EXPECT_TRUE(std::filesystem::exists(cdi_file));
   const json pod = test::wait_for(
       api, kPods + "/dra-pod",
       [](const json& p) {
@@ -124,13 +129,36 @@ TEST(RealNodeDra, TheKubeletRegistersTheDriverAndPreparesAndUnpreparesAClaim) {
   const auto r = api.request("GET", kPods + "/dra-pod/log", nullptr, "");
   std::printf("real node DRA: pod created to Succeeded %.1f s; container printed: %s", run_s,
               r.body.c_str());
+  // The container's environment, from containerd's CDI injection: the UUIDs of exactly the
+  // allocated devices (the recording's GPUs, as the driver's CDI spec names them).
+  std::set<std::string> expected;
+  const topology::Host host = test::fixture_host("dgx-h100");
+  for (const auto& d : k8s::dra::slice_devices(host)) {
+    if (allocated.count(d.name) == 0) continue;
+    const auto& g = host.gpus[static_cast<std::size_t>(d.gpu)];
+    expected.insert(g.uuid.empty() ? std::to_string(g.index) : g.uuid);
+  }
+  ASSERT_EQ(expected.size(), 2U);
+  const std::string key = "NVIDIA_VISIBLE_DEVICES=";
+  const auto at = r.body.find(key);
+  ASSERT_NE(at, std::string::npos) << r.body;
+  const std::string value = r.body.substr(at + key.size(), r.body.find('\n', at) - at - key.size());
+  std::set<std::string> seen;
+  std::size_t listed = 0;
+  std::stringstream ss(value);
+  for (std::string id; std::getline(ss, id, ',');) {
+    seen.insert(id);
+    ++listed;
+  }
+  EXPECT_EQ(seen, expected) << "container printed: " << r.body;
+  EXPECT_EQ(listed, expected.size()) << value;
 
   // The pod ended, the kubelet unprepares: the CDI spec and the checkpoint entry go.
   EXPECT_TRUE(eventually(
       [&] { return k8s::dra::load_checkpoint(plugin_dir + "/checkpoint.json").count(uid) == 0; },
       90s))
       << driver.log();
-  EXPECT_FALSE(std::filesystem::exists(dir.file("cdi/gpu.gpuorch.io-claim_" + uid + ".json")));
+  EXPECT_FALSE(std::filesystem::exists(cdi_file));
   EXPECT_EQ(driver.stop(), 0) << driver.log();
   api.remove(kPods + "/dra-pod?gracePeriodSeconds=0");
   cp.remove_node("dra1");
