@@ -454,8 +454,8 @@ TEST(RealNode, AnElasticJobFinishesOnTheNodeLeftWhenOneIsRemoved) {
               finish_s, log.substr(log.size() > 2500 ? log.size() - 2500 : 0).c_str());
 }
 
-// Bad input to `scripts/k8s-testenv node`, start --nodes and kubelet-build: one line, exit 2,
-// nothing made (no root needed: checked before anything runs).
+// Bad input to `scripts/k8s-testenv node`, start --nodes, kubelet-build and containerd-build: one
+// line, exit 2, nothing made (no root needed: checked before anything runs).
 TEST(K8sTestenvNodeUsage, BadInputIsOneLineAndExitTwo) {
   test::TempDir dir;
   const std::string script = std::string(test::source_dir()) + "/scripts/k8s-testenv";
@@ -471,11 +471,14 @@ TEST(K8sTestenvNodeUsage, BadInputIsOneLineAndExitTwo) {
       {"node", "add", dir.path().string(), "n1", "--gpus-from"},
       {"node", "add", dir.path().string(), "n1", "--frob"},
       {"node", "remove", dir.path().string(), "n1", "--gpus-from", topo},
+      {"node", "add", dir.path().string(), "n1", "--containerd", "3"},
+      {"node", "remove", dir.path().string(), "n1", "--containerd", "2"},
       {"node", "check", "extra"},
       {"start", "--nodes", "many", dir.file("cp")},
       {"start", "--nodes", "99", dir.file("cp")},
       {"run", "--nodes"},
       {"kubelet-build", "extra"},
+      {"containerd-build", "extra"},
   };
   for (const auto& args : cases) {
     std::vector<std::string> argv{script};
