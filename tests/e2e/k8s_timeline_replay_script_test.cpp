@@ -32,15 +32,15 @@ TEST(K8sTimelineReplayScript, PolluxJobsOnTwoQueuesTickByTick) {
       "--limit {} --nodes 4 --gpus-per-node 4 --json {} >{} 2>&1",
       test::shell_quote(script.string()), test::shell_quote(::gpuorch::test::binary_path()),
       test::shell_quote((dir / "workload-4.csv").string()),
-      test::shell_quote(test::fixture("timeline/replay_queues.yaml")), 12, test::shell_quote(json),
+      test::shell_quote(test::fixture("timeline/replay_queues.yaml")), 11, test::shell_quote(json),
       test::shell_quote(out));
   const int status = std::system(command.c_str());
   const std::string output = test::read_text(out);
   EXPECT_EQ(status, 0) << output;
   ASSERT_TRUE(std::filesystem::exists(json)) << output;
   const auto s = nlohmann::json::parse(test::read_text(json));
-  EXPECT_EQ(s.value("jobs", 0), 12);
-  EXPECT_GT(s.value("ticks", 0), 12) << output;
+  EXPECT_EQ(s.value("jobs", 0), 11);
+  EXPECT_GT(s.value("ticks", 0), 11) << output;
   EXPECT_GE(s.value("preemptions_sim", 0), 1) << output;  // a reclaim happens
   EXPECT_EQ(s.value("ticks_that_differ", -1), 0) << output;
   EXPECT_EQ(s.value("preemptions_cluster", -1), s.value("preemptions_sim", -2)) << output;
