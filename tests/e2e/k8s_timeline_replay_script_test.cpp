@@ -25,11 +25,11 @@ TEST(K8sTimelineReplayScript, PolluxJobsOnTwoQueuesTickByTick) {
   const std::string json = tmp.file("summary.json");
   // Small: CI's sanitizer build runs it (each tick waits for the scheduler to settle). Jobs go
   // to team-a, team-b, team-b in turn; team-b reclaims what team-a borrowed (bert-0 and a job
-  // that started in the same tick).
+  // that started in the same tick, at t = 1920; the ticks after it are left out: CI's time).
   const std::string command = fmt::format(
       "/usr/bin/python3 {} --gpuorch {} --workload {} --queues {} --assign-queues "
       "team-a,team-b,team-b "
-      "--limit {} --nodes 4 --gpus-per-node 4 --json {} >{} 2>&1",
+      "--limit {} --nodes 4 --gpus-per-node 4 --until 2000 --json {} >{} 2>&1",
       test::shell_quote(script.string()), test::shell_quote(::gpuorch::test::binary_path()),
       test::shell_quote((dir / "workload-4.csv").string()),
       test::shell_quote(test::fixture("timeline/replay_queues.yaml")), 11, test::shell_quote(json),
@@ -40,7 +40,7 @@ TEST(K8sTimelineReplayScript, PolluxJobsOnTwoQueuesTickByTick) {
   ASSERT_TRUE(std::filesystem::exists(json)) << output;
   const auto s = nlohmann::json::parse(test::read_text(json));
   EXPECT_EQ(s.value("jobs", 0), 11);
-  EXPECT_GT(s.value("ticks", 0), 11) << output;
+  EXPECT_GE(s.value("ticks", 0), 8) << output;
   EXPECT_GE(s.value("preemptions_sim", 0), 1) << output;  // a reclaim happens
   EXPECT_EQ(s.value("ticks_that_differ", -1), 0) << output;
   EXPECT_EQ(s.value("preemptions_cluster", -1), s.value("preemptions_sim", -2)) << output;
