@@ -69,10 +69,21 @@ TEST(Manifests, RbacIsGetAndPatchNodesOnly) {
       roles.push_back(m.object["metadata"]["name"].get<std::string>());
     }
   }
-  EXPECT_EQ(roles,
-            (std::vector<std::string>{"gpuorch-node-labeller", "gpuorch-device-plugin",
-                                      "gpuorch-scheduler", "gpuorch-scheduler-leader-election"}))
+  EXPECT_EQ(roles, (std::vector<std::string>{
+                       "gpuorch-node-labeller", "gpuorch-device-plugin", "gpuorch-scheduler",
+                       "gpuorch-scheduler-leader-election", "gpuorch-launch"}))
       << "the exporter needs no API access";
+  // The launcher's own pod annotation (gpuorch.io/throughput): patch on pods, bound by no one
+  // here (a team's RoleBinding gives it to its training pods).
+  const Json* launch_role = find(ms, "ClusterRole", "gpuorch-launch");
+  ASSERT_NE(launch_role, nullptr);
+  EXPECT_EQ((*launch_role)["rules"], Json::parse(R"([{"apiGroups": [""], "resources": ["pods"],
+                                                       "verbs": ["patch"]}])"));
+  for (const auto& m : ms) {
+    if (m.object["kind"] == "ClusterRoleBinding" || m.object["kind"] == "RoleBinding") {
+      EXPECT_NE(m.object["roleRef"]["name"], "gpuorch-launch") << m.file;
+    }
+  }
   // Allocate follows the scheduler: the plugin lists its node's pods and marks the one it
   // allocated for, and needs its node's name for that (docs/device-plugin.md).
   const Json* plugin_role = find(ms, "ClusterRole", "gpuorch-device-plugin");

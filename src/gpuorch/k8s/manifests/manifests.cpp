@@ -649,6 +649,13 @@ std::vector<Manifest> make_manifests(const ManifestOptions& o) {
     out.push_back({"07-rolebinding-scheduler-leader-election.yaml",
                    binding_of("RoleBinding", "Role", "gpuorch-scheduler-leader-election",
                               "gpuorch-scheduler", o, true)});
+    // What `gpuorch launch` needs to publish a job's measured throughput on its own pod
+    // (gpuorch.io/throughput, which the scheduler's --queues sizing reads): bound to nobody
+    // here; a team binds it to its training pods' service account with a RoleBinding in its
+    // own namespace (docs/launch.md).
+    Json launch_role = rbac("ClusterRole", cluster_scoped("gpuorch-launch", o), o, false);
+    launch_role["rules"] = Json::array({rule({""}, {"pods"}, {"patch"})});
+    out.push_back({"08-clusterrole-launch.yaml", launch_role});
   }
   out.push_back({"10-node-labeller.yaml", labeller_daemonset(o)});
   std::vector<std::string> vendors;
