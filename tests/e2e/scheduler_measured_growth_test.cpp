@@ -16,6 +16,7 @@
 #include "gpuorch/k8s/api/api_client.hpp"
 #include "gpuorch/k8s/api/kubeconfig.hpp"
 #include "gpuorch/workload/throughput_report.hpp"
+#include "support/cluster_objects.hpp"
 #include "support/control_plane.hpp"
 #include "support/kai_queue.hpp"
 #include "support/kube_objects.hpp"
@@ -48,16 +49,8 @@ std::string measured(int pods, double samples_per_second) {
 
 json gpu_pod(const std::string& name, const std::string& group = "",
              const std::string& throughput = "") {
-  json p = {{"apiVersion", "v1"},
-            {"kind", "Pod"},
-            {"metadata", {{"name", name}, {"labels", {{"kai.scheduler/queue", "q"}}}}},
-            {"spec",
-             {{"schedulerName", "gpuorch"},
-              {"containers", json::array({{{"name", "c"},
-                                           {"image", "registry.k8s.io/pause:3.10"},
-                                           {"resources",
-                                            {{"requests", {{"cpu", "1"}, {"nvidia.com/gpu", "1"}}},
-                                             {"limits", {{"nvidia.com/gpu", "1"}}}}}}})}}}};
+  json p = test::gpu_pod(name, {{"cpu", "1"}, {"nvidia.com/gpu", "1"}});
+  p["metadata"]["labels"] = {{"kai.scheduler/queue", "q"}};
   if (!group.empty()) p["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] = group;
   if (!throughput.empty()) {
     p["metadata"]["annotations"][workload::kThroughputAnnotation] = throughput;

@@ -1028,16 +1028,17 @@ void SchedulerService::schedule_gang(const std::string& gang) {
       what + (r.domain.empty() ? "" : " under " + r.domain) + (advice ? "; " + advice->why : ""));
 }
 
+void SchedulerService::note_throughput(const PodObject& p) {
+  if (!p.throughput) return;
+  const auto& t = *p.throughput;
+  auto& at = gang_measured_[p.gang][{t.nodes, t.world_size, t.local_batch}];
+  if (at.time.empty() || t.time > at.time) at = t;
+}
+
 sched::jobs::GangGrowth SchedulerService::gang_growth(
     const std::string& gang, int bound, int present, int min_member, double gpus_per_pod,
     std::vector<workload::ThroughputReport>& measured) {
-  auto& seen = gang_measured_[gang];
-  for (const auto& [uid, p] : pods_) {
-    if (p.gang != gang || !p.throughput) continue;
-    const auto& t = *p.throughput;
-    auto& at = seen[{t.nodes, t.world_size, t.local_batch}];
-    if (at.time.empty() || t.time > at.time) at = t;
-  }
+  auto& seen = gang_measured_[gang];  // its reports folded in by the caller (note_throughput)
   measured.clear();
   for (const auto& [key, t] : seen) measured.push_back(t);
   sched::jobs::GangGrowth in;
@@ -1056,6 +1057,10 @@ sched::jobs::GangGrowth SchedulerService::gang_growth(
 sched::jobs::GrowthAdvice SchedulerService::growth_advice(const std::string& gang, int bound,
                                                           int present, int min_member,
                                                           double gpus_per_pod) {
+  gang_measured_[gang];  // an entry, reports or not: the gang is elastic (shrink_for)
+  for (const auto& [uid, p] : pods_) {
+    if (p.gang == gang) note_throughput(p);
+  }
   std::vector<workload::ThroughputReport> measured;
   return sched::jobs::advise_growth(
       gang_growth(gang, bound, present, min_member, gpus_per_pod, measured));
@@ -1073,10 +1078,14 @@ void SchedulerService::shrink_for(const std::vector<PodObject>& waiting) {
   for (const auto& p : waiting) need += std::max(p.spec.gpu_count, 0);
   if (need == 0) return;
   last_shrink_check_ = now;
+  // One pass over the pods: each candidate's bound members, and every report of its pods.
   std::map<std::string, std::vector<const PodObject*>> running;  // gang -> its bound members
   for (const auto& [uid, p] : pods_) {
-    if (!p.gang.empty() && p.gang != waiting.front().gang && gang_measured_.contains(p.gang) &&
-        ours(p) && !p.node_name.empty() && !p.deleting && !p.terminal()) {
+    if (p.gang.empty() || p.gang == waiting.front().gang || !gang_measured_.contains(p.gang)) {
+      continue;
+    }
+    note_throughput(p);
+    if (ours(p) && !p.node_name.empty() && !p.deleting && !p.terminal()) {
       running[p.gang].push_back(&p);
     }
   }

@@ -192,6 +192,8 @@ class SchedulerService {
   // measured (remembered per size, as the launcher overwrites them), or the prior.
   sched::jobs::GrowthAdvice growth_advice(const std::string& gang, int bound, int present,
                                           int min_member, double gpus_per_pod);
+  // Folds a pod's gpuorch.io/throughput report into what its gang measured (newest per size).
+  void note_throughput(const PodObject& p);
   sched::jobs::GangGrowth gang_growth(const std::string& gang, int bound, int present,
                                       int min_member, double gpus_per_pod,
                                       std::vector<workload::ThroughputReport>& measured);
