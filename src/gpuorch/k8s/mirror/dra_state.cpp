@@ -255,8 +255,7 @@ nlohmann::json DraState::extended_claim(const PodObject& pod, const std::string&
           {"spec", {{"devices", {{"requests", std::move(requests)}}}}}};
 }
 
-DraState::Placement DraState::place_extended(const PodObject& pod, const nlohmann::json& claim,
-                                             ClusterMirror& mirror) {
+DraState::Ask DraState::ask_extended(const PodObject& pod, const nlohmann::json& claim) {
   // Planned as a claim of the pod's (its name and uid stand in until it is created), then
   // forgotten: it exists only once created.
   nlohmann::json planned = claim;
@@ -270,15 +269,20 @@ DraState::Placement DraState::place_extended(const PodObject& pod, const nlohman
   asking.spec.gpu_count = 0;
   asking.spec.gpu_milli = 0;
   asking.claims = {{"extended-resources", pod.name + "-extended-resources", ""}};
-  Placement out;
+  Ask out;
   try {
-    out = place(asking, mirror);
+    out = ask(asking);
   } catch (...) {
     if (!clash) claims_.erase(key);
     throw;
   }
   if (!clash) claims_.erase(key);
   return out;
+}
+
+DraState::Placement DraState::place_extended(const PodObject& pod, const nlohmann::json& claim,
+                                             ClusterMirror& mirror) {
+  return place_ask(ask_extended(pod, claim), mirror);
 }
 
 nlohmann::json DraState::extended_status(const PodObject& pod, const Placement& placement,
@@ -320,10 +324,9 @@ PodObject DraState::counted(const PodObject& pod) {
   return out;
 }
 
-DraState::Placement DraState::place(const PodObject& pod, ClusterMirror& mirror,
-                                    const std::vector<std::string>& among) {
+DraState::Ask DraState::ask(const PodObject& pod, const std::vector<std::string>& among) {
   using Outcome = Placement::Outcome;
-  Placement out;
+  Ask out;
   out.plan = plan_claims(pod, claims_, classes_, inventory_, gpu_nodes_, &eligibility_);
   const ClaimPlan& plan = out.plan;
   if (!plan.waiting.empty()) {
@@ -355,39 +358,50 @@ DraState::Placement DraState::place(const PodObject& pod, ClusterMirror& mirror,
   } else if (!among.empty()) {
     ask.spec.constraints.node_names = among;
   }
+  if (plan.choices.empty()) out.pods.push_back(ask);
+  for (const ClaimChoice& choice : plan.choices) {
+    ask.spec.gpu_count = choice.gpus;
+    ask.spec.gpu_milli = base::kMilliPerGpu;
+    ask.spec.gpus_restricted = true;
+    ask.spec.gpu_groups = choice.groups;
+    out.pods.push_back(ask);
+  }
+  return out;
+}
+
+DraState::Placement DraState::place(const PodObject& pod, ClusterMirror& mirror,
+                                    const std::vector<std::string>& among) {
+  return place_ask(ask(pod, among), mirror);
+}
+
+DraState::Placement DraState::place_ask(const Ask& ask, ClusterMirror& mirror) {
+  using Outcome = Placement::Outcome;
+  Placement out;
+  out.plan = ask.plan;
+  if (ask.outcome != Outcome::kPlaced) {
+    out.outcome = ask.outcome;
+    out.message = ask.message;
+    return out;
+  }
   std::string failure;
   bool infeasible = true;
-  auto attempt = [&](const PodObject& p) {
+  for (std::size_t i = 0; i < ask.pods.size(); ++i) {
+    const PodObject& p = ask.pods[i];
     out.result = mirror.schedule(p);
-    if (out.result.decision.outcome == sched::Outcome::kPlaced) return true;
+    if (out.result.decision.outcome == sched::Outcome::kPlaced) {
+      out.outcome = Outcome::kPlaced;
+      if (!ask.plan.choices.empty()) out.chosen = static_cast<int>(i);
+      return out;
+    }
     infeasible = infeasible && out.result.decision.outcome == sched::Outcome::kInfeasible;
     if (failure.empty()) {
       sched::RequestResolver resolver(mirror.cluster());
       failure = unschedulable_message(out.result, resolver.resolve(p.spec),
                                       mirror.cluster().node_count());
     }
-    return false;
-  };
-  bool placed = false;
-  if (plan.choices.empty()) {
-    placed = attempt(ask);
-  } else {
-    for (std::size_t i = 0; i < plan.choices.size() && !placed; ++i) {
-      const ClaimChoice& choice = plan.choices[i];
-      ask.spec.gpu_count = choice.gpus;
-      ask.spec.gpu_milli = base::kMilliPerGpu;
-      ask.spec.gpus_restricted = true;
-      ask.spec.gpu_groups = choice.groups;
-      placed = attempt(ask);
-      if (placed) out.chosen = static_cast<int>(i);
-    }
-  }
-  if (placed) {
-    out.outcome = Outcome::kPlaced;
-    return out;
   }
   out.outcome = infeasible ? Outcome::kInfeasible : Outcome::kNoRoom;
-  out.message = fmt::format("ResourceClaims {}: {}", fmt::join(plan.claims, ", "), failure);
+  out.message = fmt::format("ResourceClaims {}: {}", fmt::join(ask.plan.claims, ", "), failure);
   return out;
 }
 

@@ -67,6 +67,20 @@ class DraState {
   // `among`: the nodes it may go to (empty: any).
   Placement place(const PodObject& pod, ClusterMirror& mirror,
                   const std::vector<std::string>& among = {});
+  // A pod with claims as the core's request, so it can be placed with others (a gang's members,
+  // the job layer's admission) and kept with hold() as place() keeps it: one pod per way of
+  // meeting its claims (plan.choices in order; one when nothing is to be allocated), pinned to
+  // the node of claims already allocated; none, with why, when it cannot be placed now.
+  struct Ask {
+    Placement::Outcome outcome = Placement::Outcome::kPlaced;  // kPlaced: `pods` to try
+    std::string message;
+    ClaimPlan plan;
+    std::vector<PodObject> pods;
+  };
+  Ask ask(const PodObject& pod, const std::vector<std::string>& among = {});
+  // KEP-5004's bridge: the pod asked as if it had `claim` (extended_claim()), to be kept with
+  // hold_extended().
+  Ask ask_extended(const PodObject& pod, const nlohmann::json& claim);
   // A placed pod keeps its CPU and memory on its node, and the claims it allocates hold their
   // GPUs from now on (assumed until the claim's allocation is seen, or drop_assumed()). Returns
   // the uids of the claims it allocates.
@@ -105,6 +119,7 @@ class DraState {
 
  private:
   void account(const ClaimObject& claim, ClusterMirror& mirror);
+  Placement place_ask(const Ask& ask, ClusterMirror& mirror);
   void account_all(ClusterMirror& mirror);
 
   DraInventory inventory_;
