@@ -667,6 +667,23 @@ SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodO
           queues_.tree().spec(*leaf).name, terminating());
       return out;
     }
+    // Our pods bound a moment ago and not yet seen bound (the bind in flight, or its update
+    // still on its way through the informer) hold their GPUs but cannot be victims yet: victims
+    // chosen now would depend on how fast the API server answered. Chosen again once seen.
+    const auto unseen = std::count_if(pods_.begin(), pods_.end(), [&](const auto& e) {
+      const PodObject& p = e.second;
+      return p.node_name.empty() && !p.deleting && ours(p) && mirror_.accounted(p.uid) &&
+             !nominated_.contains(p.uid) &&
+             std::none_of(members.begin(), members.end(),
+                          [&](const PodObject& m) { return m.uid == p.uid; });
+    });
+    if (unseen > 0) {
+      undo(0);
+      out.placement.message = fmt::format(
+          "queue {}: waiting for {} pod(s) just bound to be seen bound before preempting",
+          queues_.tree().spec(*leaf).name, unseen);
+      return out;
+    }
     // Every eviction is tried as a dry run first, so a PodDisruptionBudget that forbids one
     // evicts none of the others.
     std::vector<std::string> refused;
