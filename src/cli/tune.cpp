@@ -17,11 +17,11 @@
 
 #include "cli/verbs.hpp"
 #include "gpuorch/base/atomic_file.hpp"
+#include "gpuorch/base/child_process.hpp"
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/base/utc_time.hpp"
 #include "gpuorch/comm/bench.hpp"
 #include "gpuorch/comm/calibration.hpp"
-#include "gpuorch/comm/child_process.hpp"
 #include "gpuorch/comm/gpu_backend.hpp"
 #include "gpuorch/discover/discover.hpp"
 
@@ -88,7 +88,7 @@ struct Runner {
                                          "PMI_SIZE",
                                          "SLURM_PROCID",
                                          "SLURM_NTASKS"};
-    const auto r = comm::run_child(
+    const auto r = base::run_child(
         argv, set, unset, std::chrono::milliseconds(std::llround(f.child_timeout_s * 1000)));
     if (r.timed_out) {
       failure = fmt::format("no result within {:g} s", f.child_timeout_s);

@@ -13,7 +13,7 @@
 #include <future>
 #include <thread>
 
-#include "gpuorch/comm/child_process.hpp"
+#include "gpuorch/base/child_process.hpp"
 #include "support/net.hpp"
 #include "support/paths.hpp"
 
@@ -23,10 +23,10 @@ namespace {
 using Env = std::vector<std::pair<std::string, std::string>>;
 using Clock = std::chrono::steady_clock;
 
-comm::ChildResult gpuorch(const std::vector<std::string>& args, const Env& env) {
+base::ChildResult gpuorch(const std::vector<std::string>& args, const Env& env) {
   std::vector<std::string> argv{::gpuorch::test::binary_path()};
   argv.insert(argv.end(), args.begin(), args.end());
-  return comm::run_child(argv, env, {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR"},
+  return base::run_child(argv, env, {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR"},
                          std::chrono::seconds(60));
 }
 

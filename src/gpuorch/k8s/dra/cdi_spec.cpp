@@ -32,7 +32,7 @@ std::string cdi_spec_path(const CdiOptions& o, const std::string& uid) {
 }
 
 CdiClaim cdi_claim(const topology::Host& host, const CdiOptions& o, const std::string& uid,
-                   const std::vector<std::string>& devices) {
+                   const std::vector<std::string>& devices, const json& claim_edits) {
   const std::vector<SliceDevice> known = slice_devices(host);
   std::vector<const SliceDevice*> chosen;
   std::string nvidia;  // NVIDIA_VISIBLE_DEVICES: GPU and MIG UUIDs, as NVIDIA's runtime reads them
@@ -86,7 +86,9 @@ CdiClaim cdi_claim(const topology::Host& host, const CdiOptions& o, const std::s
   }
   if (any_amd) add_node(common_nodes, o, "/dev/kfd");
   out.spec = json{{"cdiVersion", kCdiVersion}, {"kind", kind}, {"devices", cdi_devices}};
-  if (!common_nodes.empty()) out.spec["containerEdits"] = {{"deviceNodes", common_nodes}};
+  json common = claim_edits.is_object() ? claim_edits : json::object();
+  if (!common_nodes.empty()) common["deviceNodes"] = common_nodes;
+  if (!common.empty()) out.spec["containerEdits"] = common;
   return out;
 }
 

@@ -28,9 +28,12 @@ struct CdiClaim {
 };
 
 // The spec for `devices` (names of the slice's devices: "gpu-3", "gpu-3-mig-1-0") of claim `uid`.
-// Throws std::runtime_error naming a device the host does not have.
+// `claim_edits` (CDI containerEdits: env, mounts) join the spec's common edits: what the claim's
+// sharing needs in each of its containers (an MPS daemon's pipe folder). Throws
+// std::runtime_error naming a device the host does not have.
 [[nodiscard]] CdiClaim cdi_claim(const topology::Host& host, const CdiOptions& o,
-                                 const std::string& uid, const std::vector<std::string>& devices);
+                                 const std::string& uid, const std::vector<std::string>& devices,
+                                 const nlohmann::json& claim_edits = nlohmann::json::object());
 
 // "<cdi_dir>/<driver>-claim_<uid>.json".
 [[nodiscard]] std::string cdi_spec_path(const CdiOptions& o, const std::string& uid);

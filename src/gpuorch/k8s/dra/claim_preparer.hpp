@@ -6,6 +6,11 @@
 // checkpoint without asking the API server, and unpreparing a claim that is not prepared
 // succeeds. Calls are serialised: the kubelet may call for several pods at once, and each call
 // rewrites the one checkpoint.
+//
+// A claim's GpuConfig (gpu_config.hpp) is applied here too: the time slice of its GPUs set, its MPS
+// control daemon started (under <checkpoint's folder>/mps/<claim UID>), both recorded in the
+// checkpoint and undone at Unprepare. A configuration that is wrong, or that the node fails to
+// apply, fails that claim with nothing left behind: what was changed before the failure is undone.
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -16,6 +21,8 @@
 #include "gpuorch/k8s/dra/cdi_spec.hpp"
 #include "gpuorch/k8s/dra/checkpoint.hpp"
 #include "gpuorch/k8s/dra/claim_allocation.hpp"
+#include "gpuorch/k8s/dra/mps_daemon.hpp"
+#include "gpuorch/k8s/dra/nvidia_smi.hpp"
 #include "gpuorch/topology/host.hpp"
 
 namespace gpuorch::k8s::dra {
@@ -29,6 +36,8 @@ struct PreparerOptions {
   std::string pool;             // the node's name: the pool of the driver's ResourceSlice
   std::string checkpoint_path;  // "<plugin dir>/checkpoint.json"
   std::function<void(const std::string&)> log;
+  NvidiaSmi nvidia_smi;  // time slices and compute modes; no path: TimeSlicing claims fail
+  MpsOptions mps;        // its log is set to `log`
 };
 
 class ClaimPreparer {
@@ -46,7 +55,14 @@ class ClaimPreparer {
 
  private:
   void write_cdi(const std::string& uid, const std::vector<AllocatedDevice>& devices,
-                 std::vector<PreparedDevice>* out) const;
+                 const PreparedSharing& sharing, std::vector<PreparedDevice>* out) const;
+  [[nodiscard]] std::string mps_root(const std::string& uid) const;
+  // Sets what `sharing` asks; on failure undoes what it did and throws.
+  void apply_sharing(const std::string& uid, const PreparedSharing& sharing);
+  // Undoes `sharing` of claim `uid`: the MPS daemon stopped, a time slice back to the default
+  // unless another prepared claim set one on that GPU too. Throws when something could not be.
+  void undo_sharing(const std::string& uid, const PreparedSharing& sharing);
+  void log(const std::string& line) const;
 
   topology::Host host_;
   PreparerOptions options_;

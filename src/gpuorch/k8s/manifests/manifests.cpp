@@ -605,8 +605,8 @@ std::vector<Manifest> make_manifests(const ManifestOptions& o) {
   }
   if (o.dra && o.sharing != SharingKind::kNone) {
     base::fail_input(
-        fmt::format("--sharing {} with --dra: the DRA driver has no sharing yet "
-                    "(docs/dra.md); leave --sharing out",
+        fmt::format("--sharing {} with --dra: with DRA a claim asks for sharing itself (a "
+                    "GpuConfig in its config, docs/dra.md); leave --sharing out",
                     o.sharing == SharingKind::kMps ? "mps" : "time-slicing"));
   }
   check_pod_options(o.pod, o.ns);

@@ -42,8 +42,12 @@ Json device_class(const std::string& name, const char* type) {
 }
 
 // The driver writes sockets and CDI specs into the host's kubelet and CDI folders, so it runs as
-// root; it needs no capability and no privilege beyond that. It reads device nodes (which exist,
-// for the CDI spec) through /dev mounted read-only.
+// root. It reads device nodes (which exist, for the CDI spec) through /dev mounted read-only.
+// Sharing (docs/dra.md, "Sharing a GPU"): the container toolkit gives it nvidia-smi (`utility`)
+// and nvidia-cuda-mps-control with the GPUs (`compute`); SYS_ADMIN, its one capability, lets
+// it start a claim's MPS daemon in a mount namespace whose /dev/shm is the claim's folder. The
+// MPS folders live under the plugin folder, at the same path on the host, where the claim's CDI
+// mounts find them.
 Json dra_daemonset(const ManifestOptions& o) {
   Json c;
   c["name"] = "dra-driver";
@@ -54,9 +58,10 @@ Json dra_daemonset(const ManifestOptions& o) {
   c["env"] = Json::array(
       {{{"name", "NODE_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.nodeName"}}}}}},
        {{"name", "NVIDIA_VISIBLE_DEVICES"}, {"value", "all"}},
-       {{"name", "NVIDIA_DRIVER_CAPABILITIES"}, {"value", "utility"}}});
+       {{"name", "NVIDIA_DRIVER_CAPABILITIES"}, {"value", "compute,utility"}}});
   c["securityContext"] = restricted_security();
   c["securityContext"]["runAsUser"] = 0;
+  c["securityContext"]["capabilities"]["add"] = Json::array({"SYS_ADMIN"});
   c["resources"] = resources(o, "dra-driver");
   c["volumeMounts"] =
       Json::array({{{"name", "plugins-registry"}, {"mountPath", kRegistryDir}},

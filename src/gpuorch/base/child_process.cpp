@@ -1,4 +1,4 @@
-#include "gpuorch/comm/child_process.hpp"
+#include "gpuorch/base/child_process.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -14,14 +14,28 @@
 
 #include "gpuorch/base/subprocess.hpp"
 
-namespace gpuorch::comm {
+namespace gpuorch::base {
 
 ChildResult run_child(const std::vector<std::string>& argv,
                       const std::vector<std::pair<std::string, std::string>>& set,
-                      const std::vector<std::string>& unset, std::chrono::milliseconds timeout) {
+                      const std::vector<std::string>& unset, std::chrono::milliseconds timeout,
+                      std::string_view input) {
+  if (input.size() > 65536) throw std::runtime_error("run_child: more than 64 KiB of input");
+  int in[2] = {-1, -1};
+  if (!input.empty() && ::pipe2(in, O_CLOEXEC) != 0) throw std::runtime_error(std::strerror(errno));
+  const auto close_in = [&in] {
+    for (int& fd : in) {
+      if (fd >= 0) ::close(fd);
+      fd = -1;
+    }
+  };
   int out[2], err[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error(std::strerror(errno));
+  if (::pipe2(out, O_CLOEXEC) != 0) {
+    close_in();
+    throw std::runtime_error(std::strerror(errno));
+  }
   if (::pipe2(err, O_CLOEXEC) != 0) {
+    close_in();
     ::close(out[0]);
     ::close(out[1]);
     throw std::runtime_error(std::strerror(errno));
@@ -40,6 +54,7 @@ ChildResult run_child(const std::vector<std::string>& argv,
   o.path = argv.empty() ? std::string() : argv.front();
   o.argv = argv;
   o.env = std::move(env);
+  if (!input.empty()) o.stdin_fd = in[0];
   o.stdout_fd = out[1];
   o.stderr_fd = err[1];
   // Its own group: a timeout stops what the child started too.
@@ -49,6 +64,7 @@ ChildResult run_child(const std::vector<std::string>& argv,
     pid = base::spawn(o).pid;
   } catch (const base::SpawnError& e) {
     for (const int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
+    close_in();
     if (!e.in_child) throw;
     ChildResult r;  // as a shell reports it: the program is there to blame, not the caller
     r.code = 127;
@@ -57,6 +73,27 @@ ChildResult run_child(const std::vector<std::string>& argv,
   }
   ::close(out[1]);
   ::close(err[1]);
+  if (!input.empty()) {
+    ::close(in[0]);
+    in[0] = -1;
+    // The whole input fits in the pipe: this never waits for the child. A child that exits
+    // without reading it must not kill this process with SIGPIPE (MSG_NOSIGNAL is for sockets).
+    sigset_t pipe_only, old;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    ::pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+    for (std::size_t done = 0; done < input.size();) {
+      const ssize_t k = ::write(in[1], input.data() + done, input.size() - done);
+      if (k < 0 && errno == EINTR) continue;
+      if (k <= 0) break;
+      done += static_cast<std::size_t>(k);
+    }
+    timespec zero{};
+    while (::sigtimedwait(&pipe_only, nullptr, &zero) > 0) {
+    }
+    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    close_in();
+  }
   ChildResult r;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
@@ -93,4 +130,4 @@ ChildResult run_child(const std::vector<std::string>& argv,
   return r;
 }
 
-}  // namespace gpuorch::comm
+}  // namespace gpuorch::base
