@@ -114,5 +114,33 @@ TEST(TimelineElasticQueues, QueueAndPriorityColumnsAreReadAndCheckedAtTheirLine)
   }
 }
 
+TEST(TimelineElasticQueues, LasgoWithTheFittedModelRunsOnlyEvenShapes) {
+  // Up to one node or whole nodes: what one `--nproc-per-node` launches and the fitted model can
+  // predict. `shape=any` (the oracle's default) does run uneven counts on the same workload, so
+  // the check can fail.
+  GPUORCH_REQUIRE_POLLUX(dir);
+  AppTable apps;
+  const auto jobs = read_pollux_workload(test::fixture("timeline/pollux_tenants.csv"),
+                                         (dir / "apps").string(), apps);
+  auto uneven_counts = [&](const char* name) {
+    PolicyOptions o;
+    o.total_gpus = 16;
+    o.gpus_per_node = 4;
+    o.queues = io::load_queues(test::fixture("timeline/elastic_queues.yaml"));
+    auto p = make_timeline_policy(name, o);
+    EXPECT_NE(p, nullptr) << name;
+    if (p == nullptr) return -1;
+    TimelineOptions t;
+    t.record_events = true;
+    const auto r = run_timeline(jobs, apps, uniform_nodes(4, 4), *p, name, t);
+    for (const auto& j : r.jobs) EXPECT_GT(j.completion, j.submit) << name << " " << j.name;
+    int uneven = 0;
+    for (const auto& e : r.events) uneven += e.gpus > 4 && e.gpus % 4 != 0 ? 1 : 0;
+    return uneven;
+  };
+  EXPECT_EQ(uneven_counts("lasgo"), 0);
+  EXPECT_GT(uneven_counts("lasgo:shape=any"), 0);
+}
+
 }  // namespace
 }  // namespace gpuorch::sim

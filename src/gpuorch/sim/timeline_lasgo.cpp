@@ -16,14 +16,18 @@
 // `lasgo:share=app` shares the fitted throughput among the jobs of one application; measured
 // and not adopted (docs/sim-timeline.md, "Where the fitted model loses the oracle's lead"):
 // `explore=always` (the cap with the oracle too), `seen=G` and `trust=G` (faster growth once the
-// fit has seen cross-node runs / predicted well), `rw=K` (restart weight), `carry=on`;
-// parts join with '+';
+// fit has seen cross-node runs / predicted well), `idle=F` (exploration beyond the cap on GPUs
+// nobody else values, their gain weighted by F); parts join with '+'. With the fitted model three
+// parts are on by default, chosen on load 1.0 and confirmed on load 0.5: `shape=uniform` (only
+// counts up to one node or of whole nodes), `carry=on` and `rw=2` (restart weight);
+// `shape=any`, `carry=off`, `rw=1` turn them off;
 // `lasgo:scale=H` sets the GPU-hours at which a job's weight halves (16 was the best of
 // 0.25..64 on the artifact's load-1.0 workloads; the same as Tiresias's demotion threshold).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -42,20 +46,32 @@ struct Parts {
   bool restart = true;
   // With a fitted model, how far a job may go beyond what it has run (below).
   enum class Explore : std::uint8_t { kNone, kDouble, kRequest } explore = Explore::kRequest;
-  bool measured = true;     // fitted models keep the measured speed where the job has run
-  bool move = true;         // a resized job is placed anew, packed (off: it grows in place)
-  bool share = false;       // fitted throughput shared by the jobs of one application
-  bool carry = false;       // ThroughputFit's `carry`: unseen counts keep a measured correction
+  bool measured = true;  // fitted models keep the measured speed where the job has run
+  bool move = true;      // a resized job is placed anew, packed (off: it grows in place)
+  bool share = false;    // fitted throughput shared by the jobs of one application
+  // ThroughputFit's `carry`: unseen counts keep a measured correction (default: with the fitted
+  // model, below).
+  std::optional<bool> carry;
   bool cap_oracle = false;  // the exploration cap with the oracle too (to measure what it costs)
   // Once a job has run across nodes, its fit has seen every exchange term, so the cap grows by
   // this factor over the largest count run instead of 2 (0: no cap then).
   int seen_growth = 2;
-  double restart_weight = 1;  // restart cost counted as this many times the 30 s it idles
+  // A restart's cost counted as this many times the 30 s it idles (default: 2 with the fitted
+  // model, 1 with the oracle).
+  std::optional<double> restart_weight;
   // Trust region: when the fit predicted the goodput of the largest count a job has run within
   // `trust_tolerance` (not more than that much above what it then measured), the cap grows by
   // `trusted_growth` instead of 2 (0: no cap).
   int trusted_growth = 2;
   double trust_tolerance = 0.1;
+  // Only counts up to one node or of whole nodes (the same number of processes on every node, as
+  // torchrun's `--nproc-per-node` gives): the shapes the fitted model predicts; an uneven split
+  // such as 4 + 2 runs no faster than 4 in several measured profiles, which no smooth model of a
+  // few runs foresees. Default: with the fitted model.
+  std::optional<bool> uniform;
+  // GPUs nobody within its cap can use go to counts beyond the cap (their gain counted at this
+  // fraction, so they come last): exploration where it takes nothing from anyone. 0: off.
+  double idle_weight = 0;
 };
 
 // What lasgo remembers of a job's exploration.
@@ -71,7 +87,7 @@ class Lasgo final : public TimelinePolicy {
       : total_(o.total_gpus),
         per_node_(o.gpus_per_node),
         parts_(parts),
-        speedups_(o.speedup, o.gpus_per_node, parts.measured, parts.share, parts.carry),
+        speedups_(o.speedup, o.gpus_per_node, parts.measured, parts.share, *parts.carry),
         run_(o.queues, std::string(sched::spread_policy(
                            parts.packing ? sched::ReplicaSpread::kFewestNodes
                                          : sched::ReplicaSpread::kMostFreeFirst))) {}
@@ -91,6 +107,7 @@ class Lasgo final : public TimelinePolicy {
       const AppProfile& app = *j.app();
       SpeedupModel& model = speedups_.of(j, parts_.batch);
       int cap = app.name() == "ncf" ? 1 : std::min(total_, app.max_batch() / app.min_local());
+      const int useful = cap;
       if ((speedups_.source() == SpeedupSource::kFitted || parts_.cap_oracle) &&
           parts_.explore != Parts::Explore::kNone) {
         // A model fitted to a few GPUs extrapolates optimistically (exchange costs it has not
@@ -120,15 +137,26 @@ class Lasgo final : public TimelinePolicy {
                      : 1.0;
       // A restart idles the job's GPUs for 30 s of the next interval(s).
       const double age = double(now - j.spec().submit);
-      const double rc = 30.0 * parts_.restart_weight;
+      const double rc = 30.0 * *parts_.restart_weight;
       const double keep =
           parts_.restart ? std::max(age - rc * std::max(j.restarts(), 0), 0.0) / (age + rc) : 1.0;
       auto& v = demands[i].value;
+      const int explored_cap = cap;
+      if (parts_.idle_weight > 0) cap = useful;
       v.resize(static_cast<std::size_t>(cap) + 1);
       for (int r = 0; r <= cap; ++r) {
         double s = speedup(model, r, packed_nodes(r, per_node_), 1, 1);
         if (r != j.gpus()) s *= keep;
         v[static_cast<std::size_t>(r)] = w * s;
+        if (*parts_.uniform && r > per_node_ && r % per_node_ != 0 && r != j.gpus()) {
+          // No gain over the count below, so the greedy search steps over it.
+          v[static_cast<std::size_t>(r)] = v[static_cast<std::size_t>(r) - 1];
+        }
+      }
+      for (int r = explored_cap + 1; r <= cap; ++r) {
+        const double base = v[static_cast<std::size_t>(explored_cap)];
+        v[static_cast<std::size_t>(r)] =
+            base + parts_.idle_weight * std::max(v[static_cast<std::size_t>(r)] - base, 0.0);
       }
       if (speedups_.source() == SpeedupSource::kFitted && parts_.trusted_growth != 2) {
         // What the model says now, to check against what the job measures (`trust=G`).
@@ -185,12 +213,18 @@ bool parse_part(Parts& p, const std::string& part) {
     const long g = std::strtol(part.c_str() + 6, &end, 10);
     if (*end != '\0' || g < 0 || g > 1000) return false;
     p.trusted_growth = static_cast<int>(g);
-  } else if (part == "carry=on") {
-    p.carry = true;
+  } else if (part.rfind("idle=", 0) == 0) {
+    char* end = nullptr;
+    p.idle_weight = std::strtod(part.c_str() + 5, &end);
+    if (*end != '\0' || !(p.idle_weight >= 0 && p.idle_weight < 1)) return false;
+  } else if (part == "shape=uniform" || part == "shape=any") {
+    p.uniform = part == "shape=uniform";
+  } else if (part == "carry=on" || part == "carry=off") {
+    p.carry = part == "carry=on";
   } else if (part.rfind("rw=", 0) == 0) {
     char* end = nullptr;
     p.restart_weight = std::strtod(part.c_str() + 3, &end);
-    if (*end != '\0' || !(p.restart_weight >= 0)) return false;
+    if (*end != '\0' || !(*p.restart_weight >= 0)) return false;
   } else if (part.rfind("seen=", 0) == 0) {
     char* end = nullptr;
     const long g = std::strtol(part.c_str() + 5, &end, 10);
@@ -220,6 +254,12 @@ std::unique_ptr<TimelinePolicy> make_lasgo(const PolicyOptions& options,
     from = comma + 1;
   }
   if (!variant.empty() && variant.back() == '+') return nullptr;
+  // The fitted model's defaults (docs/sim-timeline.md, "lasgo with the fitted model"): chosen on
+  // the load-1.0 workloads, confirmed on load 0.5; the oracle keeps the policy as it was tuned.
+  const bool fitted = options.speedup == SpeedupSource::kFitted;
+  p.uniform = p.uniform.value_or(fitted);
+  p.carry = p.carry.value_or(fitted);
+  p.restart_weight = p.restart_weight.value_or(fitted ? 2.0 : 1.0);
   return std::make_unique<Lasgo>(options, p);
 }
 
