@@ -2,7 +2,8 @@
 // preempt): a queue below its fair share takes back exactly what it needs from a queue above
 // its own, a higher priority takes from lower ones of its queue, a pod that may not be a victim
 // is never one, a rigid gang goes whole or not at all while an elastic one gives its replicas
-// above minMember first, and a victim whose eviction is refused counts again when restored.
+// above minMember first, a victim whose eviction is refused counts again when restored, and a
+// pod whose GPUs are a ResourceClaim's is a victim with them.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -216,6 +217,57 @@ TEST_F(MirrorPreemption, ARefusedVictimCountsAgainAndARebuildSkipsVictims) {
   EXPECT_EQ(free_gpus(), 0) << "3 of a's pods and b0 on n0";
   mirror_.release(again.victims[0].uid);  // gone: nothing to give back twice
   EXPECT_EQ(free_gpus(), 0);
+}
+
+// DRA (docs/dra.md, "Claims in gangs and queues"): a claim's GPUs are held under the claim, not
+// its pod; when the claim is reserved for that one pod (held_for), the pod counts with them and is
+// a victim with them, the claim a victim of its own that is never evicted (gone when it is
+// deallocated), and nothing is freed twice.
+TEST_F(MirrorPreemption, AClaimPodIsAVictimWithItsClaimsGpus) {
+  auto claim_holder = [this](const std::string& claim, const std::string& pod_name,
+                             std::vector<int> gpus) {
+    bind(pod(pod_name, "a", 0), {});
+    PodObject h = pod("resourceclaim:" + claim, "a", static_cast<int>(gpus.size()));
+    h.name = claim;
+    bind(h, std::move(gpus));
+    protected_.insert(h.uid);  // a claim is never evicted itself
+  };
+  claim_holder("c0", "a0", {0, 1});
+  claim_holder("c1", "a1", {2, 3});
+  // Without knowing whose the claims are, a's pods hold no GPU: nothing to take back.
+  // Without knowing whose the claims are, a's pods hold no GPU: nothing to take back.
+  const auto blind = admit({pod("b0", "b", 2)});
+  EXPECT_FALSE(blind.placement.placed);
+  EXPECT_TRUE(blind.victims.empty());
+
+  ClusterMirror::AdmitOptions o;
+  o.queue_of = [this](const PodObject& p) { return queues_.find(p.queue); };
+  o.preempt = true;
+  o.now_s = 5000;
+  o.preemptible = [this](const PodObject& p) { return !protected_.contains(p.uid); };
+  o.held_for = [](const PodObject& p) {
+    return p.uid == "resourceclaim:c0" ? "a0" : p.uid == "resourceclaim:c1" ? "a1" : "";
+  };
+  // b wants its quota of 2: one of a's pods goes with its claim's 2 GPUs.
+  const auto a = mirror_.admit(queues_, *queues_.find("b"), {pod("b0", "b", 2)}, o);
+  ASSERT_TRUE(a.placement.placed) << a.why;
+  ASSERT_EQ(a.victims.size(), 2U) << "the pod and its claim";
+  EXPECT_FALSE(a.victims[0].claim);
+  EXPECT_TRUE(a.victims[1].claim);
+  const std::string claim = a.victims[1].uid;
+  EXPECT_EQ(claim, a.victims[0].uid == "a0" ? "resourceclaim:c0" : "resourceclaim:c1");
+  EXPECT_EQ(a.victims[1].reason, PreemptReason::kReclaim);
+  EXPECT_TRUE(mirror_.evicting(claim));
+  EXPECT_FALSE(
+      mirror_.evicting(a.victims[0].uid == "a0" ? "resourceclaim:c1" : "resourceclaim:c0"));
+  EXPECT_EQ(a.placement.gpus.front(), pods_.at(claim).gpus) << "the claim's GPUs, reserved";
+  EXPECT_EQ(free_gpus(), 0);
+  // The pod and then its claim going frees nothing twice: the reservation holds the GPUs.
+  mirror_.release(a.victims[0].uid);
+  mirror_.release(claim);
+  EXPECT_EQ(free_gpus(), 0);
+  mirror_.release("b0");
+  EXPECT_EQ(free_gpus(), 2);
 }
 
 }  // namespace

@@ -259,7 +259,10 @@ TEST(Manifests, KueueAdmissionCheckDeploymentRbacAndCheck) {
     {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads", "admissionchecks", "resourceflavors"],
      "verbs": ["get", "list", "watch"]},
     {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status", "admissionchecks/status"],
-     "verbs": ["patch"]}
+     "verbs": ["patch"]},
+    {"apiGroups": ["resource.k8s.io"],
+     "resources": ["resourceslices", "deviceclasses", "resourceclaims", "resourceclaimtemplates"],
+     "verbs": ["get", "list", "watch"]}
   ])"))
       << (*role)["rules"].dump(2);
   const Json subjects = Json::parse(

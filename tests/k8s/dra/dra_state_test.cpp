@@ -19,6 +19,7 @@
 #include "gpuorch/k8s/mirror/node_object.hpp"
 #include "gpuorch/k8s/mirror/slice_inventory.hpp"
 #include "k8s/dra/dra_node.hpp"
+#include "k8s/dra/dra_objects.hpp"
 #include "k8s/fake_api_server.hpp"
 #include "support/kai_queue.hpp"
 #include "support/test_support.hpp"
@@ -27,71 +28,7 @@ namespace gpuorch::k8s {
 namespace {
 
 using nlohmann::json;
-
-constexpr const char* kNode = "dgx";
-
-json dra_node() {
-  const json res = {{"cpu", "32"}, {"memory", "256Gi"}, {"pods", "110"}};
-  return {{"apiVersion", "v1"},
-          {"kind", "Node"},
-          {"metadata", {{"name", kNode}, {"uid", "uid-node"}}},
-          {"status", {{"capacity", res}, {"allocatable", res}}}};
-}
-
-json slice() {
-  dra::SliceOptions o;
-  o.node_name = kNode;
-  json s = dra::resource_slice(dra::two_domain_host(), o);
-  s["kind"] = "ResourceSlice";
-  return s;
-}
-
-json gpu_class() {
-  return {
-      {"kind", "DeviceClass"},
-      {"metadata", {{"name", "gpu.gpuorch.io"}}},
-      {"spec",
-       {{"selectors",
-         json::array(
-             {{{"cel",
-                {{"expression", R"(device.driver == "gpu.gpuorch.io" && )"
-                                R"(device.attributes["gpu.gpuorch.io"].type == "gpu")"}}}}})}}}};
-}
-
-// A claim for `count` GPUs of one NVLink domain; `selector`: a CEL expression of the request.
-json claim(const std::string& name, int count, const std::string& selector = "") {
-  json exactly = {
-      {"deviceClassName", "gpu.gpuorch.io"}, {"allocationMode", "ExactCount"}, {"count", count}};
-  if (!selector.empty()) {
-    exactly["selectors"] = json::array({{{"cel", {{"expression", selector}}}}});
-  }
-  return {
-      {"kind", "ResourceClaim"},
-      {"metadata", {{"name", name}, {"namespace", "default"}, {"uid", "uid-" + name}}},
-      {"spec",
-       {{"devices",
-         {{"requests", json::array({{{"name", "gpus"}, {"exactly", exactly}}})},
-          {"constraints", json::array({{{"matchAttribute", "gpu.gpuorch.io/nvlinkDomain"}}})}}}}}};
-}
-
-// The claim as kube-scheduler leaves it: `devices` allocated on the node, reserved for `pod`.
-json allocated(json c, const std::vector<std::string>& devices, const std::string& pod) {
-  json results = json::array();
-  for (const auto& d : devices) {
-    results.push_back(
-        {{"request", "gpus"}, {"driver", "gpu.gpuorch.io"}, {"pool", kNode}, {"device", d}});
-  }
-  c["status"] = {
-      {"allocation",
-       {{"devices", {{"results", results}}},
-        {"nodeSelector",
-         {{"nodeSelectorTerms",
-           json::array({{{"matchFields", json::array({{{"key", "metadata.name"},
-                                                       {"operator", "In"},
-                                                       {"values", json::array({kNode})}}})}}})}}}}},
-      {"reservedFor", json::array({{{"resource", "pods"}, {"name", pod}, {"uid", "uid-" + pod}}})}};
-  return c;
-}
+using namespace dra_objects;
 
 json claim_pod(const std::string& name, const std::string& claim_name, const std::string& node = "",
                const std::string& queue = "") {

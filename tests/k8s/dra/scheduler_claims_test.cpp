@@ -17,6 +17,7 @@
 #include "gpuorch/k8s/manifests/manifests.hpp"
 #include "k8s/apply_support.hpp"
 #include "k8s/dra/api_driver.hpp"
+#include "k8s/dra/claim_objects.hpp"
 #include "k8s/dra/dra_node.hpp"
 #include "k8s/k8s_support.hpp"
 #include "support/cluster_objects.hpp"
@@ -32,79 +33,11 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 
 constexpr const char* kNode = "dgx-claims";
-const std::string kClaims = namespaced_path(kResourceApi, "default", "resourceclaims");
-
-json claim_pod(const std::string& name, const std::string& claim, const std::string& scheduler) {
-  json spec = {{"resourceClaims", json::array({{{"name", "gpus"}, {"resourceClaimName", claim}}})},
-               {"containers", json::array({{{"name", "c"},
-                                            {"image", "registry.k8s.io/pause:3.10"},
-                                            {"resources",
-                                             {{"requests", {{"cpu", "1"}}},
-                                              {"claims", json::array({{{"name", "gpus"}}})}}}}})}};
-  if (!scheduler.empty()) spec["schedulerName"] = scheduler;
-  return {{"apiVersion", "v1"},
-          {"kind", "Pod"},
-          {"metadata", {{"name", name}, {"namespace", "default"}}},
-          {"spec", spec}};
-}
-
-// The devices of an allocated claim ("gpu-4"), or none.
-std::set<std::string> devices_of(const json& claim) {
-  std::set<std::string> out;
-  for (const auto& r :
-       claim.value("/status/allocation/devices/results"_json_pointer, json::array())) {
-    out.insert(r.value("device", ""));
-  }
-  return out;
-}
-
-int domain_of(const std::string& device) { return std::stoi(device.substr(4)) < 4 ? 0 : 4; }
-
-bool one_domain(const std::set<std::string>& devices) {
-  std::set<int> domains;
-  for (const auto& d : devices) domains.insert(domain_of(d));
-  return domains.size() == 1;
-}
-
-void drop(ApiClient& api, const std::string& path) {
-  try {
-    api.remove(path);
-  } catch (const ApiError& e) {
-    if (e.status() != 404) throw;
-  }
-}
-
-// Every claim in default gone, also those kube-scheduler protected with its finalizer (no
-// resourceclaim controller runs here to remove it).
-void drop_claims(ApiClient& api) {
-  const json list = api.get(kClaims);
-  for (const auto& c : list["items"]) {
-    try {
-      api.patch(kClaims + "/" + c["metadata"]["name"].get<std::string>(),
-                {{"metadata", {{"finalizers", nullptr}}}});
-    } catch (const ApiError&) {
-    }
-  }
-  drop(api, kClaims);
-  test::wait_for(api, kClaims, [](const json& l) { return l["items"].empty(); });
-}
-
-// Nothing but the DGX node with its slice and gpuorch's DeviceClasses, no pods, no claims.
-void dgx_node_only(ApiClient& api) {
-  test::clear_cluster(api);
-  drop_claims(api);
-  add_dra_node(api, kNode);
-  SliceOptions o;
-  o.node_name = kNode;
-  drop(api, std::string(kResourceApi) + "/resourceslices/" + slice_name(o));
-  ASSERT_EQ(publish_slice(api, resource_slice(two_domain_host(), o)), SliceChange::kCreated);
-  apply_device_classes(api);
-}
 
 TEST(DraGpuorchScheduler, AllocatesConnectedGpusExplainsNeverSharesAndReleases) {
   auto& plane = test::ControlPlane::shared();
   ApiClient api(load_cluster_config(plane.kubeconfig()));
-  ASSERT_NO_FATAL_FAILURE(dgx_node_only(api));
+  ASSERT_NO_FATAL_FAILURE(dgx_node_only(api, kNode));
   test::TempDir dir;
   test::SchedulerProcess scheduler({"--kubeconfig", plane.kubeconfig(), "--listen", "127.0.0.1:0"},
                                    dir.file("scheduler.log"));
@@ -247,7 +180,7 @@ TEST(DraGpuorchScheduler, AllocatesConnectedGpusExplainsNeverSharesAndReleases) 
 TEST(DraGpuorchScheduler, ARefusedClaimWriteBindsNothingAndIsRetried) {
   auto& plane = test::ControlPlane::shared();
   ApiClient api(load_cluster_config(plane.kubeconfig()));
-  ASSERT_NO_FATAL_FAILURE(dgx_node_only(api));
+  ASSERT_NO_FATAL_FAILURE(dgx_node_only(api, kNode));
   const std::string policies = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
   const std::string bindings =
       "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
@@ -330,7 +263,7 @@ TEST(DraGpuorchScheduler, ARefusedClaimWriteBindsNothingAndIsRetried) {
 TEST(DraGpuorchScheduler, AGpuResourceMappedToDraDevicesGetsTheBridgeClaim) {
   auto& plane = test::ControlPlane::shared();
   ApiClient api(load_cluster_config(plane.kubeconfig()));
-  ASSERT_NO_FATAL_FAILURE(dgx_node_only(api));
+  ASSERT_NO_FATAL_FAILURE(dgx_node_only(api, kNode));
   const std::string cls = std::string(kResourceApi) + "/deviceclasses/" + kDriverName;
   api.patch(cls, {{"spec", {{"extendedResourceName", "nvidia.com/gpu"}}}});
   test::TempDir dir;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <list>
 #include <thread>
 #include <vector>
 
@@ -16,6 +17,10 @@ namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
+
+constexpr const char* kResourceApi = "/apis/resource.k8s.io/v1";
+constexpr const char* kDraKinds[] = {"resourceslices", "deviceclasses", "resourceclaims",
+                                     "resourceclaimtemplates"};
 
 }  // namespace
 
@@ -61,6 +66,21 @@ void AdmissionCheckService::on_pod(const json& obj, bool deleted) {
   dirty_ = true;
 }
 
+void AdmissionCheckService::on_dra(const json& obj, bool deleted, std::string_view kind) {
+  const std::lock_guard lock(mutex_);
+  if (kind == "resourceslices") {
+    feed_.slice(obj, deleted);
+    empty_stale_ = true;  // the nodes' DRA GPUs changed
+  } else if (kind == "deviceclasses") {
+    feed_.device_class(obj, deleted);
+  } else if (kind == "resourceclaims") {
+    feed_.claim(obj, deleted);
+  } else {
+    checks_.claim_template(obj, deleted);
+  }
+  dirty_ = true;
+}
+
 bool AdmissionCheckService::pass() {
   std::vector<Verdict> verdicts;
   std::vector<json> inactive;
@@ -75,8 +95,12 @@ bool AdmissionCheckService::pass() {
         return false;
       }
       try {
-        if (rebuild || !empty_.built()) {
-          empty_.set_nodes(feed_.nodes());
+        if (rebuild || empty_stale_ || !empty_.built()) {
+          // The same nodes with their DRA GPUs, nothing allocated.
+          std::map<std::string, cluster::NodeSpec> nodes = feed_.nodes();
+          for (auto& [name, spec] : nodes) (void)feed_.dra().inventory().apply(spec);
+          empty_.set_nodes(nodes);
+          empty_stale_ = false;
           empty_.ensure_built(options_.mirror.history.empty() ? feed_.history()
                                                               : std::vector<workload::PodSpec>{});
         }
@@ -170,6 +194,27 @@ void AdmissionCheckService::run(const std::atomic<bool>& stop) {
   Informer admission_checks(api_, version + "/admissionchecks",
                             handlers(guarded(&PlaceableChecks::admission_check)));
   Informer flavors(api_, version + "/resourceflavors", handlers(guarded(&PlaceableChecks::flavor)));
+  // DRA where served (docs/kueue.md, "Pods with ResourceClaims"): slices are GPUs, claims
+  // allocated by anyone hold theirs, templates stand for the claims of pods not made yet.
+  std::list<Informer> dra;  // never moved: the threads hold references
+  try {
+    if (!patient_get(api_, kResourceApi, std::chrono::seconds(20), stop, options_.log, {})) return;
+    for (const char* kind : kDraKinds) {
+      (void)api_.get(fmt::format("{}/{}?limit=1", kResourceApi, kind));
+    }
+    const std::lock_guard lock(mutex_);
+    checks_.use_dra(&feed_.dra());
+    for (const char* kind : kDraKinds) {
+      dra.emplace_back(api_, fmt::format("{}/{}", kResourceApi, kind),
+                       handlers([this, kind](const json& o, bool d) { on_dra(o, d, kind); }));
+    }
+    informers_ += static_cast<int>(std::size(kDraKinds));
+  } catch (const ApiError& e) {
+    if (e.status() != 404 && e.status() != 403) throw;
+    log(fmt::format("resource.k8s.io/v1 {}: workloads whose pods have resourceClaims are retried",
+                    e.status() == 404 ? "is not served" : "may not be listed"),
+        base::Severity::kWarning);
+  }
 
   std::atomic<bool> quit{false};
   std::string failure;
@@ -178,6 +223,7 @@ void AdmissionCheckService::run(const std::atomic<bool>& stop) {
     for (Informer* i : {&nodes, &pods, &workloads, &admission_checks, &flavors}) {
       threads.emplace_back([i, &quit] { i->run(quit); });
     }
+    for (Informer& i : dra) threads.emplace_back([&i, &quit] { i.run(quit); });
     const auto started = Clock::now();
     bool synced = false;
     auto backoff = std::chrono::milliseconds(1000);
@@ -188,7 +234,7 @@ void AdmissionCheckService::run(const std::atomic<bool>& stop) {
               .count();
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       if (!synced) {
-        if (synced_.load() < kInformers) {
+        if (synced_.load() < informers_.load()) {
           if (Clock::now() - started > options_.sync_timeout) {
             failure = fmt::format(
                 "the informers did not list nodes, pods and Kueue's objects within {} s (see the "

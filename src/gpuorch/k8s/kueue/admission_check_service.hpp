@@ -43,19 +43,22 @@ class AdmissionCheckService {
   // For the liveness and readiness probes of a Deployment (gpuorch manifests --kueue): the loop
   // came round lately; the informers have listed everything.
   [[nodiscard]] bool alive() const;
-  [[nodiscard]] bool synced() const { return synced_.load() >= kInformers; }
+  [[nodiscard]] bool synced() const { return synced_.load() >= informers_.load(); }
   // Prometheus text: verdicts written, writes refused, passes.
   [[nodiscard]] std::string metrics() const;
 
  private:
   void on_node(const nlohmann::json& obj, bool deleted);
   void on_pod(const nlohmann::json& obj, bool deleted);
+  // ResourceSlices, DeviceClasses, ResourceClaims, ResourceClaimTemplates.
+  void on_dra(const nlohmann::json& obj, bool deleted, std::string_view kind);
   // One pass: build what changed, decide, write. Returns false when a write failed.
   bool pass();
   void log(const std::string& line, base::Severity severity = base::Severity::kInfo,
            base::SourceLocation where = base::SourceLocation::current()) const;
 
-  static constexpr int kInformers = 5;  // nodes, pods, workloads, admission checks, flavors
+  // Nodes, pods, workloads, admission checks, flavors; and the DRA kinds where served.
+  std::atomic<int> informers_{5};
 
   ApiClient& api_;
   AdmissionCheckOptions options_;
@@ -70,6 +73,7 @@ class AdmissionCheckService {
   ClusterMirror empty_;
   PlaceableChecks checks_;
   bool dirty_ = true;
+  bool empty_stale_ = true;  // empty_'s nodes are to be set again (a slice changed)
 };
 
 }  // namespace gpuorch::k8s::kueue

@@ -121,6 +121,56 @@ void PlaceableChecks::pod(const json& obj, const PodObject& parsed, bool deleted
   pods_[parsed.uid] = std::move(e);
 }
 
+bool PlaceableChecks::claim_template(const json& obj, bool deleted) {
+  const json& meta = field(obj, "metadata");
+  const std::string key = str(meta, "namespace") + "/" + str(meta, "name");
+  if (deleted) return templates_.erase(key) > 0;
+  templates_[key] = field(field(obj, "spec"), "spec");
+  return true;
+}
+
+std::vector<PodObject> PlaceableChecks::with_claims(std::vector<PodObject> pods,
+                                                    ClaimOutcome& outcome, std::string& why) {
+  outcome = ClaimOutcome::kPlaced;
+  for (PodObject& p : pods) {
+    if (p.claims.empty()) continue;
+    if (dra_ == nullptr) {
+      outcome = ClaimOutcome::kWaiting;
+      why = fmt::format("pod {} has resourceClaims and the API server does not serve {}", p.key(),
+                        "resource.k8s.io/v1");
+      return {};
+    }
+    // A template's claim not made yet (Kueue has not released the pods): as the resourceclaim
+    // controller will make it, owned by the pod.
+    std::vector<json> made;
+    for (PodClaim& pc : p.claims) {
+      if (!pc.claim.empty() || pc.template_name.empty()) continue;
+      const auto t = templates_.find(p.ns + "/" + pc.template_name);
+      if (t == templates_.end()) {
+        outcome = ClaimOutcome::kWaiting;
+        why = fmt::format("ResourceClaimTemplate {}/{} (pod {}, claim {}) does not exist", p.ns,
+                          pc.template_name, p.key(), pc.name);
+        return {};
+      }
+      pc.claim = fmt::format("{}-{}-{}", p.name, pc.name, kWhatIf);
+      made.push_back({{"metadata",
+                       {{"name", pc.claim},
+                        {"namespace", p.ns},
+                        {"uid", p.uid + "/" + pc.name},
+                        {"ownerReferences", json::array({{{"kind", "Pod"}, {"uid", p.uid}}})}}},
+                      {"spec", t->second}});
+    }
+    const DraState::Ask a = dra_->ask_with(p, made);
+    if (a.outcome != ClaimOutcome::kPlaced || a.pods.empty()) {
+      outcome = a.outcome;
+      why = fmt::format("pod {}: {}", p.key(), a.message);
+      return {};
+    }
+    p = a.pods.front();
+  }
+  return pods;
+}
+
 std::vector<json> PlaceableChecks::inactive_checks() const {
   std::vector<json> out;
   for (const auto& [name, obj] : checks_) {
@@ -198,7 +248,8 @@ std::vector<Verdict> PlaceableChecks::evaluate(ClusterMirror& now, ClusterMirror
     } else if (ready) {
       // Told Ready: its pods keep their room until they are bound.
       std::string ignored;
-      place(now, in_flight(w), placed, ignored);
+      ClaimOutcome outcome;
+      place(now, with_claims(in_flight(w), outcome, ignored), placed, ignored);
     }
   }
   std::sort(candidates.begin(), candidates.end(), [](const Workload* a, const Workload* b) {
@@ -217,13 +268,29 @@ std::vector<Verdict> PlaceableChecks::evaluate(ClusterMirror& now, ClusterMirror
     if (w->error.empty()) pods = pods_of(*w, flavors_, kWhatIf);
     const auto bad =
         std::find_if(pods.begin(), pods.end(), [](const PodObject& p) { return !p.error.empty(); });
+    const std::string bad_error = bad == pods.end() ? "" : bad->error;
     std::string why;
+    ClaimOutcome claims = ClaimOutcome::kPlaced;
+    if (w->error.empty() && bad_error.empty()) pods = with_claims(std::move(pods), claims, why);
     if (!w->error.empty()) {
       v.state = "Rejected";
       v.message = w->error;
-    } else if (bad != pods.end()) {
+    } else if (!bad_error.empty()) {
       v.state = "Rejected";
-      v.message = fmt::format("a pod of this workload cannot be placed: {}", bad->error);
+      v.message = fmt::format("a pod of this workload cannot be placed: {}", bad_error);
+    } else if (claims == ClaimOutcome::kWaiting) {
+      v.state = "Retry";
+      v.requeue_after_s = static_cast<int>(options_.retry_after.count())
+                          << std::min(check->retry_count, 3);
+      v.message = fmt::format("its claims cannot be planned yet (retry in {} s): {}",
+                              v.requeue_after_s, why);
+    } else if (claims == ClaimOutcome::kUnevaluated) {
+      // Outside what gpuorch evaluates (docs/dra.md): the scheduler that allocates decides.
+      v.state = "Ready";
+      v.message = fmt::format("not checked: {}", why);
+    } else if (claims != ClaimOutcome::kPlaced) {
+      v.state = "Rejected";
+      v.message = fmt::format("its claims cannot be met: {}", why);
     } else if (place(now, pods, placed, why)) {
       v.state = "Ready";
       v.message = pods.empty() ? "nothing to place"

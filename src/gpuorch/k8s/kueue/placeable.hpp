@@ -12,6 +12,8 @@
 //             the Workload after requeueAfterSeconds (growing with Kueue's retryCount);
 //   Rejected  they would not fit even on the empty cluster (or cannot be read): Kueue deactivates
 //             the Workload instead of holding quota for it forever.
+// Pods that ask for GPUs through ResourceClaims (or templates) are placed on the DRA devices their
+// claims may get, and devices allocated to claims by anyone count as used.
 // Workloads marked Ready whose pods are not bound yet keep their room in every later answer, so
 // two Workloads are never told Ready for the same GPUs.
 #include <chrono>
@@ -25,6 +27,7 @@
 
 #include "gpuorch/k8s/kueue/workload.hpp"
 #include "gpuorch/k8s/mirror/cluster_mirror.hpp"
+#include "gpuorch/k8s/mirror/dra_state.hpp"
 #include "gpuorch/k8s/mirror/pod_object.hpp"
 
 namespace gpuorch::k8s::kueue {
@@ -62,6 +65,12 @@ class PlaceableChecks {
   // Every pod (the scheduler's informer): which Workload's pods exist and are bound, and what is
   // terminating.
   void pod(const nlohmann::json& obj, const PodObject& parsed, bool deleted);
+  // DRA, where resource.k8s.io/v1 is served (docs/kueue.md, "Pods with ResourceClaims"): the
+  // slices, classes and claims `dra` holds (a MirrorFeed's, whose mirror evaluate() is given)
+  // decide what a pod's claims may get; a pod set's ResourceClaimTemplates (resource.k8s.io/v1)
+  // stand for the claims its pods will have.
+  void use_dra(DraState* dra) { dra_ = dra; }
+  bool claim_template(const nlohmann::json& obj, bool deleted);
 
   // The AdmissionChecks of ours not yet marked Active (by this process).
   [[nodiscard]] std::vector<nlohmann::json> inactive_checks() const;
@@ -90,6 +99,13 @@ class PlaceableChecks {
   // A Ready Workload's pods that are not bound yet: real pending pods, plus templates for those
   // its owner has not created yet.
   std::vector<PodObject> in_flight(const Workload& w) const;
+  // The pods as the core is asked for them: one with claims (made, or to be made from its
+  // templates) restricted to the GPUs they may get. Empty, with `outcome` and `why`, when a
+  // claim cannot be planned (waits for a template, cannot be met, is outside what gpuorch
+  // evaluates).
+  using ClaimOutcome = DraState::Placement::Outcome;
+  std::vector<PodObject> with_claims(std::vector<PodObject> pods, ClaimOutcome& outcome,
+                                     std::string& why);
 
   PlaceableOptions options_;
   std::map<std::string, nlohmann::json> checks_;  // ours, by name
@@ -101,6 +117,8 @@ class PlaceableChecks {
   // every pod of the cluster.
   std::unordered_map<std::string, std::set<std::string>> by_owner_;
   std::size_t terminating_ = 0;
+  DraState* dra_ = nullptr;
+  std::map<std::string, nlohmann::json> templates_;  // "namespace/name" -> spec.spec
   // Workload uid -> the state and message last written for it (not written again).
   std::unordered_map<std::string, std::string> written_;
 };

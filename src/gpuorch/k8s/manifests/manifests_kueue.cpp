@@ -7,8 +7,8 @@ namespace {
 constexpr const char* kName = "gpuorch-admission-check";
 
 // What `gpuorch admission-check` calls and nothing more: the cluster as the scheduler core sees
-// it (nodes, pods), Kueue's objects it reads, and the two status writes it makes (the verdict in
-// a Workload's admissionChecks, the Active condition of its AdmissionChecks).
+// it (nodes, pods, DRA's objects), Kueue's objects it reads, and the two status writes it makes
+// (the verdict in a Workload's admissionChecks, the Active condition of its AdmissionChecks).
 Json admission_check_cluster_role(const ManifestOptions& o) {
   Json role = rbac("ClusterRole", cluster_scoped(kName, o), o, false);
   role["rules"] = Json::array({
@@ -17,6 +17,10 @@ Json admission_check_cluster_role(const ManifestOptions& o) {
       rule({"kueue.x-k8s.io"}, {"workloads", "admissionchecks", "resourceflavors"},
            {"get", "list", "watch"}),
       rule({"kueue.x-k8s.io"}, {"workloads/status", "admissionchecks/status"}, {"patch"}),
+      // DRA: the devices, the classes, the claims allocated and the templates pods will claim by.
+      rule({"resource.k8s.io"},
+           {"resourceslices", "deviceclasses", "resourceclaims", "resourceclaimtemplates"},
+           {"get", "list", "watch"}),
   });
   return role;
 }

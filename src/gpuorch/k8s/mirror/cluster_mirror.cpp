@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_set>
 
 #include "gpuorch/sched/gang.hpp"
 #include "gpuorch/sched/tie_break.hpp"
@@ -349,14 +350,49 @@ ClusterMirror::Admission ClusterMirror::admit(const sched::jobs::QueueTree& queu
   Admission out;
   if (members.empty()) return out;
   if (const auto placed = admit_on_free_room(queues, queue, members, options)) return *placed;
+  // A claim's GPUs held for one pod (AdmitOptions::held_for) are that pod's in the job layer's
+  // eyes: it holds them with its CPU and memory, and a victim gives them back with it.
+  std::unordered_map<std::string, std::vector<const Bound*>> held;  // pod uid -> its claims
+  std::unordered_set<std::string> held_by_pod;
+  if (options.held_for) {
+    for (const auto& [uid, b] : placed_) {
+      if (!b.placement || b.evicting || b.placement->gpus.empty()) continue;
+      const std::string pod = options.held_for(b.pod);
+      const auto owner = pod.empty() ? placed_.end() : placed_.find(pod);
+      if (owner == placed_.end() || !owner->second.placement || owner->second.evicting ||
+          owner->second.placement->node != b.placement->node ||
+          !owner->second.placement->gpus.empty()) {
+        continue;
+      }
+      held[pod].push_back(&b);
+      held_by_pod.insert(uid);
+    }
+  }
   // Every bound pod is a running replica in its queue: what the queues hold. A pod alone is a
   // job of one; a gang's bound members are one job. In a fixed order (pod key), so the same
   // cluster gives the same victims.
   std::vector<const Bound*> running;
   running.reserve(placed_.size());
   for (const auto& [uid, b] : placed_) {
-    if (b.placement && !b.evicting && options.queue_of(b.pod)) running.push_back(&b);
+    if (b.placement && !b.evicting && options.queue_of(b.pod) && !held_by_pod.contains(uid)) {
+      running.push_back(&b);
+    }
   }
+  // What each running pod holds, its claims' GPUs included, and the request that is.
+  const auto whole = [&](const Bound* b) {
+    std::pair<cluster::Placement, workload::PodSpec> w{*b->placement, b->pod.spec};
+    const auto it = held.find(b->pod.uid);
+    if (it == held.end()) return w;
+    for (const Bound* claim : it->second) {
+      w.first.gpus.insert(w.first.gpus.end(), claim->placement->gpus.begin(),
+                          claim->placement->gpus.end());
+      w.first.gpu_milli = claim->placement->gpu_milli;
+      w.second.gpu_count += static_cast<int>(claim->placement->gpus.size());
+      w.second.gpu_milli = claim->placement->gpu_milli;
+    }
+    std::sort(w.first.gpus.begin(), w.first.gpus.end());
+    return w;
+  };
   std::sort(running.begin(), running.end(),
             [](const Bound* x, const Bound* y) { return x->pod.key() < y->pod.key(); });
   // Specs and states are reserved first, so the pointers between them stay valid.
@@ -371,21 +407,22 @@ ClusterMirror::Admission ClusterMirror::admit(const sched::jobs::QueueTree& queu
     if (!gang.empty()) {
       if (const auto it = gang_state.find(gang); it != gang_state.end()) {
         sched::jobs::JobState& st = states[it->second];
-        st.placements.push_back(*b->placement);
+        st.placements.push_back(whole(b).first);
         replicas[it->second].push_back(b);
         st.running_since = std::min(st.running_since, b->pod.started_s);
         continue;
       }
       gang_state.emplace(gang, states.size());
     }
+    auto [placement, replica] = whole(b);
     workload::JobSpec& s = specs.emplace_back();
     s.name = gang.empty() ? b->pod.key() : gang;
-    s.replica = b->pod.spec;
+    s.replica = std::move(replica);
     s.priority = b->pod.priority;
     sched::jobs::JobState& st = states.emplace_back();
     st.spec = &s;
     st.queue = *options.queue_of(b->pod);
-    st.placements = {*b->placement};
+    st.placements = {std::move(placement)};
     st.running_since = b->pod.started_s;
     replicas.push_back({b});
   }
@@ -450,7 +487,7 @@ ClusterMirror::Admission ClusterMirror::admit(const sched::jobs::QueueTree& queu
     std::vector<bool> kept(replicas[i].size(), false);
     for (const cluster::Placement& p : st.placements) {
       for (std::size_t k = 0; k < replicas[i].size(); ++k) {
-        if (!kept[k] && same_placement(*replicas[i][k]->placement, p)) {
+        if (!kept[k] && same_placement(whole(replicas[i][k]).first, p)) {
           kept[k] = true;
           break;
         }
@@ -458,13 +495,22 @@ ClusterMirror::Admission ClusterMirror::admit(const sched::jobs::QueueTree& queu
     }
     for (std::size_t k = 0; k < replicas[i].size(); ++k) {
       if (kept[k]) continue;
+      const auto reason = st.preempted.value_or(sched::jobs::PreemptReason::kPostFilter);
       Bound& victim = placed_.at(replicas[i][k]->pod.uid);
+      // Its claims' GPUs go with it, each freed when its claim is deallocated (a victim too).
+      std::vector<const Bound*> claims;
+      if (const auto h = held.find(victim.pod.uid); h != held.end()) claims = h->second;
       victim.was = std::move(victim.placement);
       victim.placement.reset();
       victim.evicting = true;
-      out.victims.push_back({victim.pod.uid,
-                             st.preempted.value_or(sched::jobs::PreemptReason::kPostFilter),
-                             st.queue});
+      out.victims.push_back({victim.pod.uid, reason, st.queue, false});
+      for (const Bound* c : claims) {
+        Bound& claim = placed_.at(c->pod.uid);
+        claim.was = std::move(claim.placement);
+        claim.placement.reset();
+        claim.evicting = true;
+        out.victims.push_back({claim.pod.uid, reason, st.queue, true});
+      }
     }
   }
   // Until they are gone the victims still run: what the reservation left of theirs is held.
@@ -484,6 +530,11 @@ void ClusterMirror::restore(const std::string& uid) {
   b.was.reset();
   b.placement = placement_on(b.pod, b.node);
   if (b.placement) cluster_->apply(*b.placement);
+}
+
+bool ClusterMirror::evicting(const std::string& uid) const {
+  const auto it = placed_.find(uid);
+  return it != placed_.end() && it->second.evicting;
 }
 
 std::optional<std::pair<std::string, std::vector<int>>> ClusterMirror::assumed(

@@ -101,11 +101,17 @@ class ClusterMirror {
     // The fewest of `members` that may start (an elastic gang: what minMember still needs, 1
     // once it runs); 0: all of them. Those above it start when they fit, in member order.
     int min_members = 0;
+    // The pod a bound entry that is no pod (a ResourceClaim's GPUs, DraState) holds GPUs for,
+    // when only that pod uses them: the pod counts with them and, as a victim, frees them. ""
+    // (or absent): none.
+    std::function<std::string(const PodObject&)> held_for;
   };
   struct Victim {
     std::string uid;
     sched::jobs::PreemptReason reason = sched::jobs::PreemptReason::kReclaim;
     std::size_t queue = 0;  // the victim's leaf queue
+    // A victim's claim (held_for): never evicted itself, gone when the claim is deallocated.
+    bool claim = false;
   };
   struct Admission {
     GangResult placement;  // placed: each member's node and GPUs
@@ -117,6 +123,8 @@ class ClusterMirror {
                   const std::vector<PodObject>& members, const AdmitOptions& options);
   // A victim whose eviction was refused counts on its node again.
   void restore(const std::string& uid);
+  // Chosen as a victim and not gone yet.
+  [[nodiscard]] bool evicting(const std::string& uid) const;
   // Where an accounted pod is (or is to be) bound: its node and GPUs.
   [[nodiscard]] std::optional<std::pair<std::string, std::vector<int>>> assumed(
       const std::string& uid) const;

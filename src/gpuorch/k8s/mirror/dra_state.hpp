@@ -81,6 +81,9 @@ class DraState {
   // KEP-5004's bridge: the pod asked as if it had `claim` (extended_claim()), to be kept with
   // hold_extended().
   Ask ask_extended(const PodObject& pod, const nlohmann::json& claim);
+  // The pod asked with `claims` (ResourceClaim objects not made yet, such as those its
+  // ResourceClaimTemplates will give) as if they existed; they are forgotten after.
+  Ask ask_with(const PodObject& pod, const std::vector<nlohmann::json>& claims);
   // A placed pod keeps its CPU and memory on its node, and the claims it allocates hold their
   // GPUs from now on (assumed until the claim's allocation is seen, or drop_assumed()). Returns
   // the uids of the claims it allocates.

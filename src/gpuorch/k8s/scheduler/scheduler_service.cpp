@@ -549,7 +549,10 @@ void SchedulerService::decide(const PodObject& pod) {
   if (options_.queues) {
     const JobDecision d = place_job({asked});
     if (!d.placement.placed) {
-      report_unschedulable(pod, d.placement.message);
+      report_unschedulable(
+          pod,
+          d.placement.message + (bridge.empty() ? dra_.device_plugin_note(pod)
+                                                : " Through DRA devices (KEP-5004): " + bridge));
       shrink_for({asked});
       return;
     }
@@ -619,6 +622,18 @@ SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodO
     return it == podgroups_.end() || !it->second.error.empty() ? 0 : it->second.min_member;
   };
   admit.min_members = min_members;
+  // A claim reserved for one bound pod of ours is that pod's: a victim frees its devices (once
+  // the claim is deallocated, as kube-scheduler counts them).
+  admit.held_for = [this](const PodObject& holder) -> std::string {
+    if (!is_claim_holder(holder.uid)) return "";
+    const auto c = dra_.claims().find(holder.ns + "/" + holder.name);
+    if (c == dra_.claims().end() || claim_holder(c->second.uid) != holder.uid ||
+        c->second.reserved_uids.size() != 1) {
+      return "";
+    }
+    const auto p = pods_.find(c->second.reserved_uids.front());
+    return p == pods_.end() || !ours(p->second) || p->second.node_name.empty() ? "" : p->first;
+  };
   // GPUs of our pods that are terminating come back soon: preempting more now could take more
   // victims than needed (a restarted scheduler, whose earlier victims are still going, would).
   // Other pods' churn (a rollout elsewhere) does not hold preemption back. Counted over every
@@ -629,7 +644,8 @@ SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodO
     if (!terminating_count) {
       terminating_count = std::count_if(pods_.begin(), pods_.end(), [this](const auto& e) {
         const PodObject& p = e.second;
-        return p.deleting && !p.node_name.empty() && ours(p) && p.spec.gpu_count > 0;
+        return p.deleting && !p.node_name.empty() && ours(p) &&
+               (p.spec.gpu_count > 0 || !p.claims.empty() || !p.extended_claim.empty());
       });
     }
     return *terminating_count;
@@ -689,7 +705,7 @@ SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodO
     std::vector<std::string> refused;
     for (const auto& v : a.victims) {
       std::string why;
-      if (!evict(pods_.at(v.uid), true, why)) {
+      if (!v.claim && !evict(pods_.at(v.uid), true, why)) {
         refused.push_back(v.uid);
         refusal = why;
       }
@@ -698,7 +714,7 @@ SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodO
     if (refused.empty()) {
       for (; evicted < a.victims.size(); ++evicted) {
         std::string why;
-        if (!evict(pods_.at(a.victims[evicted].uid), false, why)) {
+        if (!a.victims[evicted].claim && !evict(pods_.at(a.victims[evicted].uid), false, why)) {
           refused.push_back(a.victims[evicted].uid);
           refusal = why;
           break;
@@ -765,6 +781,12 @@ void SchedulerService::nominate(const std::vector<PodObject>& members,
   Nomination& n = nominations_[job];
   std::vector<std::string> victims;
   for (const auto& v : admission.victims) {
+    if (v.claim) {
+      // Freed when its claim is deallocated (its pod's eviction releases it): handle_claim.
+      n.victims.insert(v.uid);
+      evicted_[v.uid] = job;
+      continue;
+    }
     const PodObject& pod = pods_.at(v.uid);
     victims.push_back(pod.key());
     n.victims.insert(v.uid);
@@ -830,14 +852,36 @@ void SchedulerService::victim_gone(const std::string& uid) {
   n->second.victims.erase(uid);
   if (!n->second.victims.empty()) return;
   int bound = 0;
+  std::vector<BindJob> binds;
   for (const std::string& member : n->second.members) {
     nominated_.erase(member);
+    const auto claims = nominated_claims_.find(member);
+    std::optional<std::pair<MemberAsk, std::size_t>> asked;
+    if (claims != nominated_claims_.end()) {
+      asked = std::move(claims->second);
+      nominated_claims_.erase(claims);
+    }
     const auto pod = pods_.find(member);
     const auto where = mirror_.assumed(member);
     if (pod == pods_.end() || !where || !pod->second.node_name.empty()) continue;
-    queue_bind(pod->second, where->first, where->second);
-    ++bound;
+    if (!asked) {
+      binds.push_back(bind_job(pod->second, where->first, where->second, {}));
+      ++bound;
+      continue;
+    }
+    // Its claims are written from their state now, on the GPUs it holds for them.
+    try {
+      std::vector<ClaimWrite> writes =
+          keep_claims(pod->second, asked->first, asked->second, where->first, where->second);
+      binds.push_back(bind_job(pod->second, where->first, {}, std::move(writes)));
+      ++bound;
+    } catch (const std::exception& e) {
+      mirror_.release(member);
+      report_unschedulable(
+          pod->second, fmt::format("the claims' allocation could not be written: {}", e.what()));
+    }
   }
+  queue_gang_bind(std::move(binds));
   log(fmt::format("{}: its victims are gone; binding {} pod(s)", job, bound));
   nominations_.erase(n);
 }
@@ -847,20 +891,44 @@ void SchedulerService::member_gone(const std::string& uid) {
   if (it == nominated_.end()) return;
   const auto n = nominations_.find(it->second);
   nominated_.erase(it);
+  nominated_claims_.erase(uid);
   if (n == nominations_.end()) return;
   std::erase(n->second.members, uid);
   // Its victims still go (their evictions are made); what they free is anyone's again.
   if (n->second.members.empty()) nominations_.erase(n);
 }
 
-void SchedulerService::queue_bind(const PodObject& pod, const std::string& node,
-                                  const std::vector<int>& gpus, std::vector<ClaimWrite> claims) {
+SchedulerService::BindJob SchedulerService::bind_job(const PodObject& pod, const std::string& node,
+                                                     const std::vector<int>& gpus,
+                                                     std::vector<ClaimWrite> claims) {
   reported_.erase(pod.uid);
   binding_.insert(pod.uid);
   queue_status_dirty_ = true;
-  BindJob job{pod, node, gpus, 0, Clock::now(), std::move(claims)};
+  BindJob job{pod, node, gpus, 0, Clock::now(), std::move(claims), {}};
   // The pod's own gpuorch.io/gpu-milli is never rewritten (what it asked stays as it asked it).
   if (pod.spec.gpu_share() && !pod.gpu_milli_annotated) job.gpu_milli = pod.spec.gpu_milli;
+  return job;
+}
+
+void SchedulerService::queue_bind(const PodObject& pod, const std::string& node,
+                                  const std::vector<int>& gpus, std::vector<ClaimWrite> claims) {
+  push_bind(bind_job(pod, node, gpus, std::move(claims)));
+}
+
+void SchedulerService::queue_gang_bind(std::vector<BindJob> members) {
+  const bool claims = std::any_of(members.begin(), members.end(),
+                                  [](const BindJob& m) { return !m.claims.empty(); });
+  if (!claims || members.size() == 1) {
+    for (BindJob& m : members) push_bind(std::move(m));
+    return;
+  }
+  BindJob gang;
+  gang.pod = members.front().pod;
+  gang.gang = std::move(members);
+  push_bind(std::move(gang));
+}
+
+void SchedulerService::push_bind(BindJob job) {
   {
     const std::lock_guard lock(bind_mutex_);
     bind_queue_.push_back(std::move(job));
@@ -913,14 +981,6 @@ void SchedulerService::schedule_gang(const std::string& gang) {
           fmt::format("gang {}: member {}: {}", gang, p.key(), unevaluated_message(p.unevaluated)));
       return;
     }
-    if (!p.claims.empty()) {
-      report_all(
-          fmt::format("gang {}: member {}: Unsupported: spec.resourceClaims in a gang "
-                      "(gpuorch scheduler allocates claims of single pods so far; "
-                      "docs/dra.md)",
-                      gang, p.key()));
-      return;
-    }
   }
   const auto since = gang_waiting_since_.try_emplace(gang, Clock::now()).first->second;
   const int present = bound + static_cast<int>(pending.size());
@@ -933,8 +993,21 @@ void SchedulerService::schedule_gang(const std::string& gang) {
     return;
   }
   if (!ensure_built(pending.front())) return;
-  // GPUs asked as a resource come from device plugins, never from DRA devices (docs/dra.md).
-  for (PodObject& p : pending) p = dra_.device_plugin_gpus_only(p);
+  // Each member as the core is asked for it: with its claims' GPUs or KEP-5004's bridge claim;
+  // else GPUs asked as a resource come from device plugins, never from DRA devices (docs/dra.md).
+  std::vector<MemberAsk> asks;
+  if (const std::string refused = member_asks(pending, true, asks); !refused.empty()) {
+    report_all(fmt::format("gang {}: {}", gang, refused));
+    write_podgroup_status(gang, "Pending", bound);
+    return;
+  }
+  std::size_t ways = 1;
+  bool bridge = false;  // some member is asked through the bridge: device plugins' GPUs last
+  for (const MemberAsk& a : asks) {
+    ways = std::max(ways, a.ways());
+    bridge = bridge || !a.extended.is_null();
+  }
+  const std::vector<PodObject> first_ask = asked(pending, asks, 0, true);
   // --queues: the pods beyond minMember are elastic replicas (KAI's and Volcano's convention):
   // the gang starts with at least minMember and the rest as they fit; once it runs, the pods
   // left grow it when room frees, at most once per resize interval, and only as far as its
@@ -959,7 +1032,7 @@ void SchedulerService::schedule_gang(const std::string& gang) {
   std::optional<sched::jobs::GrowthAdvice> advice;
   if (elastic) {
     advice = growth_advice(gang, bound, present, g.min_member,
-                           std::max(pending.front().spec.gpu_count, 1));
+                           std::max(first_ask.front().spec.gpu_count, 1));
     const int room = advice->target - bound;
     if (growing && room <= 0) {
       report_all(advice->why);
@@ -973,12 +1046,37 @@ void SchedulerService::schedule_gang(const std::string& gang) {
   }
   bool nominated = false;
   ClusterMirror::GangResult r;
-  if (options_.queues) {
-    JobDecision d = place_job(trying, growing ? 1 : elastic ? g.min_member - bound : 0);
-    r = std::move(d.placement);
-    nominated = d.nominated;
-  } else {
-    r = mirror_.schedule_gang(pending);
+  // The members' ways of meeting their claims in turn (firstAvailable), all in their first way
+  // first; then bridge members on device plugins' GPUs. The first failure explains.
+  std::size_t way = 0;
+  bool bridged = true;
+  for (std::size_t attempt = 0; attempt < ways + (bridge ? 1 : 0); ++attempt) {
+    way = attempt < ways ? attempt : 0;
+    bridged = attempt < ways;
+    std::vector<PodObject> asking = asked(pending, asks, way, bridged);
+    ClusterMirror::GangResult got;
+    if (options_.queues) {
+      asking.resize(trying.size());
+      JobDecision d = place_job(asking, growing ? 1 : elastic ? g.min_member - bound : 0);
+      got = std::move(d.placement);
+      nominated = d.nominated;
+    } else {
+      got = mirror_.schedule_gang(asking);
+    }
+    if (got.placed || attempt == 0) r = std::move(got);
+    if (r.placed) break;
+  }
+  std::unordered_map<std::string, std::vector<ClaimWrite>> writes_of;  // by member uid
+  if (r.placed && !nominated && !keep_gang_claims(pending, asks, way, bridged, r, writes_of)) {
+    return;
+  }
+  if (r.placed && nominated) {
+    for (std::size_t i = 0; i < pending.size(); ++i) {
+      if (std::find(r.uids.begin(), r.uids.end(), pending[i].uid) == r.uids.end()) continue;
+      if (asks[i].claims && (bridged || asks[i].extended.is_null())) {
+        nominated_claims_[pending[i].uid] = {asks[i], way};
+      }
+    }
   }
   if (!r.placed) {
     std::string message =
@@ -998,7 +1096,8 @@ void SchedulerService::schedule_gang(const std::string& gang) {
           g.timeout_seconds);
     }
     report_all(message);
-    if (!growing) shrink_for(trying);
+    if (!growing)
+      shrink_for({first_ask.begin(), first_ask.begin() + std::ptrdiff_t(trying.size())});
     if (!growing) {
       write_podgroup_status(gang, "Pending", bound);
       if (reported_[gang] != message) {
@@ -1014,6 +1113,7 @@ void SchedulerService::schedule_gang(const std::string& gang) {
   std::map<std::string, std::size_t> placed;  // uid -> index in r
   for (std::size_t i = 0; i < r.uids.size(); ++i) placed[r.uids[i]] = i;
   const int running = bound + static_cast<int>(placed.size());
+  std::vector<BindJob> binds;
   for (const auto& p : pending) {
     const auto at = placed.find(p.uid);
     if (at == placed.end()) {
@@ -1027,9 +1127,17 @@ void SchedulerService::schedule_gang(const std::string& gang) {
       continue;
     }
     unschedulable_.erase(p.uid);
-    if (!nominated) queue_bind(p, r.nodes[at->second], r.gpus[at->second]);
+    if (nominated) continue;
+    // A member with claims is bound without gpuorch.io/gpus: its GPUs are its claims'.
+    const auto claims = writes_of.find(p.uid);
+    if (claims == writes_of.end()) {
+      binds.push_back(bind_job(p, r.nodes[at->second], r.gpus[at->second], {}));
+    } else {
+      binds.push_back(bind_job(p, r.nodes[at->second], {}, std::move(claims->second)));
+    }
   }
   if (nominated) return;  // bound once its victims are gone (victim_gone)
+  queue_gang_bind(std::move(binds));
   write_podgroup_status(gang, "Scheduled", running);
   const std::string what =
       placed.size() == pending.size()
@@ -1266,6 +1374,14 @@ void SchedulerService::bind_loop(const std::atomic<bool>& stop) {
 }
 
 void SchedulerService::bind(const BindJob& job) {
+  if (!job.gang.empty()) {
+    bind_gang(job.gang);
+    return;
+  }
+  bind_pod(job);
+}
+
+void SchedulerService::bind_pod(const BindJob& job) {
   try {
     // The claims first, as kube-scheduler's PreBind: a pod is never bound without its devices.
     // A claim the API server does not take (409: someone changed it) fails the bind, which

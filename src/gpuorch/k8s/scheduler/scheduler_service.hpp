@@ -145,6 +145,17 @@ class SchedulerService {
     std::int64_t gpu_milli = 0;
     std::chrono::steady_clock::time_point decided;
     std::vector<ClaimWrite> claims;
+    // A gang whose members have claims: every member's claims are written before any member
+    // is bound, and taken back when one is refused (bind_gang); `pod` etc. are unused then.
+    std::vector<BindJob> gang;
+  };
+  // A pending pod placed with others (a gang's members, the job layer's admission): what the
+  // core is asked for it, with its claims' GPUs, or with KEP-5004's bridge claim (`extended`).
+  struct MemberAsk {
+    DraState::Ask ask;  // ask.pods: one per way of meeting its claims; the pod as it is if none
+    nlohmann::json extended;  // the bridge's claim to create, or null
+    bool claims = false;      // kept with claim writes (keep_claims)
+    [[nodiscard]] std::size_t ways() const { return ask.pods.size(); }
   };
 
   void push(Event e);
@@ -164,8 +175,39 @@ class SchedulerService {
   // on them with the claim kube-scheduler would make (or a pod whose claim exists already). False
   // when it is not placed that way (`why`: why not), and device plugins' GPUs are tried.
   bool decide_extended(const PodObject& pod, std::string& why);
-  // One ClaimWrite of a bind (binder thread).
-  void write_claim(const PodObject& pod, const ClaimWrite& w);
+  // One ClaimWrite of a bind (binder thread): the claim as written (created, for the bridge).
+  nlohmann::json write_claim(const PodObject& pod, const ClaimWrite& w);
+  // Gangs and the job layer with claims (scheduler_dra_jobs.cpp). `bridge`: KEP-5004's bridge
+  // may apply (nvidia.com/gpu on DRA nodes). "" or why the members cannot be placed together now.
+  std::string member_asks(const std::vector<PodObject>& members, bool bridge,
+                          std::vector<MemberAsk>& out);
+  // The members as the core is asked for them, each in its `way`-th way (its last if fewer);
+  // `bridged`: false asks bridge members for device plugins' GPUs instead.
+  [[nodiscard]] std::vector<PodObject> asked(const std::vector<PodObject>& members,
+                                             const std::vector<MemberAsk>& asks, std::size_t way,
+                                             bool bridged) const;
+  // A member placed (counted as bound in the mirror under its uid) in its `way`-th way: its
+  // claims hold its GPUs from now on; the claim writes of its bind. Throws before holding
+  // anything when they cannot be made.
+  std::vector<ClaimWrite> keep_claims(const PodObject& pod, const MemberAsk& a, std::size_t way,
+                                      const std::string& node, const std::vector<int>& gpus);
+  // The status writes that allocate and reserve a placed pod's claims.
+  [[nodiscard]] std::vector<ClaimWrite> claim_writes(const PodObject& pod,
+                                                     const DraState::Placement& placement) const;
+  // A gang placed (`r`, its members in `way`; `bridged`: bridge members on DRA devices): each
+  // member's claims hold its GPUs, their writes in `writes` by uid (every member with claims).
+  // False, with every member told why and nothing held, when a write cannot be made.
+  bool keep_gang_claims(const std::vector<PodObject>& pending, const std::vector<MemberAsk>& asks,
+                        std::size_t way, bool bridged, const ClusterMirror::GangResult& r,
+                        std::unordered_map<std::string, std::vector<ClaimWrite>>& writes);
+  // --queues: a pod with claims (or the bridge) through the job layer; false (and `why`) when
+  // the layer does not start it.
+  bool place_claimed_job(const PodObject& pod, const MemberAsk& a, std::string& why);
+  // Binder thread: a gang's claims, all before any binding; then its members' bindings.
+  void bind_gang(const std::vector<BindJob>& members);
+  // Takes back what a gang's member wrote before another write was refused.
+  void take_back(const PodObject& pod, const ClaimWrite& w, const nlohmann::json& written);
+  void bind_pod(const BindJob& job);
   // A bind that failed: the claims it was to allocate count as the API server has them.
   void drop_assumed_claims(const std::string& pod_uid);
   // A pod of ours gone or finished leaves the claims reserved for it (deallocated when nobody
@@ -233,6 +275,12 @@ class SchedulerService {
   bool ensure_built(const PodObject& pod);
   void queue_bind(const PodObject& pod, const std::string& node, const std::vector<int>& gpus,
                   std::vector<ClaimWrite> claims = {});
+  // A pod's bind, counted as in flight from now on (queue_bind pushes it).
+  BindJob bind_job(const PodObject& pod, const std::string& node, const std::vector<int>& gpus,
+                   std::vector<ClaimWrite> claims);
+  // A gang's binds: one job when some member has claims (bind_gang), else one per member.
+  void queue_gang_bind(std::vector<BindJob> members);
+  void push_bind(BindJob job);
   void post_podgroup_event(const std::string& gang, const std::string& type,
                            const std::string& reason, const std::string& message);
   void write_podgroup_status(const std::string& gang, const std::string& phase, int scheduled);
@@ -316,6 +364,8 @@ class SchedulerService {
   bool dra_served_ = false;
   DraState dra_;  // slices, classes, claims; allocated claims held in mirror_
   std::unordered_map<std::string, std::vector<std::string>> assumed_claims_;  // pod uid -> claims
+  // --queues: members with claims nominated (waiting for their victims): how they were asked.
+  std::unordered_map<std::string, std::pair<MemberAsk, std::size_t>> nominated_claims_;
 
   std::mutex bind_mutex_;
   std::condition_variable bind_cv_;
