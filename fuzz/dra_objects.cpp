@@ -48,8 +48,10 @@ void plan_all(State& s) {
       const auto it = s.claims.find(part.claim);
       if (it == s.claims.end()) continue;
       try {
+        const std::string& node = c.groups[0].node;
         const Json written =
-            claim_status_for(it->second, pod, c.groups[0].node, gpus, c.parts, s.inventory);
+            claim_status_for(it->second, pod, node, device_results(c, node, gpus, s.inventory),
+                             c.parts, s.inventory);
         (void)claim_released(claim_from_json(written), pod.uid);
       } catch (const std::runtime_error&) {
       }

@@ -221,7 +221,8 @@ TEST(DraClaimPlan, FirstAvailableAndAllAreChoicesInOrder) {
   PodObject pod;
   pod.uid = "pod-uid";
   pod.name = "p";
-  const json status = claim_status_for(f.claims.at("default/two"), pod, kNode, {1, 2, 3},
+  const json status = claim_status_for(f.claims.at("default/two"), pod, kNode,
+                                       device_results(two.choices[0], kNode, {1, 2, 3}, f.inv),
                                        two.choices[0].parts, f.inv);
   const json& results = status["status"]["allocation"]["devices"]["results"];
   ASSERT_EQ(results.size(), 3U);

@@ -50,18 +50,40 @@ struct DeviceClassObject {
 DeviceClassObject device_class_from_json(const nlohmann::json& cls);
 
 // One way to meet a pod's unallocated claims: `gpus` whole GPUs of one group of a node; `parts`
-// say which request of which claim gets how many of them, in order.
+// say which request of which claim gets them. When the requests ask for the same devices the
+// parts take the chosen GPUs in order (`count` each); otherwise each part says which devices of
+// each node it allows, and the chosen GPUs are given to the parts by device_results (the groups
+// are then the sets of devices that meet every request together).
 struct ClaimChoice {
   int gpus = 0;
   std::vector<workload::NodeGpuGroups> groups;
   struct Part {
     std::string claim;    // "namespace/name"
     std::string request;  // the result's request: "gpus", or "gpus/h100" for a subrequest
-    int count = 0;
+    int count = 0;        // ExactCount; All: every device it allows on the node
     nlohmann::json class_config = nlohmann::json::array();
+    bool all = false;
+    std::vector<workload::NodeGpuGroups> eligible;  // by node, one group; empty: handed in order
   };
   std::vector<Part> parts;
+  struct Constraint {
+    std::vector<std::size_t> parts;
+    std::string attribute;
+    bool distinct = false;
+  };
+  std::vector<Constraint> constraints;
 };
+
+// One allocated device: which part (request of a claim) of the choice gets which GPU.
+struct DeviceResult {
+  std::size_t part = 0;
+  int gpu = 0;
+};
+// The chosen GPUs of `node` given to the choice's parts (in part order); throws
+// std::runtime_error when they cannot meet the parts (a choice the core did not keep to).
+std::vector<DeviceResult> device_results(const ClaimChoice& choice, const std::string& node,
+                                         const std::vector<int>& gpus,
+                                         const DraInventory& inventory);
 
 struct ClaimPlan {
   std::string waiting;  // a claim (or its DeviceClass) does not exist yet: why the pod waits
@@ -81,6 +103,7 @@ struct DeviceEligibility {
   int eligible = 0;                             // ... and the request's
   int most_in_a_group = 0;                      // the largest group on any node
   std::string runtime_error;                    // the first selector error on a device
+  bool truncated = false;  // sets of devices together: the search per node was cut short
 };
 // Eligibility by request (selectors, constraints, pinned node): valid while the devices, the
 // DeviceClasses and the set of DRA GPU nodes stay as they were; the caller clears it when one
@@ -94,11 +117,12 @@ ClaimPlan plan_claims(const PodObject& pod, const std::map<std::string, ClaimObj
                       const DraInventory& inventory, const std::set<std::string>& gpu_nodes,
                       EligibilityCache* cache = nullptr);
 
-// The claim's object with `pod` added to status.reservedFor and, when `gpus` is not empty, with
-// status.allocation: one result per GPU (its part's request, the driver, the node's pool, the
-// device), the node pinned by its nodeSelector, the class's and the claim's configuration.
+// The claim's object with `pod` added to status.reservedFor and, when `results` name parts of
+// this claim, with status.allocation: one result per GPU (its part's request, the driver, the
+// node's pool, the device), the node pinned by its nodeSelector, the class's and the claim's
+// configuration.
 nlohmann::json claim_status_for(const ClaimObject& claim, const PodObject& pod,
-                                const std::string& node, const std::vector<int>& gpus,
+                                const std::string& node, const std::vector<DeviceResult>& results,
                                 const std::vector<ClaimChoice::Part>& parts,
                                 const DraInventory& inventory);
 

@@ -143,12 +143,6 @@ void DraState::account(const ClaimObject& claim, ClusterMirror& mirror) {
       break;
     }
   }
-  // A victim's claim (--queues preemption): its GPUs are held until it is deallocated, then
-  // they are the preemptor's; never counted again meanwhile.
-  if (mirror.evicting(holder)) {
-    if (on_node.empty()) mirror.release(holder);
-    return;
-  }
   const auto held = mirror.assumed(holder);
   if (held && held->first == node && held->second == on_node) return;
   if (!held && on_node.empty()) return;
@@ -210,8 +204,8 @@ std::string DraState::device_plugin_note(const PodObject& pod) const {
   }
   return fmt::format(
       " ({} node(s) whose GPUs are DRA devices are left out: DeviceClass {} maps the GPU "
-      "resource to them (KEP-5004), which gpuorch scheduler allocates when all the pod's GPU "
-      "resources map to one DeviceClass; docs/dra.md)",
+      "resource to them (KEP-5004), which gpuorch scheduler allocates for single pods without "
+      "--queues; docs/dra.md)",
       gpu_nodes_.size(), mapped);
 }
 
@@ -261,35 +255,29 @@ nlohmann::json DraState::extended_claim(const PodObject& pod, const std::string&
           {"spec", {{"devices", {{"requests", std::move(requests)}}}}}};
 }
 
-DraState::Ask DraState::ask_with(const PodObject& pod, const std::vector<nlohmann::json>& claims) {
-  std::vector<std::string> added;
-  for (const nlohmann::json& obj : claims) {
-    ClaimObject c = claim_from_json(obj);
-    const std::string key = c.key();
-    if (claims_.try_emplace(key, std::move(c)).second) added.push_back(key);
-  }
-  Ask out;
-  try {
-    out = ask(pod);
-  } catch (...) {
-    for (const std::string& key : added) claims_.erase(key);
-    throw;
-  }
-  for (const std::string& key : added) claims_.erase(key);
-  return out;
-}
-
 DraState::Ask DraState::ask_extended(const PodObject& pod, const nlohmann::json& claim) {
   // Planned as a claim of the pod's (its name and uid stand in until it is created), then
   // forgotten: it exists only once created.
   nlohmann::json planned = claim;
   planned["metadata"]["name"] = pod.name + "-extended-resources";
   planned["metadata"]["uid"] = kExtendedHold + pod.uid;
+  ClaimObject c = claim_from_json(planned);
+  const std::string key = c.key();
+  const bool clash = claims_.contains(key);
+  if (!clash) claims_[key] = std::move(c);
   PodObject asking = pod;
   asking.spec.gpu_count = 0;
   asking.spec.gpu_milli = 0;
   asking.claims = {{"extended-resources", pod.name + "-extended-resources", ""}};
-  return ask_with(asking, {planned});
+  Ask out;
+  try {
+    out = ask(asking);
+  } catch (...) {
+    if (!clash) claims_.erase(key);
+    throw;
+  }
+  if (!clash) claims_.erase(key);
+  return out;
 }
 
 DraState::Placement DraState::place_extended(const PodObject& pod, const nlohmann::json& claim,
@@ -303,7 +291,9 @@ nlohmann::json DraState::extended_status(const PodObject& pod, const Placement& 
   ClaimObject c = claim_from_json(created);
   std::vector<ClaimChoice::Part> parts = chosen.parts;
   for (auto& part : parts) part.claim = c.key();
-  return claim_status_for(c, pod, placement.result.node, placement.result.decision.placement.gpus,
+  return claim_status_for(c, pod, placement.result.node,
+                          device_results(chosen, placement.result.node,
+                                         placement.result.decision.placement.gpus, inventory_),
                           parts, inventory_);
 }
 
@@ -430,15 +420,21 @@ std::vector<std::string> DraState::hold(const PodObject& pod, const Placement& p
   std::vector<std::string> allocating;
   if (placement.chosen < 0) return allocating;
   const ClaimChoice& chosen = placement.plan.choices[static_cast<std::size_t>(placement.chosen)];
-  if (chosen.parts.empty()) return allocating;
-  const auto it = claims_.find(chosen.parts.front().claim);
-  if (it == claims_.end()) return allocating;
-  const ClaimObject& c = it->second;
-  // Counted as used from now on, so no other pod is given these devices meanwhile.
-  in_flight_.insert(c.uid);
-  mirror.release(claim_holder(c.uid));
-  mirror.account(holder_pod(c, node, gpus, pod.queue));
-  allocating.push_back(c.uid);
+  // Each claim it allocates holds its own GPUs, counted as used from now on, so no other pod is
+  // given these devices meanwhile.
+  const std::vector<DeviceResult> results = device_results(chosen, node, gpus, inventory_);
+  std::map<std::string, std::vector<int>> by_claim;
+  for (const DeviceResult& r : results) by_claim[chosen.parts.at(r.part).claim].push_back(r.gpu);
+  for (auto& [key, claim_gpus] : by_claim) {
+    const auto it = claims_.find(key);
+    if (it == claims_.end()) continue;
+    const ClaimObject& c = it->second;
+    std::sort(claim_gpus.begin(), claim_gpus.end());
+    in_flight_.insert(c.uid);
+    mirror.release(claim_holder(c.uid));
+    mirror.account(holder_pod(c, node, claim_gpus, pod.queue));
+    allocating.push_back(c.uid);
+  }
   return allocating;
 }
 
