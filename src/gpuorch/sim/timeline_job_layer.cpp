@@ -65,6 +65,12 @@ Reallocations JobLayerRun::round(cluster::Cluster& cluster, std::span<Job* const
   return round(cluster, options);
 }
 
+void JobLayerRun::round_on(cluster::Cluster& cluster, std::span<JobState* const> states,
+                           const sched::jobs::RoundOptions& options) {
+  if (layer_ == nullptr || cluster_ != &cluster) start(cluster);
+  layer_->round(states, options);
+}
+
 Reallocations JobLayerRun::sized_round(cluster::Cluster& cluster, Seconds now,
                                        std::vector<sched::jobs::ElasticDemand> demands,
                                        const Sizing& how) {

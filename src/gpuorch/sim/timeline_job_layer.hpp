@@ -52,6 +52,11 @@ class JobLayerRun {
   // knows the others cannot change passes their demand in RoundOptions::unlisted_demand.
   Reallocations round(cluster::Cluster& cluster, std::span<Job* const> jobs,
                       const sched::jobs::RoundOptions& options);
+  // A round on states the caller holds, some of them of no engine job (the cluster scheduler
+  // asks for a running gang's elastic pods as a job of their own): the caller reads the
+  // outcome from the states.
+  void round_on(cluster::Cluster& cluster, std::span<sched::jobs::JobState* const> states,
+                const sched::jobs::RoundOptions& options);
   struct Sizing {
     sched::jobs::SizingOptions sizing;
     // Within a queue, larger jobs start first (distributed jobs take whole nodes before

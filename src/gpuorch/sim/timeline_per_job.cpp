@@ -7,101 +7,292 @@
 // its round (neither in the fair shares nor as competitors). A job's place in that order is when
 // its pods were created, so a preempted job, whose pods its controller creates anew, goes to the
 // back. fifo (strict FIFO, one round over every job) differs on all three counts.
+//
+// fifo:per-job:elastic runs every job of R replicas as the scheduler runs an elastic gang of R
+// pods with PodGroup minMember ceil(R/2): it starts with as many pods as the growth advice
+// allows (at least minMember), a running gang's pods left pending grow it at most once per
+// resize interval and only as far as its measured speed says pays for the restart, and a job
+// that cannot start makes at most one gang above minMember give back the pods that pay least
+// (sched/jobs/measured_growth.hpp: the same advice, fed by the reports each job's launcher
+// would publish, timeline_throughput.hpp). A gang's pending pods are decided in its place in
+// the order, as the scheduler takes a pending pod's whole gang.
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <memory>
+#include <optional>
+#include <tuple>
 #include <utility>
 
+#include "gpuorch/sched/jobs/measured_growth.hpp"
 #include "gpuorch/sched/replica_gang.hpp"
 #include "gpuorch/sim/timeline_policy.hpp"
+#include "gpuorch/sim/timeline_throughput.hpp"
 
 namespace gpuorch::sim {
 namespace {
 
 class PerJobFifo final : public TimelinePolicy {
  public:
-  explicit PerJobFifo(const PolicyOptions& o)
-      : run_(o.queues, std::string(sched::spread_policy(sched::ReplicaSpread::kFewestNodes))) {}
+  PerJobFifo(const PolicyOptions& o, std::optional<ElasticGangs> elastic)
+      : elastic_(elastic),
+        run_(o.queues, std::string(sched::spread_policy(sched::ReplicaSpread::kFewestNodes))) {}
 
   Reallocations schedule(Seconds now, std::span<Job* const> active,
                          cluster::Cluster& cluster) override {
     // The cluster changes only when jobs come or go: otherwise every waiting job was tried
-    // against the same cluster last time.
+    // against the same cluster last time (not so for elastic gangs, whose resize interval runs).
     brief_.clear();
     const TickEvents& e = events();
-    if (e.known && e.arrived.empty() && e.finished.empty()) return {};
+    if (!elastic_ && e.known && e.arrived.empty() && e.finished.empty()) return {};
     if (e.known) {
       for (Job* j : e.finished) leave(*j);
       for (Job* j : e.arrived) enter(*j);
     } else {
       sync(active);
     }
-    std::map<std::size_t, Reallocation> changes;  // by job id: the last placements of the tick
-    std::map<std::size_t, std::vector<cluster::Placement>> started_now;  // by job id
-    std::vector<Job*> round_jobs;
-    sched::jobs::RoundOptions options;
-    options.now = now;
-    options.explain = false;  // the simulator reports outcomes
-    for (auto it = waiting_.begin(); it != waiting_.end();) {
-      Job* pending = it->second;
-      // The running jobs in the order the cluster lists them (pod names: creation order), then
-      // the pending job, as admit() builds its round.
-      round_jobs.clear();
-      for (const auto& [entry, j] : running_) round_jobs.push_back(j);
-      round_jobs.push_back(pending);
-      for (Job* j : round_jobs) {
-        sched::jobs::JobState& s = state(*j);
-        s.rank = 0;  // admit()'s states: order by priority, then the span's order
-        s.seq = 0;
+    if (elastic_) publish(now);
+    changes_.clear();
+    started_now_.clear();
+    shrink_tried_ = false;
+    // The jobs with pending pods in the scheduler's queue order: the waiting ones and, elastic,
+    // the running gangs below their pods. A victim rejoins at the back, so it comes again.
+    Key after{std::numeric_limits<int>::min(), 0};
+    for (;;) {
+      const auto w = waiting_.upper_bound(after);
+      std::optional<Key> key;
+      Job* next = nullptr;
+      if (w != waiting_.end()) {
+        key = w->first;
+        next = w->second;
       }
-      for (Reallocation& r : run_.round(cluster, round_jobs, options)) {
-        changes[r.job->spec().id] = std::move(r);
-      }
-      const bool started = state(*pending).replicas() > 0;
-      if (started) started_now[pending->spec().id] = state(*pending).placements;
-      if (started) it = waiting_.erase(it);
-      for (auto r = running_.begin(); r != running_.end();) {
-        if (state(*r->second).replicas() > 0) {
-          ++r;
-          continue;
+      bool growing = false;
+      if (elastic_) {
+        for (const auto& [entry, j] : running_) {
+          const Key k{-j->spec().priority, entry};
+          if (k <= after || (key && *key < k) || state(*j).replicas() >= j->spec().replicas) {
+            continue;
+          }
+          key = k;
+          next = j;
+          growing = true;
         }
-        Job* victim = r->second;  // preempted: its pods are created anew, at the back
-        r = running_.erase(r);
-        // Started this tick and preempted again: no net change for the engine to record.
-        if (const auto b = started_now.find(victim->spec().id);
-            b != started_now.end() && victim->placements().empty()) {
-          int gpus = 0;
-          for (const auto& p : b->second) gpus += static_cast<int>(p.gpus.size());
-          brief_.push_back({victim, static_cast<int>(b->second.size()), gpus});
-        }
-        enter(*victim);
       }
-      if (started) running_.emplace(entry_[pending->spec().id], pending);
-      if (!started) ++it;
+      if (!key) break;
+      after = *key;
+      if (growing) {
+        grow(now, *next, cluster);
+      } else if (!start(now, *next, cluster) && elastic_ && shrink_for(now, *next, cluster)) {
+        start(now, *next, cluster);  // the scheduler's retry once the shrunk pods are gone
+      }
     }
     Reallocations out;
-    for (auto& [id, r] : changes) out.push_back(std::move(r));
+    for (auto& [id, r] : changes_) out.push_back(std::move(r));
     return out;
   }
 
   [[nodiscard]] std::span<const BriefRun> started_and_preempted() const override { return brief_; }
 
  private:
+  using Key = std::pair<int, std::uint64_t>;  // (-priority, entry)
+
+  // What the scheduler keeps per elastic gang: its last start or resize, its pods' reports.
+  struct Gang {
+    Seconds resized = 0;
+    std::map<std::tuple<int, int, int>, workload::ThroughputReport> measured;
+  };
+
   sched::jobs::JobState& state(Job& j) {
-    return run_.state(j, [this](const Job& x) -> const workload::JobSpec& { return rigid(x); });
+    return run_.state(j, [this](const Job& x) -> const workload::JobSpec& { return spec_of(x); });
   }
-  // A job joins the waiting jobs at the back of its priority.
+  // PodGroup minMember: ceil(R/2) for an elastic gang of R pods; all of them otherwise.
+  [[nodiscard]] int min_member(const Job& j) const {
+    const int r = j.spec().replicas;
+    return elastic_ ? std::max(1, (r + 1) / 2) : r;
+  }
+  [[nodiscard]] bool elastic_gang(const Job& j) const {
+    return elastic_ && min_member(j) < j.spec().replicas;
+  }
+
+  // The reports a running gang's launcher publishes by this tick: its step at the size it ran
+  // since before the tick (a resize restarts it; it reports once it trains again).
+  void publish(Seconds now) {
+    for (const auto& [entry, j] : running_) {
+      if (!elastic_gang(*j) || j->gpus() == 0 || j->app() == nullptr) continue;
+      Gang& g = gangs_[j->spec().id];
+      if (g.resized >= now) continue;
+      const workload::ThroughputReport r = published_throughput(*j, now);
+      g.measured[{r.nodes, r.world_size, r.local_batch}] = r;
+    }
+  }
+
+  sched::jobs::GangGrowth growth_of(const Job& j, int running,
+                                    std::vector<workload::ThroughputReport>& measured) {
+    measured.clear();
+    for (const auto& [k, r] : gangs_[j.spec().id].measured) measured.push_back(r);
+    sched::jobs::GangGrowth g;
+    g.gang = j.spec().name;
+    g.running = running;
+    g.min = min_member(j);
+    g.most = j.spec().replicas;
+    g.gpus_per_pod = std::max(1, j.spec().replica.gpu_count);
+    g.measured = measured;
+    g.resize_interval_s = elastic_->resize_interval_s;
+    g.restart_s = elastic_->resize_cost_s;
+    return g;
+  }
+
+  // The running jobs as admit() sees them: each gang's bound pods, its surplus above
+  // minMember the first victims.
+  void fit_running_specs() {
+    round_states_.clear();
+    round_jobs_.clear();
+    for (const auto& [entry, j] : running_) {
+      sched::jobs::JobState& s = state(*j);
+      JobSpec& spec = *specs_[j->spec().id];
+      spec.max_replicas = s.replicas();
+      spec.min_replicas = std::min(min_member(*j), s.replicas());
+      s.rank = 0;  // admit()'s states: order by priority, then the span's order
+      s.seq = 0;
+      round_states_.push_back(&s);
+      round_jobs_.push_back(j);
+    }
+  }
+
+  void run_round(Seconds now, cluster::Cluster& cluster) {
+    sched::jobs::RoundOptions options;
+    options.now = now;
+    options.explain = false;  // the simulator reports outcomes
+    run_.round_on(cluster, round_states_, options);
+    for (std::size_t i = 0; i < round_jobs_.size(); ++i) {
+      if (round_states_[i]->changed) {
+        changes_[round_jobs_[i]->spec().id] = {round_jobs_[i], round_states_[i]->placements};
+      }
+    }
+  }
+
+  // Running jobs the round took every pod of: preempted, their pods created anew at the back.
+  void requeue_victims() {
+    for (auto r = running_.begin(); r != running_.end();) {
+      if (state(*r->second).replicas() > 0) {
+        ++r;
+        continue;
+      }
+      Job* victim = r->second;
+      r = running_.erase(r);
+      // Started this tick and preempted again: no net change for the engine to record.
+      if (const auto b = started_now_.find(victim->spec().id);
+          b != started_now_.end() && victim->placements().empty()) {
+        int gpus = 0;
+        for (const auto& p : b->second) gpus += static_cast<int>(p.gpus.size());
+        brief_.push_back({victim, static_cast<int>(b->second.size()), gpus});
+      }
+      enter(*victim);
+    }
+  }
+
+  // A waiting job's round over the running jobs and it: whether it started.
+  bool start(Seconds now, Job& pending, cluster::Cluster& cluster) {
+    sched::jobs::JobState& ps = state(pending);
+    if (ps.replicas() > 0) return true;
+    JobSpec& spec = *specs_[pending.spec().id];
+    int asked = pending.spec().replicas;
+    if (elastic_gang(pending)) {
+      std::vector<workload::ThroughputReport> measured;
+      asked = sched::jobs::advise_growth(growth_of(pending, 0, measured)).target;
+    }
+    spec.max_replicas = asked;
+    spec.min_replicas = std::min(min_member(pending), asked);
+    fit_running_specs();
+    ps.rank = 0;
+    ps.seq = 0;
+    round_states_.push_back(&ps);
+    round_jobs_.push_back(&pending);
+    run_round(now, cluster);
+    const bool started = ps.replicas() > 0;
+    if (started) {
+      started_now_[pending.spec().id] = ps.placements;
+      waiting_.erase({-pending.spec().priority, entry_[pending.spec().id]});
+      gangs_[pending.spec().id].resized = now;
+    }
+    requeue_victims();
+    if (started) running_.emplace(entry_[pending.spec().id], &pending);
+    return started;
+  }
+
+  // A running gang's pending pods, asked for as a job of their own (at least one), when its
+  // resize interval has passed and its measured speed says more pods pay.
+  void grow(Seconds now, Job& job, cluster::Cluster& cluster) {
+    Gang& g = gangs_[job.spec().id];
+    if (double(now - g.resized) < elastic_->resize_interval_s) return;
+    sched::jobs::JobState& s = state(job);
+    std::vector<workload::ThroughputReport> measured;
+    const int target = sched::jobs::advise_growth(growth_of(job, s.replicas(), measured)).target;
+    const int room = std::min(target, job.spec().replicas) - s.replicas();
+    if (room <= 0) return;
+    fit_running_specs();
+    growth_spec_ = *specs_[job.spec().id];
+    growth_spec_.min_replicas = 1;
+    growth_spec_.max_replicas = room;
+    sched::jobs::JobState more;
+    more.spec = &growth_spec_;
+    more.queue = s.queue;
+    round_states_.push_back(&more);
+    run_round(now, cluster);
+    if (more.replicas() > 0) {
+      for (auto& p : more.placements) s.placements.push_back(std::move(p));
+      changes_[job.spec().id] = {&job, s.placements};
+      g.resized = now;
+    }
+    requeue_victims();
+  }
+
+  // The scheduler's shrink_for: for a job that cannot start, the first gang (in creation order)
+  // above minMember whose interval has passed gives back the pods its measured speed says pay
+  // less than a resize, when that frees enough. At most once a tick (the scheduler: a second).
+  bool shrink_for(Seconds now, const Job& waiting, cluster::Cluster& cluster) {
+    if (shrink_tried_) return false;
+    shrink_tried_ = true;
+    const std::int64_t need =
+        std::int64_t(waiting.spec().replicas) * std::max(1, waiting.spec().replica.gpu_count);
+    for (const auto& [entry, j] : running_) {
+      sched::jobs::JobState& s = state(*j);
+      const int bound = s.replicas();
+      if (!elastic_gang(*j) || bound <= min_member(*j) || !j->spec().preemptible) continue;
+      Gang& g = gangs_[j->spec().id];
+      if (double(now - g.resized) < elastic_->resize_interval_s) continue;
+      std::vector<workload::ThroughputReport> measured;
+      auto growth = growth_of(*j, bound, measured);
+      growth.most = bound;
+      const int give = bound - sched::jobs::advise_shrink(growth).target;
+      const int per_pod = std::max(1, j->spec().replica.gpu_count);
+      if (give <= 0 || cluster.fully_free_gpus_total() + give * per_pod < need) continue;
+      for (int i = 0; i < give; ++i) {
+        cluster.release(s.placements.back());
+        s.placements.pop_back();
+      }
+      s.running_since = now;  // shrunk: restarts
+      changes_[j->spec().id] = {j, s.placements};
+      g.resized = now;
+      return true;
+    }
+    return false;
+  }
+
+  // A job joins the waiting jobs at the back of its priority (a new incarnation: a new gang).
   void enter(Job& j) {
     const std::size_t id = j.spec().id;
     if (id >= entry_.size()) entry_.resize(id + 1, 0);
     entry_[id] = ++next_entry_;
     waiting_.emplace(std::make_pair(-j.spec().priority, next_entry_), &j);
     state(j);
+    gangs_.erase(id);
   }
   void leave(const Job& j) {
     const std::size_t id = j.spec().id;
     running_.erase(entry_[id]);
     waiting_.erase({-j.spec().priority, entry_[id]});
+    gangs_.erase(id);
   }
   // Without the engine's events: arrivals are the active jobs not seen before, finishes the
   // tracked jobs no longer active.
@@ -119,11 +310,12 @@ class PerJobFifo final : public TimelinePolicy {
       seen_[id] = true;
     }
   }
-  // Each job runs on exactly the GPUs it asked for (an elastic Pollux job too), as fifo's do.
-  const workload::JobSpec& rigid(const Job& job) {
+  // The job's spec as the rounds see it: its replica counts set before each round (fifo's jobs
+  // run on exactly the GPUs they asked for, an elastic Pollux job too, unless elastic_).
+  const workload::JobSpec& spec_of(const Job& job) {
     const JobSpec& spec = job.spec();
-    if (spec.id >= rigid_.size()) rigid_.resize(spec.id + 1);
-    auto& r = rigid_[spec.id];
+    if (spec.id >= specs_.size()) specs_.resize(spec.id + 1);
+    auto& r = specs_[spec.id];
     if (!r) {
       r = std::make_unique<JobSpec>(spec);
       r->min_replicas = r->max_replicas = spec.replicas;
@@ -131,20 +323,31 @@ class PerJobFifo final : public TimelinePolicy {
     return *r;
   }
 
-  std::vector<std::unique_ptr<JobSpec>> rigid_;  // by job id
+  std::optional<ElasticGangs> elastic_;
+  std::vector<std::unique_ptr<JobSpec>> specs_;  // by job id
   std::vector<BriefRun> brief_;                  // of the last round
   JobLayerRun run_;
   std::uint64_t next_entry_ = 0;
   std::vector<std::uint64_t> entry_;  // by job id: when it last joined the waiting jobs
   std::vector<bool> seen_;            // by job id (without the engine's events)
-  std::map<std::pair<int, std::uint64_t>, Job*> waiting_;  // by (-priority, entry)
-  std::map<std::uint64_t, Job*> running_;                  // by entry
+  std::map<Key, Job*> waiting_;
+  std::map<std::uint64_t, Job*> running_;  // by entry
+  std::map<std::size_t, Gang> gangs_;      // by job id, elastic gangs of this incarnation
+  // Of the tick: the last placements by job id, the jobs started, whether a shrink was tried.
+  std::map<std::size_t, Reallocation> changes_;
+  std::map<std::size_t, std::vector<cluster::Placement>> started_now_;
+  bool shrink_tried_ = false;
+  // Of the round being run.
+  std::vector<sched::jobs::JobState*> round_states_;
+  std::vector<Job*> round_jobs_;
+  workload::JobSpec growth_spec_;
 };
 
 }  // namespace
 
-std::unique_ptr<TimelinePolicy> make_fifo_per_job(const PolicyOptions& options) {
-  return std::make_unique<PerJobFifo>(options);
+std::unique_ptr<TimelinePolicy> make_fifo_per_job(const PolicyOptions& options,
+                                                  std::optional<ElasticGangs> elastic) {
+  return std::make_unique<PerJobFifo>(options, elastic);
 }
 
 }  // namespace gpuorch::sim

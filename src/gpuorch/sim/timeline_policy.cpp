@@ -43,6 +43,7 @@ std::unique_ptr<TimelinePolicy> make_timeline_policy(const std::string& name,
   }
   // The cluster scheduler's rule (`gpuorch scheduler --queues`): one round per waiting job.
   if (name == "fifo:per-job") return make_fifo_per_job(options);
+  if (name == "fifo:per-job:elastic") return make_fifo_per_job(options, ElasticGangs{});
   if (name == "optimus") return make_optimus(options);
   if (name == "pollux") return make_pollux(options);
   if (name == "default" || name == "lasgo") return make_lasgo(options, "");

@@ -8,6 +8,7 @@
 // (tests/sim/placement_structure_test.cpp holds sim/ to that).
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -106,8 +107,16 @@ std::vector<int> packed_placement(int gpus, int per_node);
 std::unique_ptr<TimelinePolicy> make_optimus(const PolicyOptions& options);
 std::unique_ptr<TimelinePolicy> make_pollux(const PolicyOptions& options);
 // fifo:per-job: each waiting job decided in its own round over the running jobs, in priority
-// then queue-entry order, as `gpuorch scheduler --queues` decides (timeline_per_job.cpp).
-std::unique_ptr<TimelinePolicy> make_fifo_per_job(const PolicyOptions& options);
+// then queue-entry order, as `gpuorch scheduler --queues` decides (timeline_per_job.cpp). With
+// `elastic` (fifo:per-job:elastic), every job of R replicas is an elastic gang of R pods with
+// minMember ceil(R/2), grown and shrunk as the scheduler does, by its --resize-interval and
+// --resize-cost (simulated seconds).
+struct ElasticGangs {
+  double resize_interval_s = 300;
+  double resize_cost_s = 30;
+};
+std::unique_ptr<TimelinePolicy> make_fifo_per_job(const PolicyOptions& options,
+                                                  std::optional<ElasticGangs> elastic = {});
 std::unique_ptr<TimelinePolicy> make_lasgo(const PolicyOptions& options,
                                            const std::string& variant);
 

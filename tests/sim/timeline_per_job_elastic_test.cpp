@@ -1,0 +1,99 @@
+// fifo:per-job:elastic: the cluster scheduler's elastic gangs in the simulator (minMember
+// ceil(R/2) of R pods), grown and shrunk by the scheduler's own advice (measured_growth) from the
+// reports each job's launcher would publish (timeline_throughput.hpp).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "gpuorch/sim/timeline_engine.hpp"
+#include "gpuorch/sim/timeline_policy.hpp"
+#include "gpuorch/sim/timeline_throughput.hpp"
+#include "gpuorch/sim/timeline_workload.hpp"
+#include "sim/timeline_support.hpp"
+#include "support/test_support.hpp"
+
+namespace gpuorch::sim {
+namespace {
+
+// The first `n` jobs of workload-3 on 4 nodes of 4 GPUs, one queue.
+TimelineResult run_first(const std::filesystem::path& dir, std::size_t n,
+                         std::optional<ElasticGangs> elastic, std::vector<JobSpec>& jobs) {
+  const test::TempDir tmp;
+  std::ifstream in(dir / "workload-3.csv");
+  std::ofstream out(tmp.file("w.csv"));
+  std::string line;
+  for (std::size_t i = 0; i <= n && std::getline(in, line); ++i) out << line << "\n";
+  out.close();
+  AppTable apps;
+  jobs = read_pollux_workload(tmp.file("w.csv"), (dir / "apps").string(), apps);
+  auto p = make_fifo_per_job({}, elastic);
+  TimelineOptions o;
+  o.record_events = true;
+  return run_timeline(jobs, apps, uniform_nodes(4, 4), *p, "fifo:per-job:elastic", o);
+}
+
+TEST(TimelinePerJobElastic, GangsStayWithinMinMemberAndPodsAndGrowOncePerInterval) {
+  GPUORCH_REQUIRE_POLLUX(dir);
+  std::vector<JobSpec> jobs;
+  const auto r = run_first(dir, 20, ElasticGangs{}, jobs);
+  ASSERT_EQ(r.jobs.size(), 20u);
+  for (const auto& j : r.jobs) EXPECT_GT(j.completion, j.submit) << j.name;
+  std::map<std::size_t, int> running;
+  std::map<std::size_t, Seconds> resized;  // a gang's last start or growth
+  int grown = 0, shrunk = 0;
+  for (const auto& e : r.events) {
+    const int asked = jobs[e.job].replicas;
+    const char* kind = event_key(e.kind);
+    if (std::string(kind) == "start" || std::string(kind) == "resize") {
+      EXPECT_GE(e.replicas, (asked + 1) / 2) << jobs[e.job].name << " at " << e.time;
+      EXPECT_LE(e.replicas, asked) << jobs[e.job].name << " at " << e.time;
+    }
+    if (std::string(kind) == "resize" && e.replicas > running[e.job]) {
+      ++grown;
+      EXPECT_GE(e.time - resized[e.job], 300) << jobs[e.job].name << " grew early at " << e.time;
+      resized[e.job] = e.time;
+    } else if (std::string(kind) == "resize") {
+      ++shrunk;
+    }
+    if (std::string(kind) == "start") resized[e.job] = e.time;
+    running[e.job] = e.replicas;
+  }
+  EXPECT_GT(grown, 0);
+  EXPECT_GT(shrunk, 0);
+}
+
+TEST(TimelinePerJobElastic, NoGrowthWithinAResizeIntervalLongerThanTheRun) {
+  GPUORCH_REQUIRE_POLLUX(dir);
+  std::vector<JobSpec> jobs;
+  const auto r = run_first(dir, 20, ElasticGangs{1e9, 1e8}, jobs);
+  std::map<std::size_t, int> running;
+  for (const auto& e : r.events) {
+    if (std::string(event_key(e.kind)) == "resize") {
+      EXPECT_LT(e.replicas, running[e.job]) << jobs[e.job].name << " grew at " << e.time;
+    }
+    running[e.job] = e.replicas;
+  }
+}
+
+TEST(TimelinePerJobElastic, RigidPerJobIsUnchangedWithoutElastic) {
+  GPUORCH_REQUIRE_POLLUX(dir);
+  std::vector<JobSpec> jobs;
+  const auto r = run_first(dir, 20, std::nullopt, jobs);
+  for (const auto& e : r.events) {
+    EXPECT_STRNE(event_key(e.kind), "resize");
+    if (std::string(event_key(e.kind)) == "start") {
+      EXPECT_EQ(e.replicas, jobs[e.job].replicas);
+    }
+  }
+}
+
+TEST(TimelineThroughput, SimulatedTimesAreRfc3339FromTheEpoch) {
+  EXPECT_EQ(simulated_rfc3339(0), "1970-01-01T00:00:00Z");
+  EXPECT_EQ(simulated_rfc3339(86400 + 3661), "1970-01-02T01:01:01Z");
+  EXPECT_EQ(simulated_rfc3339(951782400), "2000-02-29T00:00:00Z");
+}
+
+}  // namespace
+}  // namespace gpuorch::sim
