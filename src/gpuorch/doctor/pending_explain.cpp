@@ -92,16 +92,34 @@ class Explainer {
   std::string dra_summary() const {
     const auto& gpu_nodes = view_.dra.gpu_nodes();
     if (gpu_nodes.empty() || !view_.ready()) return "";
+    // Whole GPUs and MIG instances apart: the core counts an instance as one more GPU of its
+    // node, which is not what a person reading "GPUs" means.
     int total = 0;
     int used = 0;
+    int instances = 0;
+    int instances_used = 0;
     const auto& cluster = view_.mirror.cluster();
     for (cluster::NodeIndex n = 0; n < cluster.node_count(); ++n) {
-      if (!gpu_nodes.contains(cluster.spec(n).name)) continue;
-      total += cluster.gpu_count(n);
-      used += cluster.gpu_count(n) - cluster.fully_free_gpus(n);
+      const std::string& name = cluster.spec(n).name;
+      const k8s::DraNode* dra = view_.dra.inventory().node(name);
+      if (!gpu_nodes.contains(name) || dra == nullptr) continue;
+      const auto left = cluster.gpu_milli_left(n);
+      for (std::size_t g = 0; g < left.size(); ++g) {
+        const bool busy = left[g] < base::kMilliPerGpu;
+        if (static_cast<int>(g) < dra->whole_gpus) {
+          ++total;
+          used += busy ? 1 : 0;
+        } else {
+          ++instances;
+          instances_used += busy ? 1 : 0;
+        }
+      }
     }
-    return fmt::format("; DRA GPUs on {} node(s): {} used, {} free", gpu_nodes.size(), used,
-                       total - used);
+    return fmt::format("; DRA GPUs on {} node(s): {} used, {} free{}", gpu_nodes.size(), used,
+                       total - used,
+                       instances == 0 ? std::string()
+                                      : fmt::format(" (MIG instances: {} used, {} free)",
+                                                    instances_used, instances - instances_used));
   }
 
   Finding explain_one(const PodObject& pod) {

@@ -77,14 +77,17 @@ TEST(DraClaimPlan, TheSliceIsTheNodesGpusWithItsTopology) {
   cluster::NodeSpec spec;
   spec.name = kNode;
   ASSERT_TRUE(inv.apply(spec));
-  EXPECT_EQ(spec.gpu_count, 7);  // GPU 7 is in MIG mode: its instances are not whole GPUs
+  // GPU 7 is in MIG mode: its three instances come after the seven whole GPUs.
+  EXPECT_EQ(spec.gpu_count, 10);
   EXPECT_EQ(spec.gpu_model, "NVIDIA-H100-80GB-HBM3");
   EXPECT_GT(spec.gpu_memory_mib, 80000);
-  ASSERT_EQ(spec.gpu_links.size(), 49U);
+  ASSERT_EQ(spec.gpu_links.size(), 100U);
   // NVLink inside a domain beats anything across.
-  EXPECT_GT(spec.gpu_links[0 * 7 + 1], spec.gpu_links[0 * 7 + 4]);
+  EXPECT_GT(spec.gpu_links[0 * 10 + 1], spec.gpu_links[0 * 10 + 4]);
   EXPECT_EQ(inv.gpu_of("gpu.gpuorch.io", kNode, "gpu-5"), std::make_pair(std::string(kNode), 5));
-  EXPECT_FALSE(inv.gpu_of("gpu.gpuorch.io", kNode, "gpu-7-mig-1-0").has_value());
+  EXPECT_EQ(inv.gpu_of("gpu.gpuorch.io", kNode, "gpu-7-mig-1-0"),
+            std::make_pair(std::string(kNode), 7));
+  EXPECT_FALSE(inv.gpu_of("gpu.gpuorch.io", kNode, "gpu-7").has_value());  // not published
   // A node that also advertises nvidia.com/gpu keeps the device plugin's GPUs.
   cluster::NodeSpec plugin;
   plugin.name = kNode;
@@ -119,7 +122,7 @@ TEST(DraClaimPlan, MatchAttributeGroupsTheEligibleGpusAndThePickerStaysInOne) {
   spec.cpu_milli = 64000;
   spec.memory_mib = 1 << 20;
   f.inv.apply(spec);
-  std::vector<std::int32_t> left(7, 1000);
+  std::vector<std::int32_t> left(static_cast<std::size_t>(spec.gpu_count), 1000);
   left[0] = 0;
   left[5] = 0;
   const auto gpus = sched::pick_gpus_in_groups(left, 2, spec.gpu_links, c.groups[0].groups);

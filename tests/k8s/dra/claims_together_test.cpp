@@ -311,5 +311,62 @@ TEST(DraClaimsTogether, TheAssignmentSearchIsExactAndBounded) {
   EXPECT_EQ(u.sets.size(), kUnionsKept);
 }
 
+TEST(DraClaimsTogether, MigInstancesAreDevicesAClaimTakesWhole) {
+  Fixture f;
+  // GPU 7 is in MIG mode: its three instances are GPUs 7-9 of the core's node, after the seven
+  // whole GPUs; the simulator's inventory takes the whole GPUs only.
+  EXPECT_EQ(f.spec.gpu_count, 10);
+  ASSERT_EQ(f.inv.node(kNode)->whole_gpus, 7);
+  EXPECT_EQ(f.inv.gpu_of("gpu.gpuorch.io", kNode, "gpu-7-mig-1-0"),
+            std::make_pair(std::string(kNode), 7));
+  cluster::NodeSpec whole;
+  whole.name = kNode;
+  ASSERT_TRUE(f.inv.apply(whole, false));
+  EXPECT_EQ(whole.gpu_count, 7);
+  EXPECT_EQ(whole.gpu_links.size(), 49U);
+  EXPECT_EQ(whole.gpu_links[1], f.spec.gpu_links[1]);
+
+  DeviceClassObject mig;
+  mig.selectors = {
+      R"(device.driver == "gpu.gpuorch.io" && device.attributes["gpu.gpuorch.io"].type == "mig")"};
+  f.classes["mig.gpuorch.io"] = mig;
+  json slice = request("slice", 1, R"(device.attributes["gpu.gpuorch.io"].profile == "3g.40gb")");
+  slice["exactly"]["deviceClassName"] = "mig.gpuorch.io";
+  const ClaimPlan one = f.plan({claim("mig", json::array({slice}))});
+  ASSERT_EQ(one.refused, "");
+  ASSERT_EQ(one.choices.size(), 1U);
+  EXPECT_EQ(one.choices[0].groups[0].groups, (std::vector<std::vector<int>>{{7}}));
+  PodObject pod;
+  pod.uid = "pod-uid";
+  pod.name = "p";
+  const json status = claim_status_for(f.claims.at("default/mig"), pod, kNode,
+                                       device_results(one.choices[0], kNode, {7}, f.inv),
+                                       one.choices[0].parts, f.inv);
+  EXPECT_EQ(status["status"]["allocation"]["devices"]["results"][0]["device"], "gpu-7-mig-1-0");
+  // Whole-GPU requests never take an instance: All is the seven GPUs.
+  const ClaimPlan all = f.plan({claim("all", json::array({request("gpus", 0, "", "All")}))});
+  ASSERT_EQ(all.choices.size(), 1U);
+  EXPECT_EQ(all.choices[0].groups[0].groups,
+            (std::vector<std::vector<int>>{{0, 1, 2, 3, 4, 5, 6}}));
+  // A pod with a whole-GPU pair and a 3g.40gb instance: the union holds GPU 7's instance.
+  const ClaimPlan both =
+      f.plan({claim("pair", json::array({request("gpus", 2)}), json::array({match(kDomain)})),
+              claim("mig", json::array({slice}))});
+  ASSERT_EQ(both.refused, "");
+  const auto gpus = f.pick(both.choices[0], {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  ASSERT_EQ(gpus.size(), 3U);
+  EXPECT_EQ(gpus.back(), 7);
+  EXPECT_EQ(domain(gpus[0]), domain(gpus[1]));
+
+  // The core: the instance is one unit; a second claim for a 3g.40gb waits (fits when it is
+  // free), a whole-GPU claim is not affected.
+  Core core(f.spec);
+  const auto first = core.place(1, one.choices[0].groups);
+  ASSERT_EQ(first.outcome, sched::Outcome::kPlaced);
+  EXPECT_EQ(first.placement.gpus, (std::vector<int>{7}));
+  EXPECT_EQ(core.place(1, one.choices[0].groups).outcome, sched::Outcome::kWaiting);
+  EXPECT_EQ(core.place(7, all.choices[0].groups).outcome, sched::Outcome::kPlaced);
+}
+
 }  // namespace
 }  // namespace gpuorch::k8s

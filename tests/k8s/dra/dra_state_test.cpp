@@ -70,8 +70,9 @@ struct Cluster {
 
 TEST(DraState, AClaimAllocatedByAnotherSchedulerIsUsedCapacityInItsPodsQueue) {
   Cluster c;
-  EXPECT_EQ(c.mirror.cluster().gpu_total(), 7);
-  EXPECT_EQ(c.mirror.cluster().fully_free_gpus(0), 6);
+  // Seven whole GPUs and GPU 7's three MIG instances.
+  EXPECT_EQ(c.mirror.cluster().gpu_total(), 10);
+  EXPECT_EQ(c.mirror.cluster().fully_free_gpus(0), 9);
   const auto held = c.mirror.assumed(claim_holder("uid-theirs"));
   ASSERT_TRUE(held.has_value());
   EXPECT_EQ(held->second, std::vector<int>{0});
@@ -206,11 +207,11 @@ TEST(DraBridge, AGpuResourceMappedByAClassIsPlacedWithTheClaimKubeSchedulerWould
   // Held for the claim until it exists: another 6-GPU ask finds 4 free; the claim arriving
   // allocated replaces the hold (never both).
   const std::string hold = c.dra.hold_extended(p, placed, c.mirror);
-  EXPECT_EQ(c.mirror.cluster().fully_free_gpus(0), 4);
+  EXPECT_EQ(c.mirror.cluster().fully_free_gpus(0), 7);  // 4 whole GPUs, 3 MIG instances
   json arrived = created;
   arrived["status"] = status["status"];
   c.dra.claim(arrived, false, c.mirror);
-  EXPECT_EQ(c.mirror.cluster().fully_free_gpus(0), 4);
+  EXPECT_EQ(c.mirror.cluster().fully_free_gpus(0), 7);
   EXPECT_FALSE(c.mirror.assumed(claim_holder(hold)).has_value());
   // The bound pod counts its CPU only once its status names the claim.
   pod["status"]["extendedResourceClaimStatus"] = {{"resourceClaimName", "x"}};
@@ -289,7 +290,9 @@ TEST(DraDoctor, ExplainsAPendingPodWithClaimsInTheSchedulersWords) {
       << four[0].what;
   EXPECT_NE(four[0].evidence.find("requests 4 GPU through ResourceClaims"), std::string::npos)
       << four[0].evidence;
-  EXPECT_NE(four[0].evidence.find("DRA GPUs on 1 node(s): 1 used, 6 free"), std::string::npos)
+  EXPECT_NE(four[0].evidence.find(
+                "DRA GPUs on 1 node(s): 1 used, 6 free (MIG instances: 0 used, 3 free)"),
+            std::string::npos)
       << four[0].evidence;
   const auto five = doctor::explain_pending(o, "default/five", mo);
   ASSERT_EQ(five.size(), 1U);

@@ -398,8 +398,8 @@ class Evaluator {
     if (e.class_devices == 0) {
       no_gpu_of_class = true;
       why = fmt::format(
-          "no device of {} on any node (gpuorch scheduler allocates whole GPUs of {} on nodes "
-          "that publish them in ResourceSlices)",
+          "no device of {} on any node (gpuorch scheduler allocates whole GPUs and MIG "
+          "instances of {} on nodes that publish them in ResourceSlices)",
           of_class, kGpuDraDriver);
     } else if (e.eligible == 0) {
       why = fmt::format("the request's selectors exclude all {} devices of {}", e.class_devices,

@@ -158,19 +158,28 @@ void DraInventory::rebuild(const std::string& node) {
     return;
   }
   std::vector<std::size_t> gpus;
+  std::vector<std::size_t> instances;
   for (std::size_t i = 0; i < out.devices.size(); ++i) {
     const DraDevice& d = out.devices[i];
-    if (d.view.driver == kGpuDraDriver && string_attribute(d, "gpu.gpuorch.io/type") == "gpu") {
-      gpus.push_back(i);
-    }
+    if (d.view.driver != kGpuDraDriver) continue;
+    const std::string type = string_attribute(d, "gpu.gpuorch.io/type");
+    if (type == "gpu") gpus.push_back(i);
+    if (type == "mig") instances.push_back(i);
   }
-  // GPU indices follow the driver's index attribute (NVML's), then the device name.
-  std::sort(gpus.begin(), gpus.end(), [&](std::size_t a, std::size_t b) {
-    const DraDevice& x = out.devices[a];
-    const DraDevice& y = out.devices[b];
-    return std::tuple(int_attribute(x, "gpu.gpuorch.io/index").value_or(INT64_MAX), x.name) <
-           std::tuple(int_attribute(y, "gpu.gpuorch.io/index").value_or(INT64_MAX), y.name);
-  });
+  // GPU indices follow the driver's index attribute (NVML's), then the device name; MIG
+  // instances come after, by their GPU's index, then name.
+  const auto by = [&](const char* attribute) {
+    return [&out, attribute](std::size_t a, std::size_t b) {
+      const DraDevice& x = out.devices[a];
+      const DraDevice& y = out.devices[b];
+      return std::tuple(int_attribute(x, attribute).value_or(INT64_MAX), x.name) <
+             std::tuple(int_attribute(y, attribute).value_or(INT64_MAX), y.name);
+    };
+  };
+  std::sort(gpus.begin(), gpus.end(), by("gpu.gpuorch.io/index"));
+  std::sort(instances.begin(), instances.end(), by("gpu.gpuorch.io/parentIndex"));
+  out.whole_gpus = static_cast<int>(gpus.size());
+  gpus.insert(gpus.end(), instances.begin(), instances.end());
   out.gpu_count = static_cast<int>(gpus.size());
   for (std::size_t g = 0; g < gpus.size(); ++g) out.devices[gpus[g]].gpu = static_cast<int>(g);
   if (!gpus.empty()) {
@@ -182,9 +191,12 @@ void DraInventory::rebuild(const std::string& node) {
     if (memory != first.view.capacity_milli.end()) {
       out.gpu_memory_mib = memory->second / 1000 / (1024 * 1024);
     }
+    // A MIG instance is a slice of a GPU, not a peer to place work next to: unlinked (0), so
+    // free instances never pull a whole-GPU request's choice towards their GPU's domain.
+    const auto whole = static_cast<std::size_t>(out.whole_gpus);
     out.gpu_links.assign(gpus.size() * gpus.size(), 0);
-    for (std::size_t a = 0; a < gpus.size(); ++a) {
-      for (std::size_t b = 0; b < gpus.size(); ++b) {
+    for (std::size_t a = 0; a < whole; ++a) {
+      for (std::size_t b = 0; b < whole; ++b) {
         if (a != b) {
           out.gpu_links[a * gpus.size() + b] =
               link_score(out.devices[gpus[a]], out.devices[gpus[b]]);
@@ -195,13 +207,20 @@ void DraInventory::rebuild(const std::string& node) {
   nodes_[node] = std::move(out);
 }
 
-bool DraInventory::apply(cluster::NodeSpec& node) const {
+bool DraInventory::apply(cluster::NodeSpec& node, bool mig_instances) const {
   const DraNode* d = this->node(node.name);
-  if (d == nullptr || d->gpu_count == 0 || node.gpu_count > 0) return false;
-  node.gpu_count = d->gpu_count;
+  const int count = d == nullptr ? 0 : (mig_instances ? d->gpu_count : d->whole_gpus);
+  if (count == 0 || node.gpu_count > 0) return false;
+  node.gpu_count = count;
   node.gpu_model = d->gpu_model;
   node.gpu_memory_mib = d->gpu_memory_mib;
-  node.gpu_links = d->gpu_links;
+  // Whole GPUs come first: their links are the matrix's top-left block.
+  const auto n = static_cast<std::size_t>(count);
+  const auto all = static_cast<std::size_t>(d->gpu_count);
+  node.gpu_links.assign(n * n, 0);
+  for (std::size_t a = 0; a < n; ++a) {
+    for (std::size_t b = 0; b < n; ++b) node.gpu_links[a * n + b] = d->gpu_links[a * all + b];
+  }
   return true;
 }
 

@@ -23,12 +23,19 @@ struct DraDevice {
   std::string pool;
   std::string name;
   SelectorDevice view;  // driver, qualified attributes, capacity: what selectors read
-  int gpu = -1;         // its index among the node's GPUs; -1: not a whole GPU of gpuorch's driver
+  // Its index among the node's GPUs in the core's model; -1: not a device of gpuorch's driver
+  // that the core counts (a whole GPU, or a MIG instance after the whole GPUs).
+  int gpu = -1;
 };
 
+// In the core's model a MIG instance (static MIG: the layout its GPU has) is one more GPU of the
+// node, after the whole GPUs: a unit one claim takes whole. A GPU in MIG mode publishes only its
+// instances, so a whole GPU and its instances are never both allocatable; a whole-GPU request's
+// selectors (type == "gpu") never take an instance.
 struct DraNode {
   std::vector<DraDevice> devices;  // every device of the node's slices, any driver
   int gpu_count = 0;               // devices with gpu >= 0, indices 0..gpu_count-1
+  int whole_gpus = 0;              // of which whole GPUs: indices 0..whole_gpus-1
   std::string gpu_model;
   std::int64_t gpu_memory_mib = 0;
   std::vector<std::uint8_t> gpu_links;
@@ -41,13 +48,14 @@ class DraInventory {
   bool update_slice(const nlohmann::json& slice, bool deleted);
   // The node's DRA GPUs become its GPUs when it publishes no GPU extended resource (a node with
   // both keeps the device plugin's count and offers no DRA GPU to claims: never counted twice).
-  // True when it did.
-  bool apply(cluster::NodeSpec& node) const;
+  // True when it did. `mig_instances`: its MIG instances count as GPUs after the whole ones (a
+  // claim may take one); without, only whole GPUs (what the simulator's workloads ask).
+  bool apply(cluster::NodeSpec& node, bool mig_instances = true) const;
   // The node's devices; nullptr when it has none.
   [[nodiscard]] const DraNode* node(const std::string& name) const;
   [[nodiscard]] const std::map<std::string, DraNode>& nodes() const { return nodes_; }
   // Where a device of an allocation result is: its node and GPU index; nullopt when it is not
-  // a known whole GPU of gpuorch's driver.
+  // a known whole GPU or MIG instance of gpuorch's driver.
   [[nodiscard]] std::optional<std::pair<std::string, int>> gpu_of(const std::string& driver,
                                                                   const std::string& pool,
                                                                   const std::string& device) const;

@@ -143,6 +143,12 @@ void DraState::account(const ClaimObject& claim, ClusterMirror& mirror) {
       break;
     }
   }
+  // A victim's claim (--queues preemption): its GPUs are held until it is deallocated, then
+  // they are the preemptor's; never counted again meanwhile.
+  if (mirror.evicting(holder)) {
+    if (on_node.empty()) mirror.release(holder);
+    return;
+  }
   const auto held = mirror.assumed(holder);
   if (held && held->first == node && held->second == on_node) return;
   if (!held && on_node.empty()) return;
@@ -204,8 +210,8 @@ std::string DraState::device_plugin_note(const PodObject& pod) const {
   }
   return fmt::format(
       " ({} node(s) whose GPUs are DRA devices are left out: DeviceClass {} maps the GPU "
-      "resource to them (KEP-5004), which gpuorch scheduler allocates for single pods without "
-      "--queues; docs/dra.md)",
+      "resource to them (KEP-5004), which gpuorch scheduler allocates when all the pod's GPU "
+      "resources map to one DeviceClass; docs/dra.md)",
       gpu_nodes_.size(), mapped);
 }
 
@@ -255,29 +261,35 @@ nlohmann::json DraState::extended_claim(const PodObject& pod, const std::string&
           {"spec", {{"devices", {{"requests", std::move(requests)}}}}}};
 }
 
+DraState::Ask DraState::ask_with(const PodObject& pod, const std::vector<nlohmann::json>& claims) {
+  std::vector<std::string> added;
+  for (const nlohmann::json& obj : claims) {
+    ClaimObject c = claim_from_json(obj);
+    const std::string key = c.key();
+    if (claims_.try_emplace(key, std::move(c)).second) added.push_back(key);
+  }
+  Ask out;
+  try {
+    out = ask(pod);
+  } catch (...) {
+    for (const std::string& key : added) claims_.erase(key);
+    throw;
+  }
+  for (const std::string& key : added) claims_.erase(key);
+  return out;
+}
+
 DraState::Ask DraState::ask_extended(const PodObject& pod, const nlohmann::json& claim) {
   // Planned as a claim of the pod's (its name and uid stand in until it is created), then
   // forgotten: it exists only once created.
   nlohmann::json planned = claim;
   planned["metadata"]["name"] = pod.name + "-extended-resources";
   planned["metadata"]["uid"] = kExtendedHold + pod.uid;
-  ClaimObject c = claim_from_json(planned);
-  const std::string key = c.key();
-  const bool clash = claims_.contains(key);
-  if (!clash) claims_[key] = std::move(c);
   PodObject asking = pod;
   asking.spec.gpu_count = 0;
   asking.spec.gpu_milli = 0;
   asking.claims = {{"extended-resources", pod.name + "-extended-resources", ""}};
-  Ask out;
-  try {
-    out = ask(asking);
-  } catch (...) {
-    if (!clash) claims_.erase(key);
-    throw;
-  }
-  if (!clash) claims_.erase(key);
-  return out;
+  return ask_with(asking, {planned});
 }
 
 DraState::Placement DraState::place_extended(const PodObject& pod, const nlohmann::json& claim,

@@ -49,8 +49,9 @@ std::vector<cluster::NodeSpec> nodes_from_resource_slices(const nlohmann::json& 
       spec.memory_mib = kUnlimitedMemoryMib;
     }
     // A node that advertises nvidia.com/gpu as well keeps the device plugin's GPUs, as in
-    // gpuorch scheduler's mirror (never counted twice).
-    if (inventory.apply(spec) || spec.gpu_count > 0) out.push_back(std::move(spec));
+    // gpuorch scheduler's mirror (never counted twice). The simulator's pods ask whole GPUs:
+    // MIG instances are not among them.
+    if (inventory.apply(spec, false) || spec.gpu_count > 0) out.push_back(std::move(spec));
   }
   if (out.empty()) {
     base::fail_input(file, 0,

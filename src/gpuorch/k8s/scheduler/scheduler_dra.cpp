@@ -19,10 +19,6 @@ using nlohmann::json;
 
 constexpr const char* kResourceApi = "/apis/resource.k8s.io/v1";
 
-std::string claim_status_path(const std::string& ns, const std::string& name) {
-  return namespaced_path(kResourceApi, ns, "resourceclaims", name) + "/status";
-}
-
 }  // namespace
 
 bool SchedulerService::discover_dra(const std::atomic<bool>& stop) {
@@ -64,6 +60,9 @@ void SchedulerService::handle_device_class(const json& obj, bool deleted) {
 void SchedulerService::handle_claim(const json& obj, bool deleted) {
   dra_.claim(obj, deleted, mirror_);
   cluster_changed_ = true;
+  // A victim's claim deallocated (or gone): its devices are the preemptor's now.
+  const std::string holder = claim_holder(str(field(obj, "metadata"), "uid"));
+  if (evicted_.contains(holder) && !mirror_.accounted(holder)) victim_gone(holder);
 }
 
 void SchedulerService::drop_assumed_claims(const std::string& pod_uid) {
@@ -107,44 +106,23 @@ void SchedulerService::decide_with_claims(const PodObject& pod) {
                          "resource.k8s.io/v1; waiting");
     return;
   }
+  if (!ensure_built(pod)) return;
   if (options_.queues) {
-    report_unschedulable(pod,
-                         "Unsupported: a pod with spec.resourceClaims to allocate with --queues "
-                         "(gpuorch scheduler places claims outside the job layer so far; claims "
-                         "allocated by kube-scheduler count in their pods' queues; docs/dra.md)");
+    MemberAsk a;
+    a.claims = true;
+    a.ask = dra_.ask(pod);
+    std::string why;
+    if (!place_claimed_job(pod, a, why)) report_unschedulable(pod, why);
     return;
   }
-  if (!ensure_built(pod)) return;
   const DraState::Placement placement = dra_.place(pod, mirror_);
   if (!placement.placed()) {
     report_unschedulable(pod, placement.message);
     return;
   }
-  const ClaimPlan& plan = placement.plan;
-  const std::string& node = placement.result.node;
-  const std::vector<int>& gpus = placement.result.decision.placement.gpus;
-  const ClaimChoice* chosen =
-      placement.chosen < 0 ? nullptr : &plan.choices[static_cast<std::size_t>(placement.chosen)];
   std::vector<ClaimWrite> writes;
   try {
-    const std::vector<DeviceResult> results =
-        chosen == nullptr ? std::vector<DeviceResult>{}
-                          : device_results(*chosen, node, gpus, dra_.inventory());
-    for (const std::string& key : plan.claims) {
-      const ClaimObject& c = dra_.claims().at(key);
-      const bool allocate = chosen != nullptr &&
-                            std::any_of(chosen->parts.begin(), chosen->parts.end(),
-                                        [&](const ClaimChoice::Part& p) { return p.claim == key; });
-      const bool reserved = std::find(c.reserved_uids.begin(), c.reserved_uids.end(), pod.uid) !=
-                            c.reserved_uids.end();
-      if (!allocate && reserved) continue;
-      ClaimWrite w;
-      w.path = claim_status_path(c.ns, c.name);
-      w.claim = claim_status_for(c, pod, node, allocate ? results : std::vector<DeviceResult>{},
-                                 allocate ? chosen->parts : std::vector<ClaimChoice::Part>{},
-                                 dra_.inventory());
-      writes.push_back(std::move(w));
-    }
+    writes = claim_writes(pod, placement);
   } catch (const std::exception& e) {
     mirror_.release(pod.uid);
     report_unschedulable(pod,
@@ -152,7 +130,7 @@ void SchedulerService::decide_with_claims(const PodObject& pod) {
     return;
   }
   assumed_claims_[pod.uid] = dra_.hold(pod, placement, mirror_);
-  queue_bind(pod, node, {}, std::move(writes));
+  queue_bind(pod, placement.result.node, {}, std::move(writes));
 }
 
 bool SchedulerService::decide_extended(const PodObject& pod, std::string& why) {
@@ -166,40 +144,38 @@ bool SchedulerService::decide_extended(const PodObject& pod, std::string& why) {
     decide_with_claims(with);
     return true;
   }
-  if (!dra_served_ || options_.queues || pod.spec.gpu_count == 0) return false;
+  if (!dra_served_ || pod.spec.gpu_count == 0) return false;
   const std::string cls = dra_.bridge_class(pod);
   if (cls.empty()) return false;
-  const json claim = dra_.extended_claim(pod, cls);
-  const DraState::Placement placement = dra_.place_extended(pod, claim, mirror_);
+  MemberAsk a;
+  a.claims = true;
+  a.extended = dra_.extended_claim(pod, cls);
+  if (options_.queues) {
+    a.ask = dra_.ask_extended(pod, a.extended);
+    return place_claimed_job(pod, a, why);
+  }
+  const DraState::Placement placement = dra_.place_extended(pod, a.extended, mirror_);
   if (!placement.placed()) {
     why = placement.message;
     return false;
   }
-  ClaimWrite w;
-  w.create = true;
-  w.path = namespaced_path(kResourceApi, pod.ns, "resourceclaims");
-  w.claim = claim;
+  a.ask.plan = placement.plan;
+  std::vector<ClaimWrite> writes;
   try {
-    json planned = claim;
-    planned["metadata"]["name"] = pod.name + "-extended-resources";
-    w.status = dra_.extended_status(pod, placement, planned)["status"];
+    writes = keep_claims(pod, a, static_cast<std::size_t>(std::max(placement.chosen, 0)),
+                         placement.result.node, placement.result.decision.placement.gpus);
   } catch (const std::exception& e) {
     mirror_.release(pod.uid);
     report_unschedulable(pod,
                          fmt::format("the claim's allocation could not be written: {}", e.what()));
     return true;
   }
-  w.pod_status = extended_claim_status(pod.gpu_resources, "");
-  assumed_claims_[pod.uid] = {dra_.hold_extended(pod, placement, mirror_)};
-  queue_bind(pod, placement.result.node, {}, {std::move(w)});
+  queue_bind(pod, placement.result.node, {}, std::move(writes));
   return true;
 }
 
-void SchedulerService::write_claim(const PodObject& pod, const ClaimWrite& w) {
-  if (!w.create) {
-    api_.replace(w.path, w.claim);
-    return;
-  }
+json SchedulerService::write_claim(const PodObject& pod, const ClaimWrite& w) {
+  if (!w.create) return api_.replace(w.path, w.claim);
   // As kube-scheduler's PreBind does for the bridge: the claim, its allocation through the status
   // subresource, then the pod's status names it; a later step refused takes the claim back.
   json created = api_.create(w.path, w.claim);
@@ -212,6 +188,7 @@ void SchedulerService::write_claim(const PodObject& pod, const ClaimWrite& w) {
     status["resourceClaimName"] = name;
     api_.patch(pod_path(pod.ns, pod.name, "status"),
                {{"status", {{"extendedResourceClaimStatus", status}}}});
+    return created;
   } catch (...) {
     try {
       api_.remove(path);
