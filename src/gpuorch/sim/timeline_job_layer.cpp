@@ -82,9 +82,17 @@ Reallocations JobLayerRun::sized_round(cluster::Cluster& cluster, Seconds now,
     demands[i].keep = spec.preemptible ? 0 : refs_[i]->replicas();
     demands[i].gpus_per_replica =
         double(spec.replica.gpu_count) * double(spec.replica.gpu_milli) / 1000.0;
+    demands[i].cpu_milli_per_replica = double(spec.replica.cpu_milli);
+    demands[i].memory_mib_per_replica = double(spec.replica.memory_mib);
   }
-  const std::vector<int> counts =
-      sched::jobs::size_by_value(tree_, double(cluster.gpu_total()), demands, how.sizing);
+  // CPU and memory count where the nodes give them (a node list with CPU figures; the Pollux
+  // and Philly clusters have none).
+  sched::jobs::Amounts capacity{double(cluster.gpu_total()) * 1000.0, 0.0, 0.0};
+  for (const cluster::NodeSpec& n : cluster.specs()) {
+    capacity[1] += double(n.cpu_milli);
+    capacity[2] += double(n.memory_mib);
+  }
+  const std::vector<int> counts = sched::jobs::size_by_value(tree_, capacity, demands, how.sizing);
   for (std::size_t i = 0; i < refs_.size(); ++i) {
     refs_[i]->wanted = counts[i];
     // Ties in submission order (the layer's sort is stable).

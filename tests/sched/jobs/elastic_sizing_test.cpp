@@ -150,5 +150,44 @@ TEST(ElasticSizing, GreedyIsOptimalForConcaveValuesByBruteForce) {
   }
 }
 
+TEST(ElasticSizing, CpuAndMemoryCountWhereTheCapacityHasThem) {
+  // 8 GPUs and 64 CPUs. Job 0's replicas need 1 GPU and 16 CPUs and are worth 1 each; job 1's
+  // need 1 GPU and 1 CPU and are worth 0.9 each (at most 4). Counting GPUs alone, job 0 takes
+  // all 8 GPUs and 128 CPUs the cluster does not have. Counting CPUs, a replica of job 0 costs
+  // its dominant share (16 of 64 CPUs: 2 of 8 GPUs), so job 1's 4 come first and job 0 gets the
+  // 3 replicas the 60 CPUs left hold.
+  const QueueTree one;
+  std::vector<ElasticDemand> d = {demand(curve({1, 1, 1, 1, 1, 1, 1, 1})),
+                                  demand(curve({0.9, 0.9, 0.9, 0.9}))};
+  d[0].cpu_milli_per_replica = 16000;
+  d[1].cpu_milli_per_replica = 1000;
+  EXPECT_EQ(size_by_value(one, 8, d), (std::vector<int>{8, 0}));
+  const std::vector<int> counts = size_by_value(one, Amounts{8000, 64000, 0}, d);
+  EXPECT_EQ(counts, (std::vector<int>{3, 4}));
+  EXPECT_LE(counts[0] * 16000 + counts[1] * 1000, 64000);
+  // A kind without a capacity (a simulator's nodes without CPU figures) is not counted.
+  EXPECT_EQ(size_by_value(one, Amounts{8000, 0, 0}, d), (std::vector<int>{8, 0}));
+  // Memory the same way: 4 replicas of 32 GiB fill 128 GiB.
+  d[0].cpu_milli_per_replica = 0;
+  d[0].memory_mib_per_replica = 32 * 1024;
+  d[1].cpu_milli_per_replica = 0;
+  EXPECT_EQ(size_by_value(one, Amounts{8000, 0, 128 * 1024}, d), (std::vector<int>{4, 4}));
+}
+
+TEST(ElasticSizing, AQueuesCpuQuotaAndLimitHoldLikeItsGpus) {
+  // Queue a may hold at most 8 CPUs: its CPU-hungry job stops at 2 replicas although GPUs are
+  // free and nobody else wants them; queue b's job is not held back by a's limit.
+  workload::QueueSpec a = gpu_queue("a", 4);
+  a.cpu.quota = 8000;
+  a.cpu.limit = 8000;
+  const QueueTree t({a, gpu_queue("b", 4)});
+  std::vector<ElasticDemand> d = {demand(curve({5, 5, 5, 5, 5, 5, 5, 5}), 0),
+                                  demand(curve({1, 1}), 1)};
+  d[0].cpu_milli_per_replica = 4000;
+  d[1].cpu_milli_per_replica = 4000;
+  EXPECT_EQ(size_by_value(t, Amounts{8000, 64000, 0}, d), (std::vector<int>{2, 2}));
+  EXPECT_EQ(size_by_value(t, 8, d), (std::vector<int>{6, 2}));
+}
+
 }  // namespace
 }  // namespace gpuorch::sched::jobs

@@ -7,16 +7,23 @@
 namespace gpuorch::sched::jobs {
 namespace {
 
-constexpr double kSlack = 1e-6;  // GPUs: the tree's shares are sums of fractions
+constexpr double kSlack = 1e-6;  // the tree's shares are sums of fractions
+
+// Amounts in the search's units: GPUs (not milli), CPU milli, memory MiB.
+Amounts operator*(Amounts a, double k) {
+  for (double& x : a) x *= k;
+  return a;
+}
 
 // The greedy search over one budget per queue (and one for the cluster): each step takes the job
-// and larger count with the best value gain per added GPU that both budgets still allow.
+// and larger count with the best value gain per added GPU (per dominant share, in GPUs, when CPU
+// or memory count) that both budgets still allow.
 class Greedy {
  public:
-  Greedy(std::span<const ElasticDemand> d, const SizingOptions& o, double gpus)
-      : d_(d), o_(o), count_(d.size(), 0), best_(d.size()), left_(gpus) {}
+  Greedy(std::span<const ElasticDemand> d, const SizingOptions& o, const Amounts& capacity)
+      : d_(d), o_(o), count_(d.size(), 0), best_(d.size()), capacity_(capacity), left_(capacity) {}
 
-  void set_queue_budgets(std::vector<double> budgets) { queue_left_ = std::move(budgets); }
+  void set_queue_budgets(std::vector<Amounts> budgets) { queue_left_ = std::move(budgets); }
   // What jobs keep comes off the budgets before any value counts.
   void keep() {
     for (std::size_t j = 0; j < d_.size(); ++j) {
@@ -24,7 +31,7 @@ class Greedy {
       if (d_[j].keep > 0) spend(j, std::min(d_[j].keep, most));
     }
   }
-  [[nodiscard]] std::vector<double> queue_budgets() const { return queue_left_; }
+  [[nodiscard]] std::vector<Amounts> queue_budgets() const { return queue_left_; }
   // Only jobs of this priority take part in the next steps.
   void set_level(int priority) { level_ = priority; }
 
@@ -34,8 +41,7 @@ class Greedy {
       if (d_[j].priority != level_) continue;
       const int lo = std::max(1, d_[j].min);
       if (count_[j] >= lo || lo >= int(d_[j].value.size())) continue;
-      const double cost = step_cost(j, lo);
-      if (cost > allowance(j) + kSlack) continue;
+      if (!fits(j, step_cost(j, lo))) continue;
       spend(j, lo);
     }
   }
@@ -53,7 +59,7 @@ class Greedy {
       spend(pick, best_[pick].second);
       // Smaller budgets can invalidate other jobs' best steps.
       for (std::size_t j = 0; j < d_.size(); ++j) {
-        if (j == pick || step_cost(j, best_[j].second) > allowance(j) + kSlack) refresh(j);
+        if (j == pick || !fits(j, step_cost(j, best_[j].second))) refresh(j);
       }
     }
   }
@@ -61,18 +67,41 @@ class Greedy {
   [[nodiscard]] const std::vector<int>& counts() const { return count_; }
 
  private:
-  [[nodiscard]] double allowance(std::size_t j) const {
-    return queue_left_.empty() ? left_ : std::min(left_, queue_left_[d_[j].queue]);
+  [[nodiscard]] bool counted(std::size_t k) const { return k == 0 || capacity_[k] > 0; }
+  [[nodiscard]] bool fits(std::size_t j, const Amounts& cost) const {
+    for (std::size_t k = 0; k < kResourceKinds; ++k) {
+      if (!counted(k)) continue;
+      double room = left_[k];
+      if (!queue_left_.empty()) room = std::min(room, queue_left_[d_[j].queue][k]);
+      if (cost[k] > room + kSlack) return false;
+    }
+    return true;
   }
-  [[nodiscard]] double step_cost(std::size_t j, int to) const {
+  [[nodiscard]] Amounts step_cost(std::size_t j, int to) const {
     // A replica without GPUs costs one milli-GPU here, so its gain per GPU stays finite.
-    return to < 0 ? 0.0 : double(to - count_[j]) * std::max(d_[j].gpus_per_replica, 1e-3);
+    if (to < 0) return Amounts{};
+    const Amounts per_replica = {std::max(d_[j].gpus_per_replica, 1e-3),
+                                 d_[j].cpu_milli_per_replica, d_[j].memory_mib_per_replica};
+    return per_replica * double(to - count_[j]);
+  }
+  // What a step costs in GPUs: its GPUs, or more when its CPU or memory is a larger share of
+  // the cluster's (dominant resource fairness).
+  [[nodiscard]] double dominant(const Amounts& cost) const {
+    double d = cost[0];
+    for (std::size_t k = 1; k < kResourceKinds; ++k) {
+      if (counted(k) && cost[k] > 0 && capacity_[0] > 0) {
+        d = std::max(d, cost[k] / capacity_[k] * capacity_[0]);
+      }
+    }
+    return d;
   }
 
   void spend(std::size_t j, int to) {
-    const double cost = step_cost(j, to);
-    left_ -= cost;
-    if (!queue_left_.empty()) queue_left_[d_[j].queue] -= cost;
+    const Amounts cost = step_cost(j, to);
+    for (std::size_t k = 0; k < kResourceKinds; ++k) {
+      left_[k] -= cost[k];
+      if (!queue_left_.empty()) queue_left_[d_[j].queue][k] -= cost[k];
+    }
     count_[j] = to;
   }
 
@@ -84,11 +113,10 @@ class Greedy {
     // A job below its gang minimum grows only through its minimum (Optimus gives it first).
     if (o_.min_first && now < std::max(1, d_[j].min)) return;
     const int last = o_.single_steps ? std::min(now + 1, int(v.size()) - 1) : int(v.size()) - 1;
-    const double room = allowance(j);
     for (int r = std::max(now + 1, d_[j].min); r <= last; ++r) {
-      const double cost = step_cost(j, r);
-      if (cost > room + kSlack) break;
-      const double g = (v[std::size_t(r)] - v[std::size_t(now)]) / cost;
+      const Amounts cost = step_cost(j, r);
+      if (!fits(j, cost)) break;
+      const double g = (v[std::size_t(r)] - v[std::size_t(now)]) / dominant(cost);
       if (g > best_[j].first) best_[j] = {g, r};
     }
   }
@@ -97,33 +125,55 @@ class Greedy {
   const SizingOptions& o_;
   std::vector<int> count_;
   std::vector<std::pair<double, int>> best_;  // per job: (gain per GPU, count) of its best step
-  double left_;
-  std::vector<double> queue_left_;  // by queue index; empty: no per-queue budget
+  Amounts capacity_;
+  Amounts left_;
+  std::vector<Amounts> queue_left_;  // by queue index; empty: no per-queue budget
   int level_ = 0;
 };
 
 }  // namespace
 
-std::vector<int> size_by_value(const QueueTree& tree, double gpus,
-                               std::span<const ElasticDemand> demands,
-                               const SizingOptions& options) {
-  // What each queue's jobs could use, in milli-GPUs as the tree divides them.
+namespace {
+
+// `gpus` in GPUs; `capacity`'s CPU and memory in the tree's units (its GPU entry is not read).
+std::vector<int> size_within(const QueueTree& tree, double gpus, Amounts capacity,
+                             std::span<const ElasticDemand> demands, const SizingOptions& options) {
+  // The tree's units (GPU milli) over the search's (GPUs), kind by kind.
+  constexpr Amounts kPerSearchUnit = {1000.0, 1.0, 1.0};
+  capacity[0] = gpus * 1000.0;
+  // What each queue's jobs could use, as the tree divides it; kinds the capacity does not count
+  // are divided as wanted (their shares then bound nothing).
   std::vector<Amounts> want(tree.size(), Amounts{});
+  Amounts wanted{};
   for (const ElasticDemand& d : demands) {
     const double most = double(std::max<std::size_t>(d.value.size(), 1) - 1);
-    want[d.queue][0] += most * d.gpus_per_replica * 1000.0;
+    const Amounts most_of = {most * d.gpus_per_replica * 1000.0, most * d.cpu_milli_per_replica,
+                             most * d.memory_mib_per_replica};
+    for (std::size_t k = 0; k < kResourceKinds; ++k) {
+      want[d.queue][k] += most_of[k];
+      wanted[k] += most_of[k];
+    }
   }
-  Amounts capacity{};
-  capacity[0] = gpus * 1000.0;
-  const std::vector<Amounts> share = tree.fair_shares(want, capacity);
-  std::vector<double> budgets(tree.size(), 0.0);
-  for (std::size_t q = 0; q < tree.size(); ++q) budgets[q] = share[q][0] / 1000.0;
+  Amounts divided = capacity;
+  Amounts search{};
+  search[0] = gpus;
+  for (std::size_t k = 1; k < kResourceKinds; ++k) {
+    if (!(capacity[k] > 0)) divided[k] = wanted[k];
+    search[k] = capacity[k] > 0 ? capacity[k] / kPerSearchUnit[k] : 0.0;
+  }
+  const std::vector<Amounts> share = tree.fair_shares(want, divided);
+  std::vector<Amounts> budgets(tree.size(), Amounts{});
+  for (std::size_t q = 0; q < tree.size(); ++q) {
+    for (std::size_t k = 0; k < kResourceKinds; ++k) {
+      budgets[q][k] = share[q][k] / kPerSearchUnit[k];
+    }
+  }
 
   std::vector<int> levels;
   for (const ElasticDemand& d : demands) levels.push_back(d.priority);
   std::sort(levels.begin(), levels.end(), std::greater<>());
   levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
-  Greedy greedy(demands, options, gpus);
+  Greedy greedy(demands, options, search);
   auto pass = [&] {
     for (const int level : levels) {
       greedy.set_level(level);
@@ -137,13 +187,29 @@ std::vector<int> size_by_value(const QueueTree& tree, double gpus,
   pass();
   // ...then what the queues left, to the best gains anywhere, up to each queue's limit (a
   // parent's limit is the round's to hold: JobLayer waits such a job as over-limit).
-  std::vector<double> room = greedy.queue_budgets();
+  std::vector<Amounts> room = greedy.queue_budgets();
   for (std::size_t q = 0; q < tree.size(); ++q) {
-    room[q] = tree.limit(q)[0] / 1000.0 - (budgets[q] - room[q]);
+    for (std::size_t k = 0; k < kResourceKinds; ++k) {
+      room[q][k] = tree.limit(q)[k] / kPerSearchUnit[k] - (budgets[q][k] - room[q][k]);
+    }
   }
   greedy.set_queue_budgets(std::move(room));
   pass();
   return greedy.counts();
+}
+
+}  // namespace
+
+std::vector<int> size_by_value(const QueueTree& tree, double gpus,
+                               std::span<const ElasticDemand> demands,
+                               const SizingOptions& options) {
+  return size_within(tree, gpus, Amounts{}, demands, options);
+}
+
+std::vector<int> size_by_value(const QueueTree& tree, const Amounts& capacity,
+                               std::span<const ElasticDemand> demands,
+                               const SizingOptions& options) {
+  return size_within(tree, capacity[0] / 1000.0, capacity, demands, options);
 }
 
 }  // namespace gpuorch::sched::jobs

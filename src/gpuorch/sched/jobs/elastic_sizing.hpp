@@ -19,6 +19,9 @@ namespace gpuorch::sched::jobs {
 struct ElasticDemand {
   std::size_t queue = 0;  // a leaf of the tree
   double gpus_per_replica = 1;
+  // CPU and memory of one replica; they count where the capacity has them (below).
+  double cpu_milli_per_replica = 0;
+  double memory_mib_per_replica = 0;
   // The policy's value of running r replicas, r = 0 .. the most it may run (at least value[0]).
   std::vector<double> value;
   int min = 0;  // replicas it needs to run at all (a gang of min); 0 or 1 for most elastic jobs
@@ -39,6 +42,15 @@ struct SizingOptions {
 
 // Replica counts, one per demand, spending at most `gpus` GPUs in all.
 std::vector<int> size_by_value(const QueueTree& tree, double gpus,
+                               std::span<const ElasticDemand> demands,
+                               const SizingOptions& options = {});
+
+// The same over several resources (the queue tree's units: GPU milli, CPU milli, memory MiB; a
+// kind whose capacity is 0 or less is not counted, as a simulator's nodes without CPU figures).
+// No kind is spent past the cluster's capacity or a queue's share and limit of it, and a step's
+// cost is its dominant share (DRF) expressed in GPUs, so jobs whose replicas need much CPU or
+// memory pay for it; with GPUs alone it is the GPU count, as above.
+std::vector<int> size_by_value(const QueueTree& tree, const Amounts& capacity,
                                std::span<const ElasticDemand> demands,
                                const SizingOptions& options = {});
 
