@@ -152,6 +152,7 @@ int run_dra_driver(const DraFlags& f) {
       host, po, [&api](const std::string& ns, const std::string& name) {
         return api.get(k8s::namespaced_path(k8s::dra::kResourceApi, ns, "resourceclaims", name));
       });
+  preparer.restore_sharing();
   k8s::dra::DriverServer server(preparer, {f.driver, f.registry_dir, plugin_dir, 128, dra_log});
   dra_log(fmt::format("{} device(s) of {} on node {}; {} claim(s) prepared before",
                       slice["spec"]["devices"].size(), host.hostname, so.node_name,

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <fstream>
@@ -374,8 +375,12 @@ class DraSharing : public ::testing::Test {
     }));
   }
   [[nodiscard]] bool daemon_running() const {
+    // Running, not a zombie its parent (this process: the preparer's child) has yet to reap.
     const std::string pid = test::read_text(mps_root() + "/pipe/nvidia-cuda-mps-control.pid");
-    return !pid.empty() && ::kill(std::stoi(pid), 0) == 0;
+    if (pid.empty()) return false;
+    const std::string stat = test::read_text("/proc/" + std::to_string(std::stoi(pid)) + "/stat");
+    const auto paren = stat.rfind(')');
+    return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
   }
 
   test::TempDir dir;
@@ -424,6 +429,18 @@ TEST_F(DraSharing, AnMpsClaimGetsItsDaemonWhichARestartNeitherDuplicatesNorForge
   EXPECT_EQ(preparer->prepare(ref), devices);
   EXPECT_EQ(starts(), 2);
   EXPECT_TRUE(daemon_running());
+  // The driver's container restarted (its children gone with it): the new driver starts the
+  // checkpoint's daemons again at once, before any Prepare.
+  const int second = std::stoi(test::read_text(mps_root() + "/pipe/nvidia-cuda-mps-control.pid"));
+  preparer.reset();
+  ASSERT_EQ(::kill(second, SIGKILL), 0);
+  ASSERT_EQ(::waitpid(second, nullptr, 0), second);  // the old driver's child: reaped here
+  start();
+  preparer->restore_sharing();
+  EXPECT_EQ(starts(), 3);
+  EXPECT_TRUE(daemon_running());
+  preparer->restore_sharing();  // a daemon that answers is left alone
+  EXPECT_EQ(starts(), 3);
 
   // Unprepare: quit, the daemon gone, its folders removed; a second Unprepare is a no-op.
   preparer->unprepare(ref);
@@ -441,7 +458,7 @@ TEST_F(DraSharing, AFailedPrepareLeavesNothingBehind) {
       (void)preparer->prepare(ref);
       ADD_FAILURE() << "prepared";
     } catch (const std::exception& e) {
-      EXPECT_NE(std::string(e.what()).find("-d exited with 1: 'fake: refusing to start (no GPU)"),
+      EXPECT_NE(std::string(e.what()).find("-f exited with 1: 'fake: refusing to start (no GPU)"),
                 std::string::npos)
           << e.what();
     }

@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <csignal>
 #include <filesystem>
 #include <stdexcept>
 
 #include "gpuorch/base/atomic_file.hpp"
+#include "gpuorch/base/subprocess.hpp"
 #include "gpuorch/k8s/dra/device_config.hpp"
 #include "gpuorch/k8s/dra/gpu_sharing.hpp"
 
@@ -65,7 +67,9 @@ void ClaimPreparer::apply_sharing(const std::string& uid, const PreparedSharing&
         }
         set_compute_mode(options_.nvidia_smi, u, "EXCLUSIVE_PROCESS");
       }
-      start_mps_daemon(options_.mps, sharing);
+      if (const pid_t pid = start_mps_daemon(options_.mps, sharing); pid > 0) {
+        mps_children_[uid] = pid;
+      }
     }
   } catch (...) {
     try {
@@ -79,7 +83,10 @@ void ClaimPreparer::apply_sharing(const std::string& uid, const PreparedSharing&
 
 void ClaimPreparer::undo_sharing(const std::string& uid, const PreparedSharing& sharing) {
   if (!sharing.mps_root.empty()) {
-    stop_mps_daemon(options_.mps, sharing.mps_root);
+    const auto child = mps_children_.find(uid);
+    stop_mps_daemon(options_.mps, sharing.mps_root,
+                    child == mps_children_.end() ? -1 : child->second);
+    if (child != mps_children_.end()) mps_children_.erase(child);
     for (const auto& u : sharing.mps_devices) {
       if (whole_gpu(u) && !options_.nvidia_smi.path.empty()) {
         set_compute_mode(options_.nvidia_smi, u, "DEFAULT");
@@ -122,7 +129,10 @@ std::vector<PreparedDevice> ClaimPreparer::prepare(const ClaimRef& claim) {
     const PreparedSharing& sharing = it->second.sharing;
     if (!sharing.mps_devices.empty() && !mps_daemon_answers(options_.mps, sharing.mps_root)) {
       log(fmt::format("claim {}: its MPS control daemon is gone; starting it again", claim.uid));
-      start_mps_daemon(options_.mps, sharing);
+      reap_mps_child(claim.uid);
+      if (const pid_t pid = start_mps_daemon(options_.mps, sharing); pid > 0) {
+        mps_children_[claim.uid] = pid;
+      }
     }
     std::error_code ec;
     if (!fs::exists(cdi_spec_path(options_.cdi, claim.uid), ec)) {
@@ -190,6 +200,35 @@ void ClaimPreparer::unprepare(const ClaimRef& claim) {
   } else if (fs::exists(mps_root(claim.uid), ec)) {
     // A daemon of a claim the checkpoint lost (set aside as unreadable): stopped all the same.
     stop_mps_daemon(options_.mps, mps_root(claim.uid));
+  }
+}
+
+void ClaimPreparer::reap_mps_child(const std::string& uid) {
+  const auto it = mps_children_.find(uid);
+  if (it == mps_children_.end()) return;
+  // It answers no more: ended (reaped here), or stuck (ended here).
+  if (!base::try_wait(it->second)) {
+    base::signal_group(it->second, SIGKILL);
+    base::wait(it->second);
+  }
+  mps_children_.erase(it);
+}
+
+void ClaimPreparer::restore_sharing() {
+  const std::lock_guard lock(mutex_);
+  for (const auto& [uid, c] : prepared_) {
+    if (c.sharing.mps_devices.empty() || mps_daemon_answers(options_.mps, c.sharing.mps_root)) {
+      continue;
+    }
+    try {
+      reap_mps_child(uid);
+      if (const pid_t pid = start_mps_daemon(options_.mps, c.sharing); pid > 0) {
+        mps_children_[uid] = pid;
+      }
+      log(fmt::format("claim {}: its MPS control daemon started again", uid));
+    } catch (const std::exception& e) {
+      log(fmt::format("claim {}: starting its MPS control daemon again: {}", uid, e.what()));
+    }
   }
 }
 

@@ -11,7 +11,10 @@
 // control daemon started (under <checkpoint's folder>/mps/<claim UID>), both recorded in the
 // checkpoint and undone at Unprepare. A configuration that is wrong, or that the node fails to
 // apply, fails that claim with nothing left behind: what was changed before the failure is undone.
+#include <sys/types.h>
+
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -53,6 +56,11 @@ class ClaimPreparer {
 
   [[nodiscard]] PreparedClaims prepared() const;
 
+  // Starts again the MPS daemon of every prepared claim whose daemon no longer answers (the
+  // driver's container restarted, taking its children with it; the node rebooted), so the
+  // claim's pods can start new MPS clients before any Prepare call comes. Logs what fails.
+  void restore_sharing();
+
  private:
   void write_cdi(const std::string& uid, const std::vector<AllocatedDevice>& devices,
                  const PreparedSharing& sharing, std::vector<PreparedDevice>* out) const;
@@ -63,12 +71,15 @@ class ClaimPreparer {
   // unless another prepared claim set one on that GPU too. Throws when something could not be.
   void undo_sharing(const std::string& uid, const PreparedSharing& sharing);
   void log(const std::string& line) const;
+  // Collects the daemon this process started for claim `uid`, if any (it no longer answers).
+  void reap_mps_child(const std::string& uid);
 
   topology::Host host_;
   PreparerOptions options_;
   ClaimSource source_;
   mutable std::mutex mutex_;
   PreparedClaims prepared_;
+  std::map<std::string, pid_t> mps_children_;  // claim UID -> its daemon, when this process's
 };
 
 }  // namespace gpuorch::k8s::dra

@@ -56,75 +56,9 @@ std::string command(const MpsOptions& o, const std::string& root, const std::str
   return r.out;
 }
 
-// Runs `-d` in a mount namespace of its own whose /dev/shm is the claim's folder; the daemon it
-// forks keeps that namespace.
-void spawn_daemon(const MpsOptions& o, const PreparedSharing& s) {
-  std::string devices;
-  for (const auto& d : s.mps_devices) devices += (devices.empty() ? "" : ",") + d;
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string entry(*e);
-    const std::string name = entry.substr(0, entry.find('='));
-    if (name != "CUDA_VISIBLE_DEVICES" && name != "CUDA_MPS_PIPE_DIRECTORY" &&
-        name != "CUDA_MPS_LOG_DIRECTORY") {
-      env.push_back(entry);
-    }
-  }
-  env.push_back("CUDA_VISIBLE_DEVICES=" + devices);
-  for (const auto& [k, v] : daemon_env(s.mps_root)) env.push_back(k + "=" + v);
-  const std::string out_path = (fs::path(log_dir(s.mps_root)) / "start.out").string();
-  const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (out < 0) throw std::runtime_error(fmt::format("MPS: cannot write {}", out_path));
-  const std::string shm = shm_dir(s.mps_root);
-  base::SpawnOptions so;
-  so.path = control_path(o);
-  so.argv = {so.path, "-d"};
-  so.env = std::move(env);
-  so.stdin_fd = base::SpawnOptions::kDevNull;
-  so.stdout_fd = out;
-  so.stderr_fd = out;
-  so.group = base::ProcessGroup::kNewSession;  // outlives a restart of the driver
-  so.in_child = [shm_path = shm.c_str()](const base::ChildSteps& steps) {
-    if (::unshare(CLONE_NEWNS) != 0) return steps.failed(1, errno);
-    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
-      return steps.failed(2, errno);
-    }
-    if (::mount(shm_path, "/dev/shm", nullptr, MS_BIND, nullptr) != 0) steps.failed(3, errno);
-  };
-  base::Spawned child;
-  try {
-    child = base::spawn(so);
-  } catch (...) {
-    ::close(out);
-    throw;
-  }
-  ::close(out);
-  const auto status = base::wait_for(child.pid, o.timeout);
-  if (!status) {
-    base::signal_group(child.pid, SIGKILL);
-    base::wait(child.pid);
-    throw std::runtime_error(
-        fmt::format("MPS: {} -d did not return within {} ms", so.path, o.timeout.count()));
-  }
-  std::string problem;
-  const std::string said = base::read_bounded(out_path, 4096, problem).value_or("");
-  if (!child.failed_steps.empty()) {
-    // The daemon may be up in the wrong /dev/shm: stop it before saying so.
-    try {
-      command(o, s.mps_root, "quit");
-    } catch (const std::exception&) {
-    }
-    static constexpr const char* kSteps[] = {"", "unshare(CLONE_NEWNS)", "making / private",
-                                             "bind-mounting the claim's shm folder on /dev/shm"};
-    const auto& f = child.failed_steps.front();
-    throw std::runtime_error(fmt::format("MPS: {} failed: {} (the driver must run as root)",
-                                         kSteps[f.step], std::strerror(f.error)));
-  }
-  if (const int code = base::exit_code_of_status(*status); code != 0) {
-    throw std::runtime_error(fmt::format("MPS: {} -d exited with {}: {}", so.path, code,
-                                         base::quoted_printable(said, 300)));
-  }
-}
+// Runs `-f` in a mount namespace of its own whose /dev/shm is the claim's folder, and waits until
+// it answers; its pid.
+pid_t spawn_daemon(const MpsOptions& o, const PreparedSharing& s);
 
 // Until `answers` is `wanted` or o.timeout has passed, pausing 50 ms doubling to 1 s.
 bool wait_until(const MpsOptions& o, const std::string& root, bool wanted) {
@@ -149,6 +83,82 @@ void configure(const MpsOptions& o, const PreparedSharing& s) {
   }
 }
 
+pid_t spawn_daemon(const MpsOptions& o, const PreparedSharing& s) {
+  std::string devices;
+  for (const auto& d : s.mps_devices) devices += (devices.empty() ? "" : ",") + d;
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry(*e);
+    const std::string name = entry.substr(0, entry.find('='));
+    if (name != "CUDA_VISIBLE_DEVICES" && name != "CUDA_MPS_PIPE_DIRECTORY" &&
+        name != "CUDA_MPS_LOG_DIRECTORY") {
+      env.push_back(entry);
+    }
+  }
+  env.push_back("CUDA_VISIBLE_DEVICES=" + devices);
+  for (const auto& [k, v] : daemon_env(s.mps_root)) env.push_back(k + "=" + v);
+  const std::string out_path = (fs::path(log_dir(s.mps_root)) / "start.out").string();
+  const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out < 0) throw std::runtime_error(fmt::format("MPS: cannot write {}", out_path));
+  const std::string shm = shm_dir(s.mps_root);
+  base::SpawnOptions so;
+  so.path = control_path(o);
+  so.argv = {so.path, "-f"};
+  so.env = std::move(env);
+  so.stdin_fd = base::SpawnOptions::kDevNull;
+  so.stdout_fd = out;
+  so.stderr_fd = out;
+  so.group = base::ProcessGroup::kNewSession;  // the driver's signals are not the daemon's
+  so.in_child = [shm_path = shm.c_str()](const base::ChildSteps& steps) {
+    if (::unshare(CLONE_NEWNS) != 0) return steps.failed(1, errno);
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+      return steps.failed(2, errno);
+    }
+    if (::mount(shm_path, "/dev/shm", nullptr, MS_BIND, nullptr) != 0) steps.failed(3, errno);
+  };
+  base::Spawned child;
+  try {
+    child = base::spawn(so);
+  } catch (...) {
+    ::close(out);
+    throw;
+  }
+  ::close(out);
+  const auto said = [&out_path] {
+    std::string problem;
+    return base::quoted_printable(base::read_bounded(out_path, 4096, problem).value_or(""), 300);
+  };
+  const auto end_child = [&] {
+    base::signal_group(child.pid, SIGKILL);
+    base::wait(child.pid);
+  };
+  if (!child.failed_steps.empty()) {
+    // It runs, in the wrong /dev/shm: stopped before saying so.
+    end_child();
+    static constexpr const char* kSteps[] = {"", "unshare(CLONE_NEWNS)", "making / private",
+                                             "bind-mounting the claim's shm folder on /dev/shm"};
+    const auto& f = child.failed_steps.front();
+    throw std::runtime_error(fmt::format("MPS: {} failed: {} (the driver must run as root)",
+                                         kSteps[f.step], std::strerror(f.error)));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + o.timeout;
+  auto pause = 20ms;
+  for (;;) {
+    if (const auto status = base::try_wait(child.pid)) {
+      throw std::runtime_error(fmt::format("MPS: {} -f exited with {}: {}", so.path,
+                                           base::exit_code_of_status(*status), said()));
+    }
+    if (mps_daemon_answers(o, s.mps_root)) return child.pid;
+    if (std::chrono::steady_clock::now() + pause > deadline) {
+      end_child();
+      throw std::runtime_error(fmt::format("MPS: the daemon in {} did not answer within {} ms: {}",
+                                           pipe_dir(s.mps_root), o.timeout.count(), said()));
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min<std::chrono::milliseconds>(pause * 2, 500ms);
+  }
+}
+
 }  // namespace
 
 bool mps_daemon_answers(const MpsOptions& o, const std::string& root) {
@@ -162,20 +172,17 @@ bool mps_daemon_answers(const MpsOptions& o, const std::string& root) {
   }
 }
 
-void start_mps_daemon(const MpsOptions& o, const PreparedSharing& s) {
+pid_t start_mps_daemon(const MpsOptions& o, const PreparedSharing& s) {
+  pid_t pid = -1;
   if (!mps_daemon_answers(o, s.mps_root)) {
     for (const auto& d : {pipe_dir(s.mps_root), log_dir(s.mps_root), shm_dir(s.mps_root)}) {
       std::error_code ec;
       fs::create_directories(d, ec);
       if (ec) throw std::runtime_error(fmt::format("MPS: cannot create {}: {}", d, ec.message()));
     }
-    spawn_daemon(o, s);
-    if (!wait_until(o, s.mps_root, true)) {
-      throw std::runtime_error(fmt::format("MPS: the daemon in {} did not answer within {} ms",
-                                           pipe_dir(s.mps_root), o.timeout.count()));
-    }
+    pid = spawn_daemon(o, s);
     if (o.log) {
-      o.log(fmt::format("MPS control daemon started in {} for {}", s.mps_root,
+      o.log(fmt::format("MPS control daemon {} started in {} for {}", pid, s.mps_root,
                         fmt::join(s.mps_devices, ",")));
     }
   }
@@ -183,14 +190,15 @@ void start_mps_daemon(const MpsOptions& o, const PreparedSharing& s) {
     configure(o, s);
   } catch (...) {
     try {
-      stop_mps_daemon(o, s.mps_root);
+      stop_mps_daemon(o, s.mps_root, pid);
     } catch (const std::exception&) {
     }
     throw;
   }
+  return pid;
 }
 
-void stop_mps_daemon(const MpsOptions& o, const std::string& root) {
+void stop_mps_daemon(const MpsOptions& o, const std::string& root, pid_t child) {
   std::error_code ec;
   if (mps_daemon_answers(o, root)) {
     try {
@@ -203,6 +211,12 @@ void stop_mps_daemon(const MpsOptions& o, const std::string& root) {
                                            pipe_dir(root), o.timeout.count()));
     }
     if (o.log) o.log(fmt::format("MPS control daemon in {} stopped", root));
+  }
+  // Our child: reaped, so no zombie stays behind (it answers no more; one that does not end
+  // within a second is stuck, and killed).
+  if (child > 0 && !base::wait_for(child, 1s)) {
+    base::signal_group(child, SIGKILL);
+    base::wait(child);
   }
   fs::remove_all(root, ec);
   if (ec) throw std::runtime_error(fmt::format("MPS: cannot remove {}: {}", root, ec.message()));
