@@ -9,7 +9,7 @@
 # the release build (scripts/hw/bundle build/hw/gpuorch-hw.tar.xz build/release/gpuorch):
 #   OUT=/some/dir bash scripts/hw/dra-mps-on-device.sh
 # Files under $OUT: run.txt (every step, its command and output), cdi-mps.json, checkpoint-mps.json,
-# mps-control.log (the daemon's own log), cdi-timeslice.json.
+# mps-control.log (the daemon's own log), cdi-timeslice.json. docs/hardware/h200-dra-mps has a run.
 set -uo pipefail
 OUT="${OUT:?set OUT to the output folder}"
 mkdir -p "$OUT" /tmp/gpuorch-hw
@@ -59,29 +59,47 @@ step pgrep -a nvidia-cuda-mps
 step mps_ask get_default_active_thread_percentage
 echo "== a CUDA process with the claim's CDI edits (pipe folder at /tmp/nvidia-mps, /dev/shm)" >>"$log"
 cat >"$work/client.py" <<'EOF'
-import time, torch
+import os, time, torch
 x = torch.ones(1 << 24, device="cuda")
 p = torch.cuda.get_device_properties(0)
-print("device", p.name, "multiProcessorCount", p.multi_processor_count, "sum", float(x.sum()))
-time.sleep(6)
+print("device", p.name, "multiProcessorCount", p.multi_processor_count, "sum", float(x.sum()),
+      "CUDA_MPS_PIPE_DIRECTORY", os.environ.get("CUDA_MPS_PIPE_DIRECTORY"), flush=True)
+open("/tmp/dra-mps/client.ready", "w").close()
+for _ in range(600):
+    if os.path.exists("/tmp/dra-mps/client.done"):
+        break
+    time.sleep(0.1)
 EOF
-unshare -m sh -c "mount --bind '$pipe' /tmp/nvidia-mps && mount --bind '$shm' /dev/shm &&
-  CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps python3 '$work/client.py'" >>"$log" 2>&1 &
+if command -v unshare >/dev/null; then
+  unshare -m sh -c "mount --bind '$pipe' /tmp/nvidia-mps && mount --bind '$shm' /dev/shm &&
+    CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps exec python3 '$work/client.py'" >>"$log" 2>&1 &
+else
+  echo "(no unshare here: the client runs in the host's mount namespace)" >>"$log"
+  CUDA_MPS_PIPE_DIRECTORY="$pipe" python3 "$work/client.py" >>"$log" 2>&1 &
+fi
 client=$!
-sleep 4
+for _ in $(seq 1 900); do
+  [ -e "$work/client.ready" ] && break
+  kill -0 $client 2>/dev/null || break
+  sleep 0.1
+done
 step nvidia-smi
 step mps_ask get_server_list
+touch "$work/client.done"
 wait $client
 echo "[client exit $?]" >>"$log"
 echo "== Prepare again (the kubelet's retry): no second daemon" >>"$log"
 step "${driver[@]}" --prepare-file "$work/mps-claim.json"
-step pgrep -c -f "nvidia-cuda-mps-control -d"
-cp "$work/plugin/mps/$mps_uid/log/control.log" "$OUT/mps-control.log" 2>/dev/null
+step pgrep -c -f "nvidia-cuda-mps-control -f"
+# -d logs to control.log; -f (what the driver runs) to its standard output, the driver's start.out.
+cat "$work/plugin/mps/$mps_uid/log/control.log" "$work/plugin/mps/$mps_uid/log/start.out" \
+  >"$OUT/mps-control.log" 2>/dev/null
 echo "== Unprepare" >>"$log"
 step "${driver[@]}" --unprepare-file "$work/mps-claim.json"
 step pgrep -a nvidia-cuda-mps
 step ls "$work/plugin/mps"
 step nvidia-smi --query-gpu=compute_mode --format=csv
+step mps_ask get_server_list
 echo "== TimeSlicing claim (NVIDIA's apiVersion), interval Long" >>"$log"
 step nvidia-smi compute-policy -l
 step "${driver[@]}" --prepare-file "$work/ts-claim.json"

@@ -443,8 +443,11 @@ TEST_F(DraSharing, AnMpsClaimGetsItsDaemonWhichARestartNeitherDuplicatesNorForge
   EXPECT_EQ(starts(), 3);
 
   // Unprepare: quit, the daemon gone, its folders removed; a second Unprepare is a no-op.
+  const std::string last = test::read_text(mps_root() + "/pipe/nvidia-cuda-mps-control.pid");
   preparer->unprepare(ref);
   EXPECT_FALSE(daemon_running());
+  // Reaped by the preparer (its child): no zombie left behind.
+  EXPECT_FALSE(std::filesystem::exists("/proc/" + std::to_string(std::stoi(last))));
   EXPECT_FALSE(std::filesystem::exists(mps_root()));
   EXPECT_TRUE(preparer->prepared().empty());
   preparer->unprepare(ref);
