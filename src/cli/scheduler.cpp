@@ -40,6 +40,7 @@ struct SchedulerFlags {
   bool no_preemption = false;
   int resize_interval = 300;
   double resize_cost = -1;  // not given: a tenth of --resize-interval
+  double settle_after_finish = 0;
   ReplicaFlags replica{.listen = "127.0.0.1:10261",
                        .leader_elect = false,
                        .lease_namespace = {},
@@ -96,6 +97,11 @@ int run(const SchedulerFlags& f) {
     base::fail_input("--resize-interval must be in [0, 86400] seconds");
   }
   options.resize_interval = std::chrono::seconds(f.resize_interval);
+  if (!(f.settle_after_finish >= 0 && f.settle_after_finish <= 60)) {
+    base::fail_input("--settle-after-finish must be in [0, 60] seconds");
+  }
+  options.settle_after_finish =
+      std::chrono::milliseconds(std::llround(f.settle_after_finish * 1000));
   if (f.resize_cost != -1) {
     if (!(f.resize_cost >= 0 && f.resize_cost <= 86400)) {
       base::fail_input("--resize-cost must be in [0, 86400] seconds");
@@ -174,6 +180,11 @@ void add_scheduler(CLI::App& app, Action& action) {
                   "With --queues: seconds a resize idles an elastic job; it grows only when the "
                   "speedup fitted to its measured throughput (gpuorch.io/throughput) pays for that "
                   "over a resize interval (default: a tenth of --resize-interval)");
+  cmd->add_option("--settle-after-finish", flags->settle_after_finish,
+                  "Seconds to wait after a bound pod finishes or goes before deciding again "
+                  "(each further one extends the wait, to at most four times this): a job's "
+                  "pods finish one by one, and what it held should come free as one change")
+      ->capture_default_str();
   add_replica_flags(*cmd, flags->replica);
   cmd->add_option("--binders", flags->binders, "Concurrent bind calls to the API server")
       ->capture_default_str();

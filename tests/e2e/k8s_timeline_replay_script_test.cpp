@@ -26,9 +26,11 @@ TEST(K8sTimelineReplayScript, PolluxJobsOnTwoQueuesTickByTick) {
   // Small: CI's sanitizer build runs it (each tick waits for the scheduler to settle). Jobs go
   // to team-a, team-b, team-b in turn; team-b reclaims what team-a borrowed (bert-0 and a job
   // that started in the same tick, at t = 1920; the ticks after it are left out: CI's time).
+  // The scheduler runs throughout: it waits 0.2 s after each finish it sees before deciding
+  // (--settle-after-finish), so a tick's finishes are one change, as in the simulator.
   const std::string command = fmt::format(
       "/usr/bin/python3 {} --gpuorch {} --workload {} --queues {} --assign-queues "
-      "team-a,team-b,team-b "
+      "team-a,team-b,team-b --settle 0.2 "
       "--limit {} --nodes 4 --gpus-per-node 4 --until 2000 --json {} >{} 2>&1",
       test::shell_quote(script.string()), test::shell_quote(::gpuorch::test::binary_path()),
       test::shell_quote((dir / "workload-4.csv").string()),
@@ -40,6 +42,7 @@ TEST(K8sTimelineReplayScript, PolluxJobsOnTwoQueuesTickByTick) {
   ASSERT_TRUE(std::filesystem::exists(json)) << output;
   const auto s = nlohmann::json::parse(test::read_text(json));
   EXPECT_EQ(s.value("jobs", 0), 11);
+  EXPECT_EQ(s.value("on_finish", ""), "settle") << output;  // never stopped nor paused
   EXPECT_GE(s.value("ticks", 0), 8) << output;
   EXPECT_GE(s.value("preemptions_sim", 0), 1) << output;  // a reclaim happens
   EXPECT_EQ(s.value("ticks_that_differ", -1), 0) << output;

@@ -182,7 +182,8 @@ void SchedulerService::run(const std::atomic<bool>& stop) {
       {
         std::unique_lock lock(events_mutex_);
         events_cv_.wait_for(lock, std::chrono::milliseconds(200), [&] {
-          return !events_.empty() || (synced_ && !active_.empty()) || stop.load();
+          return !events_.empty() ||
+                 (synced_ && !active_.empty() && Clock::now() >= settle_until_) || stop.load();
         });
         batch.swap(events_);
       }
@@ -214,7 +215,7 @@ void SchedulerService::run(const std::atomic<bool>& stop) {
       }
       for (const std::string& uid : backoff_.due(now)) requeue(uid);
       // A few decisions, then back to the events, so binds and deletions are seen promptly.
-      for (int i = 0; i < 32; ++i) {
+      for (int i = 0; i < 32 && now >= settle_until_; ++i) {
         if (!schedule_next()) break;
       }
       counters_.queue_length = active_.size() + unschedulable_.size() + backoff_.parked_count();
@@ -404,6 +405,11 @@ void SchedulerService::handle_pod(const json& obj, bool deleted) {
     if (mirror_.accounted(uid)) {
       mirror_.release(uid);
       cluster_changed_ = true;
+      if (const auto wait = options_.settle_after_finish; wait.count() > 0) {
+        const auto now = Clock::now();
+        if (now >= settle_until_) settle_from_ = now;
+        settle_until_ = std::min(now + wait, settle_from_ + 4 * wait);
+      }
     }
     member_gone(uid);
     victim_gone(uid);

@@ -72,6 +72,11 @@ struct SchedulerServiceOptions {
   // (sched/jobs/measured_growth.hpp). nullopt: a tenth of resize_interval (30 s at 300 s, the
   // simulator's restart cost).
   std::optional<std::chrono::milliseconds> resize_cost;
+  // After a bound pod finishes or goes, no decision for this long (each further one extends it,
+  // to at most four times this from the first): a job's pods finish one by one, and a waiting
+  // job should see all that the job held come free as one change, not a smaller job take the
+  // first of it. 0: decide at once.
+  std::chrono::milliseconds settle_after_finish{0};
   base::LogSink log;  // one line per bind/failure; may be empty
 };
 
@@ -346,6 +351,8 @@ class SchedulerService {
   std::map<std::string, std::map<std::tuple<int, int, int>, workload::ThroughputReport>>
       gang_measured_;
   std::chrono::steady_clock::time_point last_shrink_check_{};
+  // The settle window after finishes (SchedulerOptions::settle_after_finish).
+  std::chrono::steady_clock::time_point settle_from_{}, settle_until_{};
   std::chrono::steady_clock::time_point last_retry_;
   // Preemptions under way (--queues): by job ("namespace/name" of its pod or gang), the members
   // holding their reservation in the mirror and the victims not yet gone.
