@@ -93,6 +93,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   o.cdi = {dra::kDriverName, (dir / "cdi").string(), (dir / "dev").string()};
   o.pool = kNode;
   o.checkpoint_path = (dir / "checkpoint.json").string();
+  // A claim asking for sharing must not change the GPUs of the machine fuzzing (GPU hosts run
+  // this target too): no nvidia-smi, and an MPS control program that cannot start, so the
+  // failure paths of sharing are what gets exercised.
+  o.nvidia_smi.path.clear();
+  o.mps.control = (dir / "no-mps-control").string();
+  fs::remove_all(dir / "mps", ec);
   const bool ref_ok = dra::check_claim_ref(ref).empty();
   if (ref_ok) {
     const fs::path spec = dra::cdi_spec_path(o.cdi, ref.uid);

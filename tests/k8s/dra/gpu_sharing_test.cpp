@@ -21,6 +21,7 @@
 #include "gpuorch/k8s/dra/gpu_config.hpp"
 #include "gpuorch/k8s/dra/mps_daemon.hpp"
 #include "gpuorch/k8s/dra/resource_slice.hpp"
+#include "gpuorch/k8s/manifests/manifests.hpp"
 #include "k8s/k8s_support.hpp"
 #include "support/test_support.hpp"
 
@@ -330,6 +331,30 @@ TEST(DraGpuSharing, TheCheckpointKeepsWhatSharingChanged) {
   EXPECT_TRUE(back.at("plain").sharing.empty());
   EXPECT_FALSE(
       json::parse(test::read_text(dir.file("cp.json")))["claims"]["plain"].contains("sharing"));
+}
+
+TEST(DraGpuSharing, TheDriversDaemonSetHasWhatSharingNeedsAndNoMore) {
+  k8s::ManifestOptions o;
+  o.dra = true;
+  std::optional<json> container;
+  for (const auto& m : k8s::make_manifests(o)) {
+    if (m.file == "24-dra-driver.yaml") {
+      container = json::parse(m.object["spec"]["template"]["spec"]["containers"][0].dump());
+    }
+  }
+  ASSERT_TRUE(container.has_value());
+  const json& sc = (*container)["securityContext"];
+  // SYS_ADMIN alone: the MPS daemon's mount namespace; no privilege, everything else dropped.
+  EXPECT_EQ(sc["capabilities"]["add"], json::array({"SYS_ADMIN"}));
+  EXPECT_EQ(sc["capabilities"]["drop"], json::array({"ALL"}));
+  EXPECT_FALSE(sc.contains("privileged"));
+  EXPECT_EQ(sc["allowPrivilegeEscalation"], false);
+  // The container toolkit's nvidia-smi (utility) and MPS control program (compute).
+  std::string capabilities;
+  for (const auto& e : (*container)["env"]) {
+    if (e["name"] == "NVIDIA_DRIVER_CAPABILITIES") capabilities = e["value"];
+  }
+  EXPECT_EQ(capabilities, "compute,utility");
 }
 
 // The preparer with the MPS control program of tests/fixtures/dra/mps-control (see its header:
