@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "gpuorch/k8s/api/api_client.hpp"
 #include "gpuorch/k8s/api/api_path.hpp"
@@ -42,6 +43,24 @@ inline nlohmann::json claim_pod(const std::string& name, const std::string& clai
           {"kind", "Pod"},
           {"metadata", {{"name", name}, {"namespace", "default"}}},
           {"spec", spec}};
+}
+
+// A pod of `scheduler` with one entry of spec.resourceClaims per claim (c0, c1, ...), in order.
+inline nlohmann::json pod_with_claims(const std::string& name,
+                                      const std::vector<std::string>& claims,
+                                      const std::string& scheduler) {
+  using nlohmann::json;
+  json pod = claim_pod(name, claims.front(), scheduler);
+  json sources = json::array();
+  json uses = json::array();
+  for (std::size_t i = 0; i < claims.size(); ++i) {
+    const std::string entry = "c" + std::to_string(i);
+    sources.push_back({{"name", entry}, {"resourceClaimName", claims[i]}});
+    uses.push_back({{"name", entry}});
+  }
+  pod["spec"]["resourceClaims"] = sources;
+  pod["spec"]["containers"][0]["resources"]["claims"] = uses;
+  return pod;
 }
 
 // What kube-controller-manager's resourceclaim controller does for a pod's template: `claim`

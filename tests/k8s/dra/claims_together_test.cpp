@@ -5,6 +5,8 @@
 // device goes to one request of one claim, and what cannot be met together says so.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <iostream>
 #include <set>
 
 #include "gpuorch/cluster/cluster.hpp"
@@ -366,6 +368,43 @@ TEST(DraClaimsTogether, MigInstancesAreDevicesAClaimTakesWhole) {
   EXPECT_EQ(first.placement.gpus, (std::vector<int>{7}));
   EXPECT_EQ(core.place(1, one.choices[0].groups).outcome, sched::Outcome::kWaiting);
   EXPECT_EQ(core.place(7, all.choices[0].groups).outcome, sched::Outcome::kPlaced);
+}
+
+TEST(DraClaimsTogether, FiveHundredNodesArePlannedOnceThenFromTheCache) {
+  // 500 DGX nodes (3,500 whole GPUs): a pod with a one-domain pair and a single GPU.
+  Fixture f;
+  dra::SliceOptions o;
+  for (int i = 0; i < 500; ++i) {
+    o.node_name = "dgx-" + std::to_string(i);
+    f.inv.update_slice(dra::resource_slice(dra::two_domain_host(), o), false);
+    f.gpu_nodes.insert(o.node_name);
+  }
+  const std::vector<json> objects = {
+      claim("pair", json::array({request("gpus", 2)}), json::array({match(kDomain)})),
+      claim("one", json::array({request("gpus", 1)}))};
+  PodObject pod;
+  pod.ns = "default";
+  for (const json& c : objects) {
+    const ClaimObject obj = claim_from_json(c);
+    f.claims[obj.key()] = obj;
+    pod.claims.push_back({obj.name, obj.name, ""});
+  }
+  EligibilityCache cache;
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  const ClaimPlan first = plan_claims(pod, f.claims, f.classes, f.inv, f.gpu_nodes, &cache);
+  const auto t1 = Clock::now();
+  const ClaimPlan again = plan_claims(pod, f.claims, f.classes, f.inv, f.gpu_nodes, &cache);
+  const auto t2 = Clock::now();
+  std::cout << "two claims at 501 nodes: first plan "
+            << std::chrono::duration<double, std::milli>(t1 - t0).count() << " ms, from the cache "
+            << std::chrono::duration<double, std::milli>(t2 - t1).count() << " ms\n";
+  ASSERT_EQ(first.refused, "");
+  ASSERT_EQ(first.choices.size(), 1U);
+  EXPECT_EQ(first.choices[0].groups.size(), 501U);  // every node, the fixture's own included
+  for (const auto& g : first.choices[0].groups) EXPECT_EQ(g.groups.size(), 35U) << g.node;
+  ASSERT_EQ(again.choices.size(), 1U);
+  EXPECT_EQ(again.choices[0].groups, first.choices[0].groups);
 }
 
 }  // namespace

@@ -175,8 +175,9 @@ TEST(DraGpuorchScheduler, AllocatesConnectedGpusExplainsNeverSharesAndReleases) 
 
 // A claim's status write the API server refuses (here a ValidatingAdmissionPolicy on
 // resourceclaims/status; a conflict with another scheduler goes the same way) binds nothing: the
-// pod shows why, what was assumed is given back, and it is retried with backoff until the write
-// is taken, then bound with its claim allocated.
+// pod shows why, what was assumed is given back, the pod's other claim written before is taken
+// back (not allocated, not reserved), and it is retried with backoff until the write is taken,
+// then bound with both claims allocated.
 TEST(DraGpuorchScheduler, ARefusedClaimWriteBindsNothingAndIsRetried) {
   auto& plane = test::ControlPlane::shared();
   ApiClient api(load_cluster_config(plane.kubeconfig()));
@@ -218,10 +219,12 @@ TEST(DraGpuorchScheduler, ARefusedClaimWriteBindsNothingAndIsRetried) {
   }
   ASSERT_TRUE(loaded) << "the ValidatingAdmissionPolicy never took effect";
 
+  api.create(kClaims, gpu_claim("default", "taken", 1, "gpu.gpuorch.io/nvlinkDomain"));
+
   test::TempDir dir;
   test::SchedulerProcess scheduler({"--kubeconfig", plane.kubeconfig(), "--listen", "127.0.0.1:0"},
                                    dir.file("scheduler.log"));
-  api.create(test::kDefaultPods, claim_pod("refused", "refused", "gpuorch"));
+  api.create(test::kDefaultPods, pod_with_claims("refused", {"taken", "refused"}, "gpuorch"));
   const json p = test::wait_for(api, test::kDefaultPods + "/refused", [](const json& q) {
     return test::unscheduled_reason(q) == "SchedulerError";
   });
@@ -232,6 +235,11 @@ TEST(DraGpuorchScheduler, ARefusedClaimWriteBindsNothingAndIsRetried) {
   EXPECT_NE(why.find("may not be written"), std::string::npos) << why;
   EXPECT_EQ(test::node_of(api.get(test::kDefaultPods + "/refused")), "");
   EXPECT_TRUE(devices_of(api.get(kClaims + "/refused")).empty());
+  // The claim written before the refused one is taken back: neither allocated nor reserved.
+  const json taken = test::wait_for(api, kClaims + "/taken", [](const json& c) {
+    return !c.contains("status") || !c["status"].contains("reservedFor");
+  });
+  EXPECT_TRUE(devices_of(taken).empty()) << taken.dump();
   // Nothing it assumed is kept: all seven GPUs go to another pod meanwhile.
   json all = gpu_claim("default", "all", 1, "gpu.gpuorch.io/nvlinkDomain");
   all["spec"]["devices"]["requests"][0]["exactly"] = {{"deviceClassName", kDriverName},
@@ -249,7 +257,11 @@ TEST(DraGpuorchScheduler, ARefusedClaimWriteBindsNothingAndIsRetried) {
   test::wait_for(
       api, test::kDefaultPods + "/refused", [](const json& q) { return test::node_of(q) == kNode; },
       40s);
-  EXPECT_EQ(devices_of(api.get(kClaims + "/refused")).size(), 1U);
+  const std::set<std::string> refused_devices = devices_of(api.get(kClaims + "/refused"));
+  const std::set<std::string> taken_devices = devices_of(api.get(kClaims + "/taken"));
+  EXPECT_EQ(refused_devices.size(), 1U);
+  EXPECT_EQ(taken_devices.size(), 1U);
+  EXPECT_NE(refused_devices, taken_devices);
   scheduler.stop();
   drop(api, test::kDefaultPods + "/refused?gracePeriodSeconds=0");
   drop_claims(api);

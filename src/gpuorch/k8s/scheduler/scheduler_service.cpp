@@ -1392,10 +1392,16 @@ void SchedulerService::bind_pod(const BindJob& job) {
     // The claims first, as kube-scheduler's PreBind: a pod is never bound without its devices.
     // A claim the API server does not take (409: someone changed it) fails the bind, which
     // releases what was assumed and retries the pod after its backoff.
+    // With several claims, those written before a refused one are taken back: none stays
+    // allocated and reserved for a pod that is not bound.
+    std::vector<std::pair<const ClaimWrite*, json>> written;
     for (const ClaimWrite& w : job.claims) {
       try {
-        write_claim(job.pod, w);
+        written.emplace_back(&w, write_claim(job.pod, w));
       } catch (const ApiError& e) {
+        for (auto it = written.rbegin(); it != written.rend(); ++it) {
+          take_back(job.pod, *it->first, it->second);
+        }
         throw std::runtime_error(fmt::format("ResourceClaim {}/{}: status write refused: {}",
                                              job.pod.ns, object_name(w.claim), e.what()));
       }
