@@ -22,6 +22,7 @@
 #include "k8s/k8s_support.hpp"
 #include "support/control_plane.hpp"
 #include "support/kube_objects.hpp"
+#include "support/real_node_dra_driver.hpp"
 #include "support/scheduler_process.hpp"
 #include "support/test_support.hpp"
 
@@ -32,15 +33,6 @@ using namespace std::chrono_literals;
 using nlohmann::json;
 
 const std::string kPods = "/api/v1/namespaces/default/pods";
-
-bool eventually(const std::function<bool()>& ready, std::chrono::seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (ready()) return true;
-    std::this_thread::sleep_for(100ms);
-  }
-  return false;
-}
 
 json mps_pod(const std::string& name) {
   const std::string script =
@@ -69,26 +61,12 @@ TEST(RealNodeDraMps, TwoPodsShareOneClaimsMpsDaemonThroughTheCdiEdits) {
   cp.start_kube_scheduler();
   cp.add_node("dramps", {"--containerd", "2"});
   k8s::ApiClient api(k8s::load_cluster_config(cp.kubeconfig()));
-  const std::string root = cp.dir() + "/nodes/dramps/kubelet";
   test::TempDir dir;
-  const std::string cdi_dir = cp.dir() + "/nodes/dramps/cdi";
-  const std::string plugin_dir = root + "/plugins/gpu.gpuorch.io";
-  test::SchedulerProcess driver(
-      {"--topology", test::topo_json_path("dgx-h100"), "--node-name", "dramps", "--kubeconfig",
-       cp.kubeconfig(), "--plugins-registry", root + "/plugins_registry", "--plugin-dir",
-       plugin_dir, "--cdi-dir", cdi_dir, "--dev-root", dir.file("no-dev"), "--mps-control",
-       test::fixture("dra/mps-control")},
-      dir.file("driver.log"), "dra-driver");
-  ASSERT_TRUE(eventually(
-      [&] { return driver.log().find("registered with the kubelet") != std::string::npos; }, 60s))
-      << driver.log();
-  k8s::ManifestOptions mo;
-  mo.dra = true;
-  for (const auto& m : k8s::make_manifests(mo)) {
-    if (m.file != "23-deviceclass-gpu.yaml") continue;
-    const json cls = json::parse(m.object.dump());
-    (void)k8s::test_apply::create_or_replace(api, k8s::test_apply::resource_of(api, cls), cls);
-  }
+  test::RealNodeDraDriver driver(cp, "dramps", dir,
+                                 {"--mps-control", test::fixture("dra/mps-control")});
+  const std::string& plugin_dir = driver.plugin_dir;
+  ASSERT_TRUE(test::eventually([&] { return driver.registered(); }, 60s)) << driver.process.log();
+  test::create_gpu_device_class(api);
   const std::string claims =
       k8s::namespaced_path(k8s::dra::kResourceApi, "default", "resourceclaims");
   json claim = k8s::dra::gpu_claim("default", "shared", 1, "gpu.gpuorch.io/nvlinkDomain");
@@ -114,7 +92,8 @@ TEST(RealNodeDraMps, TwoPodsShareOneClaimsMpsDaemonThroughTheCdiEdits) {
           return phase == "Succeeded" || phase == "Failed";
         },
         120s);
-    ASSERT_EQ(pod["status"].value("phase", ""), "Succeeded") << pod.dump() << "\n" << driver.log();
+    ASSERT_EQ(pod["status"].value("phase", ""), "Succeeded") << pod.dump() << "\n"
+                                                             << driver.process.log();
     if (uid.empty()) {
       uid = api.get(claims + "/shared")["metadata"]["uid"].get<std::string>();
     }
@@ -131,23 +110,23 @@ TEST(RealNodeDraMps, TwoPodsShareOneClaimsMpsDaemonThroughTheCdiEdits) {
   std::printf("real node DRA MPS: two pods created to Succeeded %.1f s\n", run_s);
   // One daemon for the claim, started once for both pods (the claim is prepared once per node).
   std::size_t starts = 0;
-  for (const auto& l : test::lines_of(driver.log())) {
+  for (const auto& l : test::lines_of(driver.process.log())) {
     starts += l.find("MPS control daemon") != std::string::npos &&
                       l.find(" started in ") != std::string::npos
                   ? 1
                   : 0;
   }
-  EXPECT_EQ(starts, 1U) << driver.log();
+  EXPECT_EQ(starts, 1U) << driver.process.log();
   // Both pods ended: the kubelet unprepares, the daemon quits and its folder goes.
   for (const char* name : {"mps-a", "mps-b"}) {
     api.remove(kPods + "/" + name + "?gracePeriodSeconds=0");
   }
-  EXPECT_TRUE(eventually(
+  EXPECT_TRUE(test::eventually(
       [&] { return k8s::dra::load_checkpoint(plugin_dir + "/checkpoint.json").count(uid) == 0; },
       90s))
-      << driver.log();
-  EXPECT_FALSE(std::filesystem::exists(plugin_dir + "/mps/" + uid)) << driver.log();
-  EXPECT_EQ(driver.stop(), 0) << driver.log();
+      << driver.process.log();
+  EXPECT_FALSE(std::filesystem::exists(plugin_dir + "/mps/" + uid)) << driver.process.log();
+  EXPECT_EQ(driver.process.stop(), 0) << driver.process.log();
   cp.remove_node("dramps");
 }
 

@@ -23,6 +23,7 @@
 #include "k8s/k8s_support.hpp"
 #include "support/control_plane.hpp"
 #include "support/kube_objects.hpp"
+#include "support/real_node_dra_driver.hpp"
 #include "support/scheduler_process.hpp"
 #include "support/test_support.hpp"
 
@@ -33,16 +34,6 @@ using namespace std::chrono_literals;
 using nlohmann::json;
 
 const std::string kPods = "/api/v1/namespaces/default/pods";
-
-// Polls `ready` every 100 ms until `timeout`.
-bool eventually(const std::function<bool()>& ready, std::chrono::seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (ready()) return true;
-    std::this_thread::sleep_for(100ms);
-  }
-  return false;
-}
 
 json claim_pod() {
   return {
@@ -73,26 +64,12 @@ TEST(RealNodeDra, TheKubeletRegistersTheDriverAndPreparesAndUnpreparesAClaim) {
   k8s::ApiClient api(k8s::load_cluster_config(cp.kubeconfig()));
 
   // The kubelet's root dir is the node's own (--root-dir), so are its plugin folders.
-  const std::string root = cp.dir() + "/nodes/dra1/kubelet";
   test::TempDir dir;
-  const std::string cdi_dir = cp.dir() + "/nodes/dra1/cdi";
-  const std::string plugin_dir = root + "/plugins/gpu.gpuorch.io";
-  test::SchedulerProcess driver(
-      {"--topology", test::topo_json_path("dgx-h100"), "--node-name", "dra1", "--kubeconfig",
-       cp.kubeconfig(), "--plugins-registry", root + "/plugins_registry", "--plugin-dir",
-       plugin_dir, "--cdi-dir", cdi_dir, "--dev-root", dir.file("no-dev")},
-      dir.file("driver.log"), "dra-driver");
-  ASSERT_TRUE(eventually(
-      [&] { return driver.log().find("registered with the kubelet") != std::string::npos; }, 60s))
-      << driver.log();
-
-  k8s::ManifestOptions mo;
-  mo.dra = true;
-  for (const auto& m : k8s::make_manifests(mo)) {
-    if (m.file != "23-deviceclass-gpu.yaml") continue;
-    const json cls = json::parse(m.object.dump());
-    (void)k8s::test_apply::create_or_replace(api, k8s::test_apply::resource_of(api, cls), cls);
-  }
+  test::RealNodeDraDriver driver(cp, "dra1", dir);
+  const std::string& cdi_dir = driver.cdi_dir;
+  const std::string& plugin_dir = driver.plugin_dir;
+  ASSERT_TRUE(test::eventually([&] { return driver.registered(); }, 60s)) << driver.process.log();
+  test::create_gpu_device_class(api);
   const std::string claims =
       k8s::namespaced_path(k8s::dra::kResourceApi, "default", "resourceclaims");
   api.create(claims, k8s::dra::gpu_claim("default", "two-gpus", 2, "gpu.gpuorch.io/nvlinkDomain"));
@@ -111,7 +88,7 @@ TEST(RealNodeDra, TheKubeletRegistersTheDriverAndPreparesAndUnpreparesAClaim) {
   }
   ASSERT_EQ(allocated.size(), 2U) << claim.dump();
   const auto prepared = k8s::dra::load_checkpoint(plugin_dir + "/checkpoint.json");
-  ASSERT_EQ(prepared.count(uid), 1U) << driver.log();
+  ASSERT_EQ(prepared.count(uid), 1U) << driver.process.log();
   std::set<std::string> devices;
   for (const auto& d : prepared.at(uid).devices) devices.insert(d.device);
   EXPECT_EQ(devices, allocated);
@@ -125,7 +102,8 @@ TEST(RealNodeDra, TheKubeletRegistersTheDriverAndPreparesAndUnpreparesAClaim) {
       },
       90s);
   const double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ASSERT_EQ(pod["status"].value("phase", ""), "Succeeded") << pod.dump() << "\n" << driver.log();
+  ASSERT_EQ(pod["status"].value("phase", ""), "Succeeded") << pod.dump() << "\n"
+                                                           << driver.process.log();
   const auto r = api.request("GET", kPods + "/dra-pod/log", nullptr, "");
   std::printf("real node DRA: pod created to Succeeded %.1f s; container printed: %s", run_s,
               r.body.c_str());
@@ -154,12 +132,12 @@ TEST(RealNodeDra, TheKubeletRegistersTheDriverAndPreparesAndUnpreparesAClaim) {
   EXPECT_EQ(listed, expected.size()) << value;
 
   // The pod ended, the kubelet unprepares: the CDI spec and the checkpoint entry go.
-  EXPECT_TRUE(eventually(
+  EXPECT_TRUE(test::eventually(
       [&] { return k8s::dra::load_checkpoint(plugin_dir + "/checkpoint.json").count(uid) == 0; },
       90s))
-      << driver.log();
+      << driver.process.log();
   EXPECT_FALSE(std::filesystem::exists(cdi_file));
-  EXPECT_EQ(driver.stop(), 0) << driver.log();
+  EXPECT_EQ(driver.process.stop(), 0) << driver.process.log();
   api.remove(kPods + "/dra-pod?gracePeriodSeconds=0");
   cp.remove_node("dra1");
 }
