@@ -48,10 +48,13 @@ k8s::PodObject pod(int i, const std::string& node, int gpu) {
 }
 
 // range(0): bound pods; range(1): 1 when every queue has a GPU limit (its holdings are then
-// counted at each decision), 0 when none has.
+// checked at each decision), 0 when none has; range(2): 1 when the holdings are kept across
+// decisions (AdmitOptions::queues_generation, as gpuorch scheduler runs), 0 when they are summed
+// over every bound pod at each.
 void BM_Admit(benchmark::State& state) {
   const int bound = static_cast<int>(state.range(0));
   const bool limited = state.range(1) != 0;
+  const bool kept = state.range(2) != 0;
   std::vector<workload::QueueSpec> specs;
   for (int q = 0; q < kQueues; ++q) {
     workload::QueueSpec s;
@@ -80,6 +83,7 @@ void BM_Admit(benchmark::State& state) {
   }
   k8s::ClusterMirror::AdmitOptions options;
   options.queue_of = [&tree](const k8s::PodObject& p) { return tree.find(p.queue); };
+  options.queues_generation = kept ? 1 : 0;  // the tree never changes here
   options.preempt = true;
   options.now_s = 2'000'000;
   options.preemptible = [](const k8s::PodObject&) { return true; };
@@ -96,7 +100,9 @@ void BM_Admit(benchmark::State& state) {
   state.counters["bound_pods"] = bound;
 }
 
-BENCHMARK(BM_Admit)->ArgsProduct({{1'000, 10'000, 30'000}, {0, 1}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Admit)
+    ->ArgsProduct({{1'000, 10'000, 30'000}, {0, 1}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

@@ -77,6 +77,7 @@ void ClusterMirror::build(const std::vector<workload::PodSpec>& seen) {
   rank_ = sched::name_ranking(options_.seed, cluster_->specs());
   scheduler_->set_tie_break_rank(rank_);
   resolver_ = std::make_unique<sched::RequestResolver>(*cluster_);
+  holdings_.valid = false;  // placements are made anew
   // Every bound pod again, in a fixed order (by uid) so a rebuild is deterministic.
   std::vector<std::string> uids;
   uids.reserve(placed_.size());
@@ -141,6 +142,7 @@ bool ClusterMirror::account(const PodObject& pod) {
   if (b.placement) cluster_->apply(*b.placement);
   const bool known = b.placement.has_value();
   placed_.emplace(pod.uid, std::move(b));
+  touched(pod.uid);
   return known;
 }
 
@@ -152,6 +154,7 @@ void ClusterMirror::refresh(const PodObject& pod) {
   b.priority = pod.priority;
   b.started_s = pod.started_s;
   b.deleting = pod.deleting;
+  touched(pod.uid);  // its queue label may have changed
 }
 
 void ClusterMirror::release(const std::string& uid) {
@@ -162,6 +165,7 @@ void ClusterMirror::release(const std::string& uid) {
     for (const auto& h : it->second.holds) cluster_->release(h);
   }
   placed_.erase(it);
+  touched(uid);
 }
 
 void ClusterMirror::hold_rest(Bound& b) {
@@ -216,6 +220,7 @@ ClusterMirror::Result ClusterMirror::schedule(const PodObject& pod) {
     bound.node_name = out.node;
     bound.gpus = p.gpus;
     placed_.emplace(pod.uid, Bound{std::move(bound), out.node, p, false, std::nullopt, {}});
+    touched(pod.uid);
   }
   return out;
 }
@@ -249,6 +254,7 @@ ClusterMirror::GangResult ClusterMirror::schedule_gang(const std::vector<PodObje
     bound.node_name = node;
     bound.gpus = p.gpus;
     placed_.emplace(members[i].uid, Bound{std::move(bound), node, p, false, std::nullopt, {}});
+    touched(members[i].uid);
   }
   return out;
 }
@@ -279,16 +285,7 @@ std::optional<ClusterMirror::Admission> ClusterMirror::admit_on_free_room(
     for (const double l : queues.limit(std::size_t(at))) limited = limited || std::isfinite(l);
   }
   if (limited) {
-    std::vector<sched::jobs::Resources> held(queues.size());
-    for (const auto& [uid, b] : placed_) {
-      if (!b.placement || b.evicting) continue;
-      const auto q = options.queue_of(b.pod);
-      if (!q) continue;
-      const auto r = sched::jobs::request_of(b.pod.spec);
-      for (int at = static_cast<int>(*q); at >= 0; at = queues.parent(std::size_t(at))) {
-        held[std::size_t(at)] += r;
-      }
-    }
+    const std::vector<sched::jobs::Resources>& held = queue_holdings(queues, options);
     for (const std::size_t q : chain) {
       for (std::size_t k = 0; k < sched::jobs::kResourceKinds; ++k) {
         if (double(held[q].v[k] + need.v[k]) > queues.limit(q)[k] + 1e-9) return std::nullopt;
@@ -301,6 +298,51 @@ std::optional<ClusterMirror::Admission> ClusterMirror::admit_on_free_room(
   Admission out;
   if (!place_members(members, out.placement, nullptr)) return std::nullopt;
   return out;
+}
+
+const std::vector<sched::jobs::Resources>& ClusterMirror::queue_holdings(
+    const sched::jobs::QueueTree& queues, const AdmitOptions& options) {
+  QueueHoldings& h = holdings_;
+  // One bound entry's part: in its leaf and every queue above it (+1 adds, -1 takes away).
+  auto add = [&](std::size_t leaf, const sched::jobs::Resources& r, std::int64_t sign) {
+    for (int at = static_cast<int>(leaf); at >= 0; at = queues.parent(std::size_t(at))) {
+      if (sign > 0) {
+        h.held[std::size_t(at)] += r;
+      } else {
+        h.held[std::size_t(at)] -= r;
+      }
+    }
+  };
+  auto count = [&](const std::string& uid, const Bound& b) {
+    if (!b.placement || b.evicting) return;
+    const auto q = options.queue_of(b.pod);
+    if (!q) return;
+    const auto r = sched::jobs::request_of(b.pod.spec);
+    add(*q, r, +1);
+    h.counted[uid] = {*q, r};
+  };
+  const bool same = h.valid && options.queues_generation != 0 &&
+                    h.generation == options.queues_generation && h.tree == &queues &&
+                    h.held.size() == queues.size();
+  if (!same) {
+    h.held.assign(queues.size(), sched::jobs::Resources{});
+    h.counted.clear();
+    h.dirty.clear();
+    for (const auto& [uid, b] : placed_) count(uid, b);
+    h.valid = options.queues_generation != 0;
+    h.generation = options.queues_generation;
+    h.tree = &queues;
+    return h.held;
+  }
+  for (const std::string& uid : h.dirty) {
+    if (const auto was = h.counted.find(uid); was != h.counted.end()) {
+      add(was->second.first, was->second.second, -1);
+      h.counted.erase(was);
+    }
+    if (const auto it = placed_.find(uid); it != placed_.end()) count(uid, it->second);
+  }
+  h.dirty.clear();
+  return h.held;
 }
 
 bool ClusterMirror::place_members(std::span<const PodObject> members, GangResult& got,
@@ -503,12 +545,14 @@ ClusterMirror::Admission ClusterMirror::admit(const sched::jobs::QueueTree& queu
       victim.was = std::move(victim.placement);
       victim.placement.reset();
       victim.evicting = true;
+      touched(victim.pod.uid);
       out.victims.push_back({victim.pod.uid, reason, st.queue, false});
       for (const Bound* c : claims) {
         Bound& claim = placed_.at(c->pod.uid);
         claim.was = std::move(claim.placement);
         claim.placement.reset();
         claim.evicting = true;
+        touched(claim.pod.uid);
         out.victims.push_back({claim.pod.uid, reason, st.queue, true});
       }
     }
@@ -530,6 +574,7 @@ void ClusterMirror::restore(const std::string& uid) {
   b.was.reset();
   b.placement = placement_on(b.pod, b.node);
   if (b.placement) cluster_->apply(*b.placement);
+  touched(uid);
 }
 
 bool ClusterMirror::evicting(const std::string& uid) const {

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "gpuorch/cluster/cluster.hpp"
@@ -105,6 +106,10 @@ class ClusterMirror {
     // when only that pod uses them: the pod counts with them and, as a victim, frees them. ""
     // (or absent): none.
     std::function<std::string(const PodObject&)> held_for;
+    // Changes whenever `queue_of`'s answers may (ClusterQueues::generation()): what the bound
+    // pods hold per queue is then kept across decisions instead of summed at each. 0: summed at
+    // each decision.
+    std::uint64_t queues_generation = 0;
   };
   struct Victim {
     std::string uid;
@@ -157,11 +162,27 @@ class ClusterMirror {
   void hold_rest(Bound& b);
   std::optional<cluster::Placement> placement_on(const PodObject& pod, const std::string& node);
   void build(const std::vector<workload::PodSpec>& seen);
+  // What bound pods hold per queue of `queues` (each pod in its leaf and every queue above it).
+  const std::vector<sched::jobs::Resources>& queue_holdings(const sched::jobs::QueueTree& queues,
+                                                            const AdmitOptions& options);
+  // A bound entry was added, changed or removed: its part of the holdings is counted again.
+  void touched(const std::string& uid) {
+    if (holdings_.valid) holdings_.dirty.insert(uid);
+  }
 
   MirrorOptions options_;
   std::map<std::string, cluster::NodeSpec> nodes_;
   bool nodes_changed_ = true;
   std::unordered_map<std::string, Bound> placed_;  // by pod uid
+  // queue_holdings()' running sums, valid for one tree generation; `dirty`: entries touched since.
+  struct QueueHoldings {
+    bool valid = false;
+    std::uint64_t generation = 0;
+    const sched::jobs::QueueTree* tree = nullptr;
+    std::vector<sched::jobs::Resources> held;  // by queue index
+    std::unordered_map<std::string, std::pair<std::size_t, sched::jobs::Resources>> counted;
+    std::unordered_set<std::string> dirty;
+  } holdings_;
 
   std::unique_ptr<cluster::Cluster> cluster_;
   std::unordered_map<std::string, cluster::NodeIndex> index_of_;

@@ -43,6 +43,7 @@ nlohmann::json resource_list(const sched::jobs::Resources& r) {
 ClusterQueues::ClusterQueues() : tree_(with_default({})) {}
 
 std::string ClusterQueues::update(const nlohmann::json& queue, bool deleted) {
+  ++generation_;
   if (!queue.is_object() || !queue.contains("metadata") || !queue["metadata"].is_object() ||
       !queue["metadata"].contains("name") || !queue["metadata"]["name"].is_string()) {
     return "a Queue without metadata.name is left out";

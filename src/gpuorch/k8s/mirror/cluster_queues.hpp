@@ -7,6 +7,7 @@
 // kai.scheduler/queue belong to the leaf `default`, added without quota or limit when the cluster
 // defines no queue of that name. Spec fields the reader does not know (KAI's that gpuorch does not
 // act on) are left out of a cluster's objects, with a log line, where a file would be refused.
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -30,6 +31,8 @@ class ClusterQueues {
   // out (KAI's own, such as minimum runtimes; named once per queue), "" otherwise.
   std::string update(const nlohmann::json& queue, bool deleted);
   [[nodiscard]] const sched::jobs::QueueTree& tree() const { return tree_; }
+  // Goes up with every update() (from 1), so what depends on the tree can tell it may differ.
+  [[nodiscard]] std::uint64_t generation() const { return generation_; }
   // Why the current set of objects is refused (the last good tree stays); empty when it is not.
   [[nodiscard]] const std::string& refused() const { return refused_; }
   // The leaf a pod's label names (empty: the default queue); nullopt when it is no leaf queue.
@@ -52,6 +55,7 @@ class ClusterQueues {
  private:
   std::map<std::string, nlohmann::json> objects_;  // by name
   sched::jobs::QueueTree tree_;
+  std::uint64_t generation_ = 1;
   std::string refused_;                         // the last refusal logged
   std::map<std::string, std::string> ignored_;  // by queue: the spec fields left out, logged
 };

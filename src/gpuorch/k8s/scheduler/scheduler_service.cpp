@@ -618,6 +618,7 @@ SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodO
   // What the queues hold is what the bound pods hold, each in its queue (one that names no leaf
   // queue counts in none).
   admit.queue_of = [this](const PodObject& p) { return queues_.leaf(p.queue); };
+  admit.queues_generation = queues_.generation();
   admit.preempt = options_.preemption;
   admit.now_s = std::chrono::duration_cast<std::chrono::seconds>(
                     std::chrono::system_clock::now().time_since_epoch())
