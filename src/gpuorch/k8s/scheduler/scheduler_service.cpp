@@ -417,6 +417,12 @@ void SchedulerService::handle_pod(const json& obj, bool deleted) {
   }
   if (!p.node_name.empty()) {
     settle();
+    // A job that waited for our binds to be seen before preempting is tried again (nothing
+    // else may change the cluster meanwhile, and it would wait for --retry-unschedulable).
+    if (preempt_awaits_bound_ && ours(p)) {
+      preempt_awaits_bound_ = false;
+      cluster_changed_ = true;
+    }
     pods_[uid] = p;
     if (mirror_.accounted(uid)) {
       mirror_.refresh(p);
@@ -702,6 +708,7 @@ SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodO
     });
     if (unseen > 0) {
       undo(0);
+      preempt_awaits_bound_ = true;
       out.placement.message = fmt::format(
           "queue {}: waiting for {} pod(s) just bound to be seen bound before preempting",
           queues_.tree().spec(*leaf).name, unseen);

@@ -353,6 +353,8 @@ class SchedulerService {
   std::chrono::steady_clock::time_point last_shrink_check_{};
   // The settle window after finishes (SchedulerOptions::settle_after_finish).
   std::chrono::steady_clock::time_point settle_from_{}, settle_until_{};
+  // A job waited for pods just bound to be seen bound before preempting (place_job).
+  bool preempt_awaits_bound_ = false;
   std::chrono::steady_clock::time_point last_retry_;
   // Preemptions under way (--queues): by job ("namespace/name" of its pod or gang), the members
   // holding their reservation in the mirror and the victims not yet gone.
