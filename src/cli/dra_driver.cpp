@@ -230,9 +230,7 @@ void add_dra_driver(CLI::App& app, Action& action) {
   auto* prep = cmd->add_option(
       "--prepare-file", f->prepare_file,
       "Prepare the allocated ResourceClaim in this JSON file (kubectl get resourceclaim -o json) "
-      "as the kubelet would, with no kubelet or API server; print its devices and CDI IDs, exit. "
-      "Example: gpuorch dra-driver --node-name n1 --plugin-dir /tmp/p --cdi-dir /tmp/cdi "
-      "--prepare-file claim.json");
+      "as the kubelet would, with no kubelet or API server; print its devices and CDI IDs, exit");
   auto* unprep = cmd->add_option("--unprepare-file", f->unprepare_file,
                                  "Unprepare the ResourceClaim in this JSON file, exit");
   prep->excludes(unprep);

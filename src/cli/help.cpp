@@ -80,7 +80,9 @@ const std::map<std::string, std::vector<std::string>>& examples() {
         "gpuorch node-labeller --dry-run      # print the labels, change nothing"}},
       {"dra-driver",
        {"gpuorch dra-driver --kubeconfig ~/.kube/config --node-name gpu-node-1",
-        "gpuorch dra-driver --topology topo.json --node-name n1 --dry-run   # the ResourceSlice"}},
+        "gpuorch dra-driver --topology topo.json --node-name n1 --dry-run   # the ResourceSlice",
+        "gpuorch dra-driver --node-name n1 --plugin-dir /tmp/p --cdi-dir /tmp/cdi --prepare-file "
+        "claim.json   # Prepare one claim here, as the kubelet would"}},
       {"launch",
        {"gpuorch launch --standalone --nproc-per-node gpu -- python3 train.py --epochs 3",
         "gpuorch launch --standalone --nproc_per_node 2 train.py --epochs 3   # as torchrun",
