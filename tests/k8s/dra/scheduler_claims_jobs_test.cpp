@@ -4,7 +4,8 @@
 // until every member's claim exists, then is bound whole, each claim allocated two
 // NVLink-connected GPUs, none twice; a gang that cannot be placed whole allocates nothing; a
 // claim named by two members is refused by name; a gang asking nvidia.com/gpu through KEP-5004's
-// bridge is bound with its claims. With --queues, a claim pod's GPUs count against its queue's
+// bridge is bound with its claims; a claim write refused binds no member and takes back the
+// others'. With --queues, a claim pod's GPUs count against its queue's
 // limit, and a queue below its quota takes back a borrower's claim pod, bound on the devices
 // once the borrower's claim is deallocated.
 #include <fmt/format.h>
@@ -160,8 +161,105 @@ TEST(DraGpuorchSchedulerJobs, AGangWithClaimTemplatesIsBoundWholeOnConnectedPair
     EXPECT_TRUE(used.insert(*got.begin()).second) << *got.begin() << " given twice";
     EXPECT_EQ(claim["status"]["reservedFor"][0]["uid"], p["metadata"]["uid"]);
   }
+  if (HasFailure()) std::cout << "--- scheduler\n" << scheduler.log() << "\n";
   scheduler.stop();
   api.patch(cls, {{"spec", {{"extendedResourceName", nullptr}}}});
+  test::clear_cluster(api);
+  drop_claims(api);
+}
+
+// One member's claim write refused (a ValidatingAdmissionPolicy on resourceclaims/status, as a
+// conflict with another scheduler would be): no member is bound, the claim already written for the
+// other member is taken back (deallocated, reserved for nobody), and once the refusal is lifted
+// the gang is bound whole after its backoff.
+TEST(DraGpuorchSchedulerJobs, ARefusedClaimWriteInAGangBindsNoMemberAndTakesBackTheOthers) {
+  constexpr const char* kNode = "dgx-gang-refused";
+  auto& plane = test::ControlPlane::shared();
+  ApiClient api(load_cluster_config(plane.kubeconfig()));
+  ASSERT_NO_FATAL_FAILURE(dgx_node_only(api, kNode));
+  test::install_podgroup_crd(api, kGroups);
+  const std::string policies = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
+  const std::string bindings =
+      "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
+  drop(api, bindings + "/refuse-gang-claim");
+  drop(api, policies + "/refuse-gang-claim");
+  api.create(policies,
+             {{"apiVersion", "admissionregistration.k8s.io/v1"},
+              {"kind", "ValidatingAdmissionPolicy"},
+              {"metadata", {{"name", "refuse-gang-claim"}}},
+              {"spec",
+               {{"failurePolicy", "Fail"},
+                {"matchConstraints",
+                 {{"resourceRules", json::array({{{"apiGroups", {"resource.k8s.io"}},
+                                                  {"apiVersions", {"v1"}},
+                                                  {"operations", {"UPDATE"}},
+                                                  {"resources", {"resourceclaims/status"}}}})}}},
+                {"validations",
+                 json::array({{{"expression",
+                                "!(object.metadata.name in ['pair-1', 'probe']) || "
+                                "!has(object.status) || !has(object.status.allocation)"},
+                               {"message", "claims pair-1 and probe may not be allocated"}}})}}}});
+  api.create(bindings,
+             {{"apiVersion", "admissionregistration.k8s.io/v1"},
+              {"kind", "ValidatingAdmissionPolicyBinding"},
+              {"metadata", {{"name", "refuse-gang-claim"}}},
+              {"spec", {{"policyName", "refuse-gang-claim"}, {"validationActions", {"Deny"}}}}});
+  const std::string domain = "gpu.gpuorch.io/nvlinkDomain";
+  for (const char* c : {"pair-0", "pair-1", "probe"})
+    api.create(kClaims, gpu_claim("default", c, 2, domain));
+  // The policy takes a moment to load: probe, on a claim no pod uses, with an allocation it
+  // refuses.
+  bool loaded = false;
+  for (int i = 0; i < 150 && !loaded; ++i) {
+    json probe = api.get(kClaims + "/probe");
+    probe["status"]["allocation"] = {{"devices", {{"results", json::array()}}}};
+    try {
+      api.replace(kClaims + "/probe/status", probe);
+    } catch (const ApiError& e) {
+      loaded = std::string(e.what()).find("may not be allocated") != std::string::npos;
+    }
+    if (!loaded) std::this_thread::sleep_for(200ms);
+  }
+  ASSERT_TRUE(loaded) << "the ValidatingAdmissionPolicy never took effect";
+  ASSERT_TRUE(devices_of(api.get(kClaims + "/pair-1")).empty());
+
+  test::TempDir dir;
+  test::SchedulerProcess scheduler({"--kubeconfig", plane.kubeconfig(), "--listen", "127.0.0.1:0"},
+                                   dir.file("scheduler.log"));
+  put_group(api, "pair", 2);
+  for (const char* name : {"pair-0", "pair-1"}) {
+    api.create(test::kDefaultPods, in_gang(claim_pod(name, name, "gpuorch"), "pair"));
+  }
+  const json p = test::wait_for(api, test::kDefaultPods + "/pair-0", [](const json& q) {
+    return test::unscheduled_reason(q) == "SchedulerError";
+  });
+  const std::string why = test::unschedulable_message(p);
+  std::cout << "pair-0: " << why << "\n";
+  EXPECT_NE(why.find("ResourceClaim default/pair-1 of member default/pair-1: status write refused"),
+            std::string::npos)
+      << why;
+  for (const char* name : {"pair-0", "pair-1"}) {
+    EXPECT_EQ(test::node_of(api.get(test::kDefaultPods + "/" + name)), "") << name;
+  }
+  // pair-0's claim was written first: taken back.
+  const json back = test::wait_for(api, kClaims + "/pair-0", [](const json& c) {
+    return devices_of(c).empty() &&
+           c.value("/status/reservedFor"_json_pointer, json::array()).empty();
+  });
+  EXPECT_TRUE(devices_of(back).empty()) << back.dump();
+
+  drop(api, bindings + "/refuse-gang-claim");
+  drop(api, policies + "/refuse-gang-claim");
+  for (const char* name : {"pair-0", "pair-1"}) {
+    EXPECT_EQ(test::node_of(test::wait_for(
+                  api, test::kDefaultPods + "/" + name,
+                  [](const json& q) { return !test::node_of(q).empty(); }, 40s)),
+              kNode)
+        << scheduler.log();
+    EXPECT_EQ(devices_of(api.get(kClaims + "/" + std::string(name))).size(), 2U) << name;
+  }
+  if (HasFailure()) std::cout << "--- scheduler\n" << scheduler.log() << "\n";
+  scheduler.stop();
   test::clear_cluster(api);
   drop_claims(api);
 }
@@ -243,6 +341,7 @@ TEST(DraGpuorchSchedulerJobs, UnderQueuesAClaimPodCountsInItsQueueAndReclaimsFro
   EXPECT_TRUE(one_domain(got));
   for (const auto& d : got) EXPECT_TRUE(freed.contains(d)) << d << " was not the victim's";
   EXPECT_TRUE(devices_of(api.get(kClaims + "/" + victim)).empty()) << "the victim's claim";
+  if (HasFailure()) std::cout << "--- scheduler\n" << scheduler.log() << "\n";
   scheduler.stop();
   test::clear_cluster(api);
   drop_claims(api);
