@@ -104,18 +104,22 @@ std::vector<SchedulerService::ClaimWrite> SchedulerService::claim_writes(
   const std::vector<int>& gpus = placement.result.decision.placement.gpus;
   const ClaimChoice* chosen =
       placement.chosen < 0 ? nullptr : &plan.choices[static_cast<std::size_t>(placement.chosen)];
+  const std::vector<DeviceResult> results =
+      chosen == nullptr ? std::vector<DeviceResult>{}
+                        : device_results(*chosen, node, gpus, dra_.inventory());
   std::vector<ClaimWrite> writes;
   for (const std::string& key : plan.claims) {
     const ClaimObject& c = dra_.claims().at(key);
-    const bool allocate =
-        chosen != nullptr && !chosen->parts.empty() && chosen->parts.front().claim == key;
+    const bool allocate = chosen != nullptr &&
+                          std::any_of(chosen->parts.begin(), chosen->parts.end(),
+                                      [&](const ClaimChoice::Part& p) { return p.claim == key; });
     const bool reserved =
         std::find(c.reserved_uids.begin(), c.reserved_uids.end(), pod.uid) != c.reserved_uids.end();
     if (!allocate && reserved) continue;
     ClaimWrite w;
     w.path = namespaced_path(kClaimsApi, c.ns, "resourceclaims", c.name) + "/status";
-    w.claim = claim_status_for(c, pod, node, allocate ? gpus : std::vector<int>{},
-                               allocate ? chosen->parts : std::vector<ClaimChoice::Part>{},
+    w.claim = claim_status_for(c, pod, node, allocate ? results : std::vector<DeviceResult>{},
+                               chosen != nullptr ? chosen->parts : std::vector<ClaimChoice::Part>{},
                                dra_.inventory());
     writes.push_back(std::move(w));
   }
