@@ -5,9 +5,9 @@
 // NVLink-connected GPUs, none twice; a gang that cannot be placed whole allocates nothing; a
 // claim named by two members is refused by name; a gang asking nvidia.com/gpu through KEP-5004's
 // bridge is bound with its claims; a claim write refused binds no member and takes back the
-// others'. With --queues, a claim pod's GPUs count against its queue's
-// limit, and a queue below its quota takes back a borrower's claim pod, bound on the devices
-// once the borrower's claim is deallocated.
+// others'. With --queues, a claim pod's GPUs count against its queue's limit, and a queue below
+// its quota takes back a borrower's claim pod, bound on the devices once the borrower's claim is
+// deallocated.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 

@@ -10,8 +10,8 @@
 // its last gate is removed; a required constraint the core does not evaluate (inter-pod
 // affinity, topology spread, host ports, node-bound volumes) makes it Unschedulable with the
 // field's name instead of being ignored. DRA claims are allocated by the core and written before
-// the binding (scheduler_dra.cpp). Status writes the API server did not take are retried with
-// backoff.
+// the binding (scheduler_dra.cpp), a gang's all before any member's (scheduler_dra_jobs.cpp).
+// Status writes the API server did not take are retried with backoff.
 #include <array>
 #include <atomic>
 #include <chrono>
