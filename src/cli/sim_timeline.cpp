@@ -30,6 +30,7 @@
 #include "gpuorch/sim/timeline_metrics.hpp"
 #include "gpuorch/sim/timeline_queued.hpp"
 #include "gpuorch/sim/timeline_workload.hpp"
+#include "gpuorch/workload/throughput_report.hpp"
 
 namespace gpuorch::cli {
 namespace {
@@ -319,6 +320,10 @@ int run(const TimelineFlags& f) {
         x["queue"] = o.queue;
         x["replicas"] = e.replicas;
         x["gpus"] = e.gpus;
+        // The annotation its pod would carry, as gpuorch launch writes it.
+        if (e.kind == sim::TimelineEvent::Kind::kReport) {
+          x["annotation"] = workload::to_annotation(e.report);
+        }
         events += x.dump() + "\n";
       }
     }

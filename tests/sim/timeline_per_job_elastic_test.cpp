@@ -89,6 +89,36 @@ TEST(TimelinePerJobElastic, RigidPerJobIsUnchangedWithoutElastic) {
   }
 }
 
+TEST(TimelinePerJobElastic, EachRunningGangPublishesItsThroughputBeforeTheTicksDecisions) {
+  GPUORCH_REQUIRE_POLLUX(dir);
+  std::vector<JobSpec> jobs;
+  const auto r = run_first(dir, 20, ElasticGangs{}, jobs);
+  std::map<std::size_t, int> running;
+  int reports = 0;
+  for (const auto& e : r.events) {
+    if (e.kind != TimelineEvent::Kind::kReport) {
+      running[e.job] = e.replicas;
+      continue;
+    }
+    ++reports;
+    // At the size it ran on since the last tick, one pod per replica, as launch reports it.
+    EXPECT_EQ(e.report.world_size, running[e.job]) << jobs[e.job].name << " at " << e.time;
+    EXPECT_EQ(e.report.nodes, e.report.world_size);
+    EXPECT_GT(e.report.samples_per_second, 0);
+    EXPECT_EQ(e.report.time, simulated_rfc3339(e.time));
+    std::string why;
+    const auto back =
+        workload::parse_throughput_annotation(workload::to_annotation(e.report), &why);
+    ASSERT_TRUE(back.has_value()) << why;
+    EXPECT_EQ(back->local_batch, e.report.local_batch);
+  }
+  EXPECT_GT(reports, 20);
+  std::vector<JobSpec> rigid_jobs;
+  for (const auto& e : run_first(dir, 20, std::nullopt, rigid_jobs).events) {
+    EXPECT_NE(e.kind, TimelineEvent::Kind::kReport);
+  }
+}
+
 TEST(TimelineThroughput, SimulatedTimesAreRfc3339FromTheEpoch) {
   EXPECT_EQ(simulated_rfc3339(0), "1970-01-01T00:00:00Z");
   EXPECT_EQ(simulated_rfc3339(86400 + 3661), "1970-01-02T01:01:01Z");

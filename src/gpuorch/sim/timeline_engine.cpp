@@ -38,6 +38,8 @@ const char* event_key(TimelineEvent::Kind kind) {
       return "preempt";
     case TimelineEvent::Kind::kFinish:
       return "finish";
+    case TimelineEvent::Kind::kReport:
+      return "report";
   }
   return "?";
 }
@@ -111,8 +113,12 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
   };
   const auto record = [&](Seconds at, TimelineEvent::Kind kind, const Job* j) {
     if (!options.record_events) return;
-    result.events.push_back({at, kind, static_cast<std::size_t>(j - jobs.data()),
-                             static_cast<int>(j->placements().size()), j->gpus()});
+    result.events.push_back({at,
+                             kind,
+                             static_cast<std::size_t>(j - jobs.data()),
+                             static_cast<int>(j->placements().size()),
+                             j->gpus(),
+                             {}});
   };
   Seconds now = 0;
   while (done < jobs.size()) {
@@ -172,6 +178,14 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
     Reallocations changes = policy.allocate(now, active, placer, events);
     arrived.clear();  // delivered (an idle tick keeps them for the next round)
     finished.clear();
+    if (options.record_events) {
+      for (const auto& p : policy.published()) {
+        const auto id = static_cast<std::size_t>(p.job - jobs.data());
+        result.events.push_back({now, TimelineEvent::Kind::kReport, id,
+                                 static_cast<int>(p.job->placements().size()), p.job->gpus(),
+                                 p.report});
+      }
+    }
     for (Reallocation& change : changes) {
       Job* j = change.job;
       if (same_allocation(change.placements, *j)) continue;
@@ -189,8 +203,8 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
     if (options.record_events) {
       for (const auto& b : policy.started_and_preempted()) {
         const auto id = static_cast<std::size_t>(b.job - jobs.data());
-        result.events.push_back({now, TimelineEvent::Kind::kStart, id, b.replicas, b.gpus});
-        result.events.push_back({now, TimelineEvent::Kind::kPreempt, id, 0, 0});
+        result.events.push_back({now, TimelineEvent::Kind::kStart, id, b.replicas, b.gpus, {}});
+        result.events.push_back({now, TimelineEvent::Kind::kPreempt, id, 0, 0, {}});
       }
     }
     held.time = now;

@@ -26,14 +26,18 @@ struct TimelineOptions {
 };
 
 // What happened to one job at one tick. A tick's events come in this order: the arrivals, the
-// finishes (GPUs handed back at the tick), then the policy's starts, resizes and preemptions.
+// finishes (GPUs handed back at the tick), the reports the policy's jobs published, then its
+// starts, resizes and preemptions.
 struct TimelineEvent {
-  enum class Kind : std::uint8_t { kArrive, kStart, kResize, kPreempt, kFinish };
+  // kReport: what the job's launcher publishes at the tick (gpuorch.io/throughput), before the
+  // tick's decisions (fifo:per-job:elastic's gangs; `report`).
+  enum class Kind : std::uint8_t { kArrive, kStart, kResize, kPreempt, kFinish, kReport };
   Seconds time = 0;  // the tick (decisions are made at ticks; an arrival is seen at the next)
   Kind kind = Kind::kArrive;
-  std::size_t job = 0;  // index in TimelineResult::jobs (workload order)
-  int replicas = 0;     // replicas it runs on after the event (0: none)
-  int gpus = 0;         // GPUs it holds after the event
+  std::size_t job = 0;                // index in TimelineResult::jobs (workload order)
+  int replicas = 0;                   // replicas it runs on after the event (0: none)
+  int gpus = 0;                       // GPUs it holds after the event
+  workload::ThroughputReport report;  // kReport only
 };
 const char* event_key(TimelineEvent::Kind kind);  // "arrive", "start", ...
 

@@ -92,6 +92,7 @@ class PerJobFifo final : public TimelinePolicy {
   }
 
   [[nodiscard]] std::span<const BriefRun> started_and_preempted() const override { return brief_; }
+  [[nodiscard]] std::span<const Published> published() const override { return published_; }
 
  private:
   using Key = std::pair<int, std::uint64_t>;  // (-priority, entry)
@@ -117,12 +118,14 @@ class PerJobFifo final : public TimelinePolicy {
   // The reports a running gang's launcher publishes by this tick: its step at the size it ran
   // since before the tick (a resize restarts it; it reports once it trains again).
   void publish(Seconds now) {
+    published_.clear();
     for (const auto& [entry, j] : running_) {
       if (!elastic_gang(*j) || j->gpus() == 0 || j->app() == nullptr) continue;
       Gang& g = gangs_[j->spec().id];
       if (g.resized >= now) continue;
       const workload::ThroughputReport r = published_throughput(*j, now);
       g.measured[{r.nodes, r.world_size, r.local_batch}] = r;
+      published_.push_back({j, r});
     }
   }
 
@@ -326,6 +329,7 @@ class PerJobFifo final : public TimelinePolicy {
   std::optional<ElasticGangs> elastic_;
   std::vector<std::unique_ptr<JobSpec>> specs_;  // by job id
   std::vector<BriefRun> brief_;                  // of the last round
+  std::vector<Published> published_;             // of the last round
   JobLayerRun run_;
   std::uint64_t next_entry_ = 0;
   std::vector<std::uint64_t> entry_;  // by job id: when it last joined the waiting jobs

@@ -18,6 +18,7 @@
 #include "gpuorch/sim/timeline_job.hpp"
 #include "gpuorch/sim/timeline_job_layer.hpp"
 #include "gpuorch/workload/queue_spec.hpp"
+#include "gpuorch/workload/throughput_report.hpp"
 
 namespace gpuorch::sim {
 
@@ -73,6 +74,13 @@ class TimelinePolicy {
     int gpus = 0;
   };
   [[nodiscard]] virtual std::span<const BriefRun> started_and_preempted() const { return {}; }
+  // The throughput reports the last round's jobs published before it decided (a policy that
+  // sizes gangs from them, fifo:per-job:elastic), for the event record.
+  struct Published {
+    Job* job = nullptr;
+    workload::ThroughputReport report;
+  };
+  [[nodiscard]] virtual std::span<const Published> published() const { return {}; }
 
  protected:
   // The policy's decision over the placer's cluster. Every policy decides through the job layer
