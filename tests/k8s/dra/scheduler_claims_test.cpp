@@ -336,5 +336,92 @@ TEST(DraGpuorchScheduler, AGpuResourceMappedToDraDevicesGetsTheBridgeClaim) {
   api.patch(cls, {{"spec", {{"extendedResourceName", nullptr}}}});
 }
 
+// The binding itself refused after the pod's claim was written (a ValidatingAdmissionPolicy on
+// pods/binding; an admission webhook or a node gone does the same): the claim is taken back,
+// neither allocated nor reserved for a pod that is not bound, as kube-scheduler's Unreserve does;
+// once bindings are taken, the pod is bound with its claim allocated.
+TEST(DraGpuorchScheduler, ARefusedBindingTakesTheClaimBack) {
+  auto& plane = test::ControlPlane::shared();
+  ApiClient api(load_cluster_config(plane.kubeconfig()));
+  ASSERT_NO_FATAL_FAILURE(dgx_node_only(api, kNode));
+  const std::string policies = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
+  const std::string bindings =
+      "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
+  drop(api, bindings + "/refuse-binding");
+  drop(api, policies + "/refuse-binding");
+  api.create(policies,
+             {{"apiVersion", "admissionregistration.k8s.io/v1"},
+              {"kind", "ValidatingAdmissionPolicy"},
+              {"metadata", {{"name", "refuse-binding"}}},
+              {"spec",
+               {{"failurePolicy", "Fail"},
+                {"matchConstraints",
+                 {{"resourceRules", json::array({{{"apiGroups", {""}},
+                                                  {"apiVersions", {"v1"}},
+                                                  {"operations", {"CREATE"}},
+                                                  {"resources", {"pods/binding"}}}})}}},
+                {"validations",
+                 json::array({{{"expression", "!object.metadata.name.startsWith('unbindable')"},
+                               {"message", "pod 'unbindable' may not be bound"}}})}}}});
+  api.create(bindings,
+             {{"apiVersion", "admissionregistration.k8s.io/v1"},
+              {"kind", "ValidatingAdmissionPolicyBinding"},
+              {"metadata", {{"name", "refuse-binding"}}},
+              {"spec", {{"policyName", "refuse-binding"}, {"validationActions", {"Deny"}}}}});
+  // The policy takes a moment to load: probe with a pod nobody schedules, bound by hand.
+  const json probe = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", "unbindable-probe"}, {"namespace", "default"}}},
+      {"spec",
+       {{"schedulerName", "nobody"},
+        {"containers",
+         json::array({{{"name", "main"}, {"image", "registry.k8s.io/pause:3.10"}}})}}}};
+  const json probe_binding = {
+      {"apiVersion", "v1"},
+      {"kind", "Binding"},
+      {"metadata", {{"name", "unbindable-probe"}}},
+      {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", kNode}}}};
+  const std::string probe_path = test::kDefaultPods + "/unbindable-probe";
+  bool loaded = false;
+  for (int i = 0; i < 150 && !loaded; ++i) {
+    drop(api, probe_path + "?gracePeriodSeconds=0");
+    try {
+      api.create(test::kDefaultPods, probe);
+      api.create(probe_path + "/binding", probe_binding);
+    } catch (const ApiError& e) {
+      loaded = std::string(e.what()).find("may not be bound") != std::string::npos;
+    }
+    if (!loaded) std::this_thread::sleep_for(200ms);
+  }
+  drop(api, probe_path + "?gracePeriodSeconds=0");
+  ASSERT_TRUE(loaded) << "the ValidatingAdmissionPolicy never took effect";
+  api.create(kClaims, gpu_claim("default", "unbindable", 2, "gpu.gpuorch.io/nvlinkDomain"));
+  test::TempDir dir;
+  test::SchedulerProcess scheduler({"--kubeconfig", plane.kubeconfig(), "--listen", "127.0.0.1:0"},
+                                   dir.file("scheduler.log"));
+  api.create(test::kDefaultPods, claim_pod("unbindable", "unbindable", "gpuorch"));
+  const json p = test::wait_for(api, test::kDefaultPods + "/unbindable", [](const json& q) {
+    return test::unscheduled_reason(q) == "SchedulerError" || !test::node_of(q).empty();
+  });
+  ASSERT_EQ(test::node_of(p), "");
+  const std::string why = test::unschedulable_message(p);
+  std::cout << "refused binding: " << why << "\n";
+  EXPECT_NE(why.find("may not be bound"), std::string::npos) << why;
+  const json claim = test::wait_for(api, kClaims + "/unbindable", [](const json& c) {
+    return !c.contains("status") || !c["status"].contains("reservedFor");
+  });
+  EXPECT_TRUE(devices_of(claim).empty()) << claim.dump();
+  drop(api, bindings + "/refuse-binding");
+  drop(api, policies + "/refuse-binding");
+  test::wait_for(
+      api, test::kDefaultPods + "/unbindable",
+      [](const json& q) { return test::node_of(q) == kNode; }, 40s);
+  EXPECT_EQ(devices_of(api.get(kClaims + "/unbindable")).size(), 2U);
+  scheduler.stop();
+  drop(api, test::kDefaultPods + "/unbindable?gracePeriodSeconds=0");
+  drop_claims(api);
+}
+
 }  // namespace
 }  // namespace gpuorch::k8s::dra

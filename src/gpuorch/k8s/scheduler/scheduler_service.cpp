@@ -1396,13 +1396,14 @@ void SchedulerService::bind(const BindJob& job) {
 }
 
 void SchedulerService::bind_pod(const BindJob& job) {
+  // Claims written for this pod; taken back when it is not bound after all.
+  std::vector<std::pair<const ClaimWrite*, json>> written;
   try {
     // The claims first, as kube-scheduler's PreBind: a pod is never bound without its devices.
     // A claim the API server does not take (409: someone changed it) fails the bind, which
     // releases what was assumed and retries the pod after its backoff.
     // With several claims, those written before a refused one are taken back: none stays
     // allocated and reserved for a pod that is not bound.
-    std::vector<std::pair<const ClaimWrite*, json>> written;
     for (const ClaimWrite& w : job.claims) {
       try {
         written.emplace_back(&w, write_claim(job.pod, w));
@@ -1419,7 +1420,21 @@ void SchedulerService::bind_pod(const BindJob& job) {
     }
     const json binding =
         gpu_binding(job.pod.ns, job.pod.name, job.pod.uid, job.node, job.gpus, job.gpu_milli);
-    api_.create(pod_path(job.pod) + "/binding", binding);
+    try {
+      api_.create(pod_path(job.pod) + "/binding", binding);
+    } catch (const ApiCancelled&) {
+      throw;
+    } catch (const std::exception&) {
+      // The binding refused (or its answer lost): unless the pod is bound to that node after
+      // all, its claims are taken back, as kube-scheduler's Unreserve does, so they are neither
+      // allocated nor reserved for a pod that may go elsewhere on its retry.
+      if (!written.empty() && !bound_to(job.pod, job.node)) {
+        for (auto it = written.rbegin(); it != written.rend(); ++it) {
+          take_back(job.pod, *it->first, it->second);
+        }
+      }
+      throw;
+    }
     const double seconds = std::chrono::duration<double>(Clock::now() - job.decided).count();
     std::size_t b = 0;
     while (b < std::size(SchedulerCounters::kBuckets) && seconds > SchedulerCounters::kBuckets[b]) {
@@ -1445,6 +1460,19 @@ void SchedulerService::bind_pod(const BindJob& job) {
     if (api_error != nullptr && (api_error->status() == 409 || api_error->status() == 404)) {
       reread(job.pod);
     }
+  }
+}
+
+bool SchedulerService::bound_to(const PodObject& pod, const std::string& node) {
+  try {
+    const json p = api_.get(pod_path(pod));
+    const json* meta = p.contains("metadata") ? &p["metadata"] : nullptr;
+    if (meta == nullptr || !meta->contains("uid") || (*meta)["uid"] != pod.uid) return false;
+    return p.contains("spec") && p["spec"].is_object() && p["spec"].contains("nodeName") &&
+           p["spec"]["nodeName"] == node;
+  } catch (const std::exception&) {
+    // Unknown: the claims stay, as before; the pod's deletion or next decision settles them.
+    return true;
   }
 }
 

@@ -297,6 +297,8 @@ class SchedulerService {
   void report_unschedulable(const PodObject& pod, const std::string& message);
   void bind_loop(const std::atomic<bool>& stop);
   void bind(const BindJob& job);
+  // Whether the API server has `pod` (same uid) bound to `node`; true when it cannot tell.
+  bool bound_to(const PodObject& pod, const std::string& node);
   void reread(const PodObject& pod);  // after a bind refused as stale: its current state
   void log(const std::string& line, base::Severity severity = base::Severity::kInfo,
            base::SourceLocation where = base::SourceLocation::current()) const;
