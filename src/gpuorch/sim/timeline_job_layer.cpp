@@ -71,6 +71,11 @@ void JobLayerRun::round_on(cluster::Cluster& cluster, std::span<JobState* const>
   layer_->round(states, options);
 }
 
+void JobLayerRun::shrink(cluster::Cluster& cluster, sched::jobs::JobState& state, int n) {
+  if (layer_ == nullptr || cluster_ != &cluster) start(cluster);
+  layer_->shrink(state, n);
+}
+
 Reallocations JobLayerRun::sized_round(cluster::Cluster& cluster, Seconds now,
                                        std::vector<sched::jobs::ElasticDemand> demands,
                                        const Sizing& how) {

@@ -57,6 +57,9 @@ class JobLayerRun {
   // outcome from the states.
   void round_on(cluster::Cluster& cluster, std::span<sched::jobs::JobState* const> states,
                 const sched::jobs::RoundOptions& options);
+  // A job's last `n` replicas given back between rounds, through the job layer
+  // (JobLayer::shrink).
+  void shrink(cluster::Cluster& cluster, sched::jobs::JobState& state, int n);
   struct Sizing {
     sched::jobs::SizingOptions sizing;
     // Within a queue, larger jobs start first (distributed jobs take whole nodes before

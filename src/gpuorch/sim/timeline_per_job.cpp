@@ -270,10 +270,7 @@ class PerJobFifo final : public TimelinePolicy {
       const int give = bound - sched::jobs::advise_shrink(growth).target;
       const int per_pod = std::max(1, j->spec().replica.gpu_count);
       if (give <= 0 || cluster.fully_free_gpus_total() + give * per_pod < need) continue;
-      for (int i = 0; i < give; ++i) {
-        cluster.release(s.placements.back());
-        s.placements.pop_back();
-      }
+      run_.shrink(cluster, s, give);
       s.running_since = now;  // shrunk: restarts
       changes_[j->spec().id] = {j, s.placements};
       g.resized = now;

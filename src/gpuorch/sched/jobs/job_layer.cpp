@@ -96,6 +96,13 @@ class JobLayer::RoundPostFilter final : public PostFilterPlugin {
 
 JobLayer::~JobLayer() = default;
 
+void JobLayer::shrink(JobState& job, int n) {
+  for (int i = 0; i < n && !job.placements.empty(); ++i) {
+    cluster_->release(job.placements.back());
+    job.placements.pop_back();
+  }
+}
+
 JobLayer::JobLayer(cluster::Cluster& cluster, const QueueTree& queues, GangPlacer placer)
     : cluster_(&cluster), queues_(&queues), placer_(std::move(placer)), resolver_(cluster) {
   auto reclaim = std::make_unique<RoundPostFilter>(PreemptReason::kReclaim);

@@ -231,6 +231,9 @@ class JobLayer {
   // to the cluster and to the jobs' placements.
   RoundStats round(std::span<JobState* const> jobs, const RoundOptions& options);
   RoundStats round(std::span<JobState> jobs, const RoundOptions& options);
+  // Gives back `job`'s last `n` replicas between rounds (the cluster scheduler's shrink of an
+  // elastic gang for a waiting job): released in the cluster and dropped from its placements.
+  void shrink(JobState& job, int n);
 
   // Of the last round: each queue's fair share and what its jobs hold after it.
   [[nodiscard]] const std::vector<Amounts>& fair_shares() const { return fair_; }
