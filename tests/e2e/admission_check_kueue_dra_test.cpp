@@ -159,6 +159,12 @@ TEST(AdmissionCheckKueueDra, WorkloadsWithClaimTemplatesAreCheckedAgainstTheDraD
   api.create(kPods, queued_claim_pod("five", "five"));
   v = verdict_of(api, "five");
   std::cout << "five: " << v.value("state", "") << "\n";
+  // Rejected first; Kueue then deactivates the Workload (spec.active false), a moment later.
+  for (const auto until = std::chrono::steady_clock::now() + 60s;
+       v.value("state", "") == "Rejected" && std::chrono::steady_clock::now() < until;) {
+    std::this_thread::sleep_for(100ms);
+    v = verdict_of(api, "five");
+  }
   EXPECT_EQ(v.value("state", ""), "Deactivated") << v.dump() << logs();
   EXPECT_NE(check.log().find("Rejected its claims cannot be met: pod default/pod-five-"),
             std::string::npos)
