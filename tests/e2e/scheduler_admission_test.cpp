@@ -14,6 +14,7 @@
 
 #include "gpuorch/k8s/api/api_client.hpp"
 #include "gpuorch/k8s/api/kubeconfig.hpp"
+#include "support/admission_policy.hpp"
 #include "support/cluster_objects.hpp"
 #include "support/control_plane.hpp"
 #include "support/kube_objects.hpp"
@@ -138,34 +139,8 @@ TEST(SchedulerAdmission, RefusedBindIsRetriedWithBackoffNotInALoop) {
   k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
   test::clear_cluster(api);
   test::add_gpu_node(api, "gpu-a", 8);
-  const std::string policies = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
-  const std::string bindings =
-      "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
-  for (const auto& path : {bindings + "/refuse-bind", policies + "/refuse-bind"}) {
-    try {
-      api.remove(path);
-    } catch (const k8s::ApiError&) {
-    }
-  }
-  api.create(
-      policies,
-      {{"apiVersion", "admissionregistration.k8s.io/v1"},
-       {"kind", "ValidatingAdmissionPolicy"},
-       {"metadata", {{"name", "refuse-bind"}}},
-       {"spec",
-        {{"failurePolicy", "Fail"},
-         {"matchConstraints",
-          {{"resourceRules", json::array({{{"apiGroups", {""}},
-                                           {"apiVersions", {"v1"}},
-                                           {"operations", {"CREATE"}},
-                                           {"resources", {"pods/binding"}}}})}}},
-         {"validations", json::array({{{"expression", "object.metadata.name != 'refused'"},
-                                       {"message", "bindings of 'refused' are refused"}}})}}}});
-  api.create(bindings,
-             {{"apiVersion", "admissionregistration.k8s.io/v1"},
-              {"kind", "ValidatingAdmissionPolicyBinding"},
-              {"metadata", {{"name", "refuse-bind"}}},
-              {"spec", {{"policyName", "refuse-bind"}, {"validationActions", {"Deny"}}}}});
+  test::deny_unless(api, "refuse-bind", "", "pods/binding", "CREATE",
+                    "object.metadata.name != 'refused'", "bindings of 'refused' are refused");
   // The policy takes a moment to load: probe with a Binding of a pod that does not exist (the
   // policy answers before storage does).
   const json probe = {{"apiVersion", "v1"},
@@ -200,8 +175,7 @@ TEST(SchedulerAdmission, RefusedBindIsRetriedWithBackoffNotInALoop) {
   EXPECT_LE(attempts, 10.0) << scheduler.log();
   EXPECT_FALSE(bound(pod_at(api, "refused")));
 
-  api.remove(bindings + "/refuse-bind");
-  api.remove(policies + "/refuse-bind");
+  test::drop_denial(api, "refuse-bind");
   p = wait_pod(api, "refused", bound, 60s);
   EXPECT_EQ(test::node_of(p), "gpu-a");
   EXPECT_EQ(scheduler.stop(), 0) << scheduler.log();

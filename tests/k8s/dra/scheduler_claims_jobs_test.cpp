@@ -17,6 +17,7 @@
 
 #include "gpuorch/k8s/api/kubeconfig.hpp"
 #include "k8s/dra/claim_objects.hpp"
+#include "support/admission_policy.hpp"
 #include "support/cluster_objects.hpp"
 #include "support/control_plane.hpp"
 #include "support/kai_queue.hpp"
@@ -178,32 +179,10 @@ TEST(DraGpuorchSchedulerJobs, ARefusedClaimWriteInAGangBindsNoMemberAndTakesBack
   ApiClient api(load_cluster_config(plane.kubeconfig()));
   ASSERT_NO_FATAL_FAILURE(dgx_node_only(api, kNode));
   test::install_podgroup_crd(api, kGroups);
-  const std::string policies = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
-  const std::string bindings =
-      "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
-  drop(api, bindings + "/refuse-gang-claim");
-  drop(api, policies + "/refuse-gang-claim");
-  api.create(policies,
-             {{"apiVersion", "admissionregistration.k8s.io/v1"},
-              {"kind", "ValidatingAdmissionPolicy"},
-              {"metadata", {{"name", "refuse-gang-claim"}}},
-              {"spec",
-               {{"failurePolicy", "Fail"},
-                {"matchConstraints",
-                 {{"resourceRules", json::array({{{"apiGroups", {"resource.k8s.io"}},
-                                                  {"apiVersions", {"v1"}},
-                                                  {"operations", {"UPDATE"}},
-                                                  {"resources", {"resourceclaims/status"}}}})}}},
-                {"validations",
-                 json::array({{{"expression",
-                                "!(object.metadata.name in ['pair-1', 'probe']) || "
-                                "!has(object.status) || !has(object.status.allocation)"},
-                               {"message", "claims pair-1 and probe may not be allocated"}}})}}}});
-  api.create(bindings,
-             {{"apiVersion", "admissionregistration.k8s.io/v1"},
-              {"kind", "ValidatingAdmissionPolicyBinding"},
-              {"metadata", {{"name", "refuse-gang-claim"}}},
-              {"spec", {{"policyName", "refuse-gang-claim"}, {"validationActions", {"Deny"}}}}});
+  test::deny_unless(api, "refuse-gang-claim", "resource.k8s.io", "resourceclaims/status", "UPDATE",
+                    "!(object.metadata.name in ['pair-1', 'probe']) || "
+                    "!has(object.status) || !has(object.status.allocation)",
+                    "claims pair-1 and probe may not be allocated");
   const std::string domain = "gpu.gpuorch.io/nvlinkDomain";
   for (const char* c : {"pair-0", "pair-1", "probe"})
     api.create(kClaims, gpu_claim("default", c, 2, domain));
@@ -248,8 +227,7 @@ TEST(DraGpuorchSchedulerJobs, ARefusedClaimWriteInAGangBindsNoMemberAndTakesBack
   });
   EXPECT_TRUE(devices_of(back).empty()) << back.dump();
 
-  drop(api, bindings + "/refuse-gang-claim");
-  drop(api, policies + "/refuse-gang-claim");
+  test::drop_denial(api, "refuse-gang-claim");
   for (const char* name : {"pair-0", "pair-1"}) {
     EXPECT_EQ(test::node_of(test::wait_for(
                   api, test::kDefaultPods + "/" + name,

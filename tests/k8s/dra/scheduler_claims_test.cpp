@@ -20,6 +20,7 @@
 #include "k8s/dra/claim_objects.hpp"
 #include "k8s/dra/dra_node.hpp"
 #include "k8s/k8s_support.hpp"
+#include "support/admission_policy.hpp"
 #include "support/cluster_objects.hpp"
 #include "support/control_plane.hpp"
 #include "support/kube_objects.hpp"
@@ -182,30 +183,8 @@ TEST(DraGpuorchScheduler, ARefusedClaimWriteBindsNothingAndIsRetried) {
   auto& plane = test::ControlPlane::shared();
   ApiClient api(load_cluster_config(plane.kubeconfig()));
   ASSERT_NO_FATAL_FAILURE(dgx_node_only(api, kNode));
-  const std::string policies = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
-  const std::string bindings =
-      "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
-  drop(api, bindings + "/refuse-claim");
-  drop(api, policies + "/refuse-claim");
-  api.create(
-      policies,
-      {{"apiVersion", "admissionregistration.k8s.io/v1"},
-       {"kind", "ValidatingAdmissionPolicy"},
-       {"metadata", {{"name", "refuse-claim"}}},
-       {"spec",
-        {{"failurePolicy", "Fail"},
-         {"matchConstraints",
-          {{"resourceRules", json::array({{{"apiGroups", {"resource.k8s.io"}},
-                                           {"apiVersions", {"v1"}},
-                                           {"operations", {"UPDATE"}},
-                                           {"resources", {"resourceclaims/status"}}}})}}},
-         {"validations", json::array({{{"expression", "object.metadata.name != 'refused'"},
-                                       {"message", "claim 'refused' may not be written"}}})}}}});
-  api.create(bindings,
-             {{"apiVersion", "admissionregistration.k8s.io/v1"},
-              {"kind", "ValidatingAdmissionPolicyBinding"},
-              {"metadata", {{"name", "refuse-claim"}}},
-              {"spec", {{"policyName", "refuse-claim"}, {"validationActions", {"Deny"}}}}});
+  test::deny_unless(api, "refuse-claim", "resource.k8s.io", "resourceclaims/status", "UPDATE",
+                    "object.metadata.name != 'refused'", "claim 'refused' may not be written");
   api.create(kClaims, gpu_claim("default", "refused", 1, "gpu.gpuorch.io/nvlinkDomain"));
   // The policy takes a moment to load: probe with a status write that changes nothing.
   bool loaded = false;
@@ -251,8 +230,7 @@ TEST(DraGpuorchScheduler, ARefusedClaimWriteBindsNothingAndIsRetried) {
                  [](const json& q) { return test::node_of(q) == kNode; });
   EXPECT_EQ(devices_of(api.get(kClaims + "/all")).size(), 7U);
   // The refusal lifted and the seven GPUs given back: bound, with its claim allocated.
-  drop(api, bindings + "/refuse-claim");
-  drop(api, policies + "/refuse-claim");
+  test::drop_denial(api, "refuse-claim");
   drop(api, test::kDefaultPods + "/all?gracePeriodSeconds=0");
   test::wait_for(
       api, test::kDefaultPods + "/refused", [](const json& q) { return test::node_of(q) == kNode; },
@@ -344,57 +322,24 @@ TEST(DraGpuorchScheduler, ARefusedBindingTakesTheClaimBack) {
   auto& plane = test::ControlPlane::shared();
   ApiClient api(load_cluster_config(plane.kubeconfig()));
   ASSERT_NO_FATAL_FAILURE(dgx_node_only(api, kNode));
-  const std::string policies = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
-  const std::string bindings =
-      "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
-  drop(api, bindings + "/refuse-binding");
-  drop(api, policies + "/refuse-binding");
-  api.create(policies,
-             {{"apiVersion", "admissionregistration.k8s.io/v1"},
-              {"kind", "ValidatingAdmissionPolicy"},
-              {"metadata", {{"name", "refuse-binding"}}},
-              {"spec",
-               {{"failurePolicy", "Fail"},
-                {"matchConstraints",
-                 {{"resourceRules", json::array({{{"apiGroups", {""}},
-                                                  {"apiVersions", {"v1"}},
-                                                  {"operations", {"CREATE"}},
-                                                  {"resources", {"pods/binding"}}}})}}},
-                {"validations",
-                 json::array({{{"expression", "!object.metadata.name.startsWith('unbindable')"},
-                               {"message", "pod 'unbindable' may not be bound"}}})}}}});
-  api.create(bindings,
-             {{"apiVersion", "admissionregistration.k8s.io/v1"},
-              {"kind", "ValidatingAdmissionPolicyBinding"},
-              {"metadata", {{"name", "refuse-binding"}}},
-              {"spec", {{"policyName", "refuse-binding"}, {"validationActions", {"Deny"}}}}});
-  // The policy takes a moment to load: probe with a pod nobody schedules, bound by hand.
-  const json probe = {
-      {"apiVersion", "v1"},
-      {"kind", "Pod"},
-      {"metadata", {{"name", "unbindable-probe"}, {"namespace", "default"}}},
-      {"spec",
-       {{"schedulerName", "nobody"},
-        {"containers",
-         json::array({{{"name", "main"}, {"image", "registry.k8s.io/pause:3.10"}}})}}}};
-  const json probe_binding = {
-      {"apiVersion", "v1"},
-      {"kind", "Binding"},
-      {"metadata", {{"name", "unbindable-probe"}}},
-      {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", kNode}}}};
-  const std::string probe_path = test::kDefaultPods + "/unbindable-probe";
+  test::deny_unless(api, "refuse-binding", "", "pods/binding", "CREATE",
+                    "!object.metadata.name.startsWith('unbindable')",
+                    "pod 'unbindable' may not be bound");
+  // The policy takes a moment to load: probe with a Binding of a pod that does not exist (the
+  // policy answers before storage does).
+  const json probe = {{"apiVersion", "v1"},
+                      {"kind", "Binding"},
+                      {"metadata", {{"name", "unbindable-probe"}}},
+                      {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", kNode}}}};
   bool loaded = false;
   for (int i = 0; i < 150 && !loaded; ++i) {
-    drop(api, probe_path + "?gracePeriodSeconds=0");
     try {
-      api.create(test::kDefaultPods, probe);
-      api.create(probe_path + "/binding", probe_binding);
+      api.create(test::kDefaultPods + "/unbindable-probe/binding", probe);
     } catch (const ApiError& e) {
       loaded = std::string(e.what()).find("may not be bound") != std::string::npos;
     }
     if (!loaded) std::this_thread::sleep_for(200ms);
   }
-  drop(api, probe_path + "?gracePeriodSeconds=0");
   ASSERT_TRUE(loaded) << "the ValidatingAdmissionPolicy never took effect";
   api.create(kClaims, gpu_claim("default", "unbindable", 2, "gpu.gpuorch.io/nvlinkDomain"));
   test::TempDir dir;
@@ -412,8 +357,7 @@ TEST(DraGpuorchScheduler, ARefusedBindingTakesTheClaimBack) {
     return !c.contains("status") || !c["status"].contains("reservedFor");
   });
   EXPECT_TRUE(devices_of(claim).empty()) << claim.dump();
-  drop(api, bindings + "/refuse-binding");
-  drop(api, policies + "/refuse-binding");
+  test::drop_denial(api, "refuse-binding");
   test::wait_for(
       api, test::kDefaultPods + "/unbindable",
       [](const json& q) { return test::node_of(q) == kNode; }, 40s);
