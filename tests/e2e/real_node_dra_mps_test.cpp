@@ -34,11 +34,19 @@ using nlohmann::json;
 
 const std::string kPods = "/api/v1/namespaces/default/pods";
 
+// Each pod leaves a mark in the claim's /dev/shm and waits (60 s at most) for the other's: the
+// two share that folder, and both hold the claim at once, so the kubelet prepares it once. (A pod
+// that ran alone could end before the other started, the claim be unprepared in between and
+// prepared again: a second daemon, rightly.)
 json mps_pod(const std::string& name) {
   const std::string script =
+      "touch /dev/shm/pod-$(hostname); i=0; "
+      "while [ $(ls /dev/shm | grep -c '^pod-') -lt 2 ]; do "
+      "i=$((i+1)); if [ $i -gt 600 ]; then echo the other pod never came; exit 1; fi; "
+      "sleep 0.1; done; echo pods: $(ls /dev/shm | grep '^pod-'); "
       "echo CUDA_MPS_PIPE_DIRECTORY=$CUDA_MPS_PIPE_DIRECTORY; "
       "echo CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE; "
-      "echo pipe: $(ls $CUDA_MPS_PIPE_DIRECTORY); echo shm: $(cat /dev/shm/fake-mps-shm); sleep 3";
+      "echo pipe: $(ls $CUDA_MPS_PIPE_DIRECTORY); echo shm: $(cat /dev/shm/fake-mps-shm)";
   return {{"apiVersion", "v1"},
           {"kind", "Pod"},
           {"metadata", {{"name", name}, {"namespace", "default"}}},
@@ -105,6 +113,7 @@ TEST(RealNodeDraMps, TwoPodsShareOneClaimsMpsDaemonThroughTheCdiEdits) {
     // The daemon's pipe folder (the fake keeps its pid file there) and the /dev/shm it wrote in.
     EXPECT_NE(r.body.find("pipe: nvidia-cuda-mps-control.pid"), std::string::npos) << r.body;
     EXPECT_NE(r.body.find("shm: GPU-"), std::string::npos) << r.body;
+    EXPECT_NE(r.body.find("pods: pod-mps-a pod-mps-b\n"), std::string::npos) << r.body;
   }
   const double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("real node DRA MPS: two pods created to Succeeded %.1f s\n", run_s);

@@ -29,6 +29,7 @@ namespace fs = std::filesystem;
 struct Tagged {
   int all = 0;
   int sleeps = 0;
+  std::string who;  // "pid comm state ppid" of each, for a failure's message
 };
 
 // Live processes whose environment carries GPUORCH_ORPHAN_TAG=tag (zombies have none).
@@ -54,6 +55,10 @@ Tagged count_tagged(const std::string& tag) {
     ++t.all;
     std::string comm = read_file(e.path() / "comm");
     if (comm.rfind("sleep", 0) == 0) ++t.sleeps;
+    const std::string stat = read_file(e.path() / "stat");
+    const auto close = stat.rfind(')');
+    t.who += name + " " + comm.substr(0, comm.find('\n')) + " " +
+             (close == std::string::npos ? std::string("?") : stat.substr(close + 2, 8)) + "\n";
   }
   return t;
 }
@@ -121,7 +126,7 @@ TEST_F(Orphans, SigtermToTheAgentLeavesNoProcessOfTheRun) {
   EXPECT_EQ(*code, 128 + SIGTERM) << err();
   // Everything was reaped before the agent exited: nothing to wait for.
   const auto left = count_tagged(tag_);
-  EXPECT_EQ(left.all, 0) << err();
+  EXPECT_EQ(left.all, 0) << left.who << err();
   EXPECT_NE(err().find("ended 2 processes the workers left behind"), std::string::npos) << err();
 }
 
