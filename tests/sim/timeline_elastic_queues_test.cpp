@@ -4,7 +4,9 @@
 // job finishes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <set>
 
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/io/queue_yaml.hpp"
@@ -114,6 +116,25 @@ TEST(TimelineElasticQueues, QueueAndPriorityColumnsAreReadAndCheckedAtTheirLine)
   }
 }
 
+// `name` on 4 nodes of 4 GPUs with every event recorded; every job must finish.
+TimelineResult events_on_16_gpus(const std::vector<JobSpec>& jobs, const AppTable& apps,
+                                 const char* name, const std::vector<workload::QueueSpec>& queues) {
+  PolicyOptions o;
+  o.total_gpus = 16;
+  o.gpus_per_node = 4;
+  o.queues = queues;
+  auto p = make_timeline_policy(name, o);
+  if (p == nullptr) {
+    ADD_FAILURE() << name << " names no policy";
+    return {};
+  }
+  TimelineOptions t;
+  t.record_events = true;
+  auto r = run_timeline(jobs, apps, uniform_nodes(4, 4), *p, name, t);
+  for (const auto& j : r.jobs) EXPECT_GT(j.completion, j.submit) << name << " " << j.name;
+  return r;
+}
+
 TEST(TimelineElasticQueues, LasgoWithTheFittedModelRunsOnlyEvenShapes) {
   // Up to one node or whole nodes: what one `--nproc-per-node` launches and the fitted model can
   // predict. `shape=any` (the oracle's default) does run uneven counts on the same workload, so
@@ -122,24 +143,47 @@ TEST(TimelineElasticQueues, LasgoWithTheFittedModelRunsOnlyEvenShapes) {
   AppTable apps;
   const auto jobs = read_pollux_workload(test::fixture("timeline/pollux_tenants.csv"),
                                          (dir / "apps").string(), apps);
+  const auto queues = io::load_queues(test::fixture("timeline/elastic_queues.yaml"));
   auto uneven_counts = [&](const char* name) {
-    PolicyOptions o;
-    o.total_gpus = 16;
-    o.gpus_per_node = 4;
-    o.queues = io::load_queues(test::fixture("timeline/elastic_queues.yaml"));
-    auto p = make_timeline_policy(name, o);
-    EXPECT_NE(p, nullptr) << name;
-    if (p == nullptr) return -1;
-    TimelineOptions t;
-    t.record_events = true;
-    const auto r = run_timeline(jobs, apps, uniform_nodes(4, 4), *p, name, t);
-    for (const auto& j : r.jobs) EXPECT_GT(j.completion, j.submit) << name << " " << j.name;
+    const auto r = events_on_16_gpus(jobs, apps, name, queues);
     int uneven = 0;
     for (const auto& e : r.events) uneven += e.gpus > 4 && e.gpus % 4 != 0 ? 1 : 0;
     return uneven;
   };
   EXPECT_EQ(uneven_counts("lasgo"), 0);
   EXPECT_GT(uneven_counts("lasgo:shape=any"), 0);
+}
+
+TEST(TimelineElasticQueues, LasgoJumpsPastItsCapOnlyToCountsAnotherJobMeasured) {
+  // Jobs of one model, one after another, on 16 GPUs, each submitted exactly on a tick (which
+  // once left a job worth nothing there, waiting on an idle cluster). With only its own runs
+  // (`steps=own+cap=run`) a job grows at most to twice the largest count it has run (its fit
+  // extrapolates beyond that). By default it also has the step times other jobs of its model
+  // measured (`steps=app`) and the cap opens where a count was measured (`cap=measured`): a
+  // later job jumps past its own cap, and only to counts an earlier job ran.
+  GPUORCH_REQUIRE_POLLUX(dir);
+  AppTable apps;
+  const auto jobs = read_pollux_workload(test::fixture("timeline/pollux_same_model.csv"),
+                                         (dir / "apps").string(), apps);
+  auto jumps = [&](const char* name) {
+    const auto r = events_on_16_gpus(jobs, apps, name, {});
+    std::map<std::size_t, int> largest;  // the most GPUs each job has held so far
+    std::set<int> ran;                   // counts any job has held before this event
+    int past_cap = 0;
+    for (const auto& e : r.events) {
+      if (e.kind != TimelineEvent::Kind::kStart && e.kind != TimelineEvent::Kind::kResize) continue;
+      const int cap = std::max(2 * largest[e.job], jobs[e.job].replicas);
+      if (e.gpus > cap) {
+        ++past_cap;
+        EXPECT_TRUE(ran.contains(e.gpus)) << name << ": " << e.gpus << " GPUs, nobody ran them";
+      }
+      largest[e.job] = std::max(largest[e.job], e.gpus);
+      ran.insert(e.gpus);
+    }
+    return past_cap;
+  };
+  EXPECT_EQ(jumps("lasgo:steps=own+cap=run"), 0);
+  EXPECT_GT(jumps("lasgo"), 0);
 }
 
 }  // namespace

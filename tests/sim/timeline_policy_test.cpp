@@ -75,12 +75,14 @@ TEST(TimelinePolicy, LasgoVariantPartsJoinWithPlus) {
   // no policy.
   for (const char* ok : {"lasgo", "lasgo:carry=on", "lasgo:carry=off", "lasgo:shape=any",
                          "lasgo:shape=uniform+idle=0.1", "lasgo:trust=4", "lasgo:carry=on+trust=4",
-                         "lasgo:explore=always+seen=0+rw=2", "lasgo:scale=8+las=off"}) {
+                         "lasgo:explore=always+seen=0+rw=2", "lasgo:scale=8+las=off",
+                         "lasgo:steps=app+cap=measured+shape=measured",
+                         "lasgo:steps=own+cap=run+explore=request+net=app"}) {
     EXPECT_NE(make_timeline_policy(ok, options(4)), nullptr) << ok;
   }
-  for (const char* bad :
-       {"lasgo:carry=maybe", "lasgo:shape=odd", "lasgo:idle=1", "lasgo:trust=x", "lasgo:carry=on+",
-        "lasgo:+trust=4", "lasgo:carry=on+nope", "lasgo:rw=-1"}) {
+  for (const char* bad : {"lasgo:carry=maybe", "lasgo:shape=odd", "lasgo:idle=1", "lasgo:trust=x",
+                          "lasgo:carry=on+", "lasgo:+trust=4", "lasgo:carry=on+nope", "lasgo:rw=-1",
+                          "lasgo:steps=job", "lasgo:cap=open"}) {
     EXPECT_EQ(make_timeline_policy(bad, options(4)), nullptr) << bad;
   }
 }

@@ -72,12 +72,24 @@ SpeedupModel& JobSpeedups::of(const Job& job, bool adaptive) {
   // A job that has never run knows nothing (also when a policy object is reused for another
   // run and a new job lives where an old one did).
   if (!model || (job.restarts() < 0 && model->known())) {
-    if (pooled_) {
-      auto& pool = pools_[job.app()->name()];
-      if (!pool) pool = std::make_shared<ThroughputFit>(measured_, carry_);
+    const std::string& app = job.app()->name();
+    if (fit_.pooled) {
+      auto& pool = pools_[app];
+      if (!pool) pool = std::make_shared<ThroughputFit>(fit_.measured, fit_.carry);
       model = std::make_unique<FittedSpeedup>(batch_range(job, adaptive), pool);
     } else {
-      model = std::make_unique<FittedSpeedup>(batch_range(job, adaptive), measured_, carry_);
+      auto fit = std::make_shared<ThroughputFit>(fit_.measured, fit_.carry);
+      if (fit_.shared_steps) {
+        auto& steps = steps_[app];
+        if (!steps) steps = std::make_shared<sched::jobs::MeasuredSteps>();
+        fit->share_steps(steps);
+      }
+      if (fit_.shared_network) {
+        auto& pool = pools_[app];
+        if (!pool) pool = std::make_shared<ThroughputFit>();
+        fit->share_network(pool);
+      }
+      model = std::make_unique<FittedSpeedup>(batch_range(job, adaptive), std::move(fit));
     }
   }
   if (job.gpus() > 0) {

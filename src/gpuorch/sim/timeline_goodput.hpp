@@ -40,20 +40,27 @@ class GoodputTable {
   std::map<std::tuple<const AppProfile*, int, int, int, int>, double> cache_;
 };
 
+// How a policy's fitted models learn from the jobs' reports (JobSpeedups).
+struct FitOptions {
+  // Fitted models keep the measured speed where a configuration has run (ThroughputFit).
+  bool measured = false;
+  // The fitted throughput part is shared by the jobs of one application (what one job measured,
+  // the next starts from); the gradient statistics stay per job.
+  bool pooled = false;
+  bool carry = false;  // ThroughputFit's
+  // With `measured`: each job keeps its own fit, and where it has not run takes the step times
+  // other jobs of its application measured there (ThroughputFit::share_steps).
+  bool shared_steps = false;
+  // Each job keeps its own fit, but the exchange terms it has not seen (across nodes, inside one)
+  // come from one fit to every job of its application (ThroughputFit::share_network).
+  bool shared_network = false;
+};
+
 // One speedup model per job, as a policy sees them.
 class JobSpeedups {
  public:
-  // `measured`: fitted models keep the measured speed where a configuration has run
-  // (ThroughputFit). `pooled`: the fitted throughput part is shared by the jobs of one application
-  // (what one job measured, the next starts from); the gradient statistics stay per job.
-  // `carry`: ThroughputFit's.
-  JobSpeedups(SpeedupSource source, int gpus_per_node, bool measured = false, bool pooled = false,
-              bool carry = false)
-      : source_(source),
-        measured_(measured),
-        pooled_(pooled),
-        carry_(carry),
-        table_(gpus_per_node) {}
+  JobSpeedups(SpeedupSource source, int gpus_per_node, FitOptions fit = {})
+      : source_(source), fit_(fit), table_(gpus_per_node) {}
   // `job`'s model (`adaptive`: the job tunes its batch). A fitted model is first told what the
   // job reports about the interval it has just run on its current placement: that
   // configuration's step and sync time, and its gradient statistics at the batch it ran.
@@ -62,12 +69,11 @@ class JobSpeedups {
 
  private:
   SpeedupSource source_;
-  bool measured_;
-  bool pooled_;
-  bool carry_;
+  FitOptions fit_;
   GoodputTable table_;
   std::map<const Job*, std::unique_ptr<SpeedupModel>> models_;
-  std::map<std::string, std::shared_ptr<ThroughputFit>> pools_;  // by application
+  std::map<std::string, std::shared_ptr<ThroughputFit>> pools_;               // by application
+  std::map<std::string, std::shared_ptr<sched::jobs::MeasuredSteps>> steps_;  // by application
 };
 
 }  // namespace gpuorch::sim

@@ -17,10 +17,14 @@
 // and not adopted (docs/sim-timeline.md, "Where the fitted model loses the oracle's lead"):
 // `explore=always` (the cap with the oracle too), `seen=G` and `trust=G` (faster growth once the
 // fit has seen cross-node runs / predicted well), `idle=F` (exploration beyond the cap on GPUs
-// nobody else values, their gain weighted by F); parts join with '+'. With the fitted model three
-// parts are on by default, chosen on load 1.0 and confirmed on load 0.5: `shape=uniform` (only
-// counts up to one node or of whole nodes), `carry=on` and `rw=2` (restart weight);
-// `shape=any`, `carry=off`, `rw=1` turn them off;
+// nobody else values, their gain weighted by F), `net=app` (unseen exchange terms from one fit
+// per application), `shape=measured` (uneven counts open where measured); parts join with '+'.
+// With the fitted model these are on by default, chosen on load 1.0 and confirmed on load 0.5
+// and on loads nobody published: `shape=uniform` (only counts up to one node or of whole nodes),
+// `carry=on`, `rw=2` (restart weight), `steps=app` (step times other jobs of the application
+// measured), `cap=measured` (counts measured open past the cap) and `explore=double` (the cap
+// starts at one GPU, not the request); `shape=any`, `carry=off`, `rw=1`, `steps=own`, `cap=run`
+// and `explore=request` turn them off;
 // `lasgo:scale=H` sets the GPU-hours at which a job's weight halves (16 was the best of
 // 0.25..64 on the artifact's load-1.0 workloads; the same as Tiresias's demotion threshold).
 #include <algorithm>
@@ -45,7 +49,9 @@ struct Parts {
   bool batch = true;
   bool restart = true;
   // With a fitted model, how far a job may go beyond what it has run (below).
-  enum class Explore : std::uint8_t { kNone, kDouble, kRequest } explore = Explore::kRequest;
+  // Default: kDouble with the fitted model, kRequest with the oracle (`explore=always`).
+  enum class Explore : std::uint8_t { kNone, kDouble, kRequest };
+  std::optional<Explore> explore;
   bool measured = true;  // fitted models keep the measured speed where the job has run
   bool move = true;      // a resized job is placed anew, packed (off: it grows in place)
   bool share = false;    // fitted throughput shared by the jobs of one application
@@ -69,9 +75,24 @@ struct Parts {
   // such as 4 + 2 runs no faster than 4 in several measured profiles, which no smooth model of a
   // few runs foresees. Default: with the fitted model.
   std::optional<bool> uniform;
+  // With `uniform`, an uneven count is open where a step time was measured there (by the job or,
+  // with `shared_steps`, another job of its application), as the shape of a user's request
+  // (6 = 4 + 2) is: what was measured needs no smooth model (`shape=measured`).
+  bool uneven_measured = false;
   // GPUs nobody within its cap can use go to counts beyond the cap (their gain counted at this
   // fraction, so they come last): exploration where it takes nothing from anyone. 0: off.
   double idle_weight = 0;
+  // Each job's fit takes the step times other jobs of its application measured where it has not
+  // run (ThroughputFit::share_steps): a cluster that runs a model again and again knows its step
+  // time at the counts it ran.
+  std::optional<bool> shared_steps;  // default: with the fitted model
+  // Each job's fit takes the exchange terms it has not seen from one fit to every job of its
+  // application (ThroughputFit::share_network): its own compute, the model's network.
+  bool shared_network = false;
+  // Counts beyond the exploration cap open where a step time was measured there (by the job or,
+  // with `shared_steps`, another job of its application): the cap guards against extrapolation,
+  // and a measured count is none.
+  std::optional<bool> open_measured;  // default: with the fitted model
 };
 
 // What lasgo remembers of a job's exploration.
@@ -87,7 +108,9 @@ class Lasgo final : public TimelinePolicy {
       : total_(o.total_gpus),
         per_node_(o.gpus_per_node),
         parts_(parts),
-        speedups_(o.speedup, o.gpus_per_node, parts.measured, parts.share, *parts.carry),
+        speedups_(
+            o.speedup, o.gpus_per_node,
+            {parts.measured, parts.share, *parts.carry, *parts.shared_steps, parts.shared_network}),
         run_(o.queues, std::string(sched::spread_policy(
                            parts.packing ? sched::ReplicaSpread::kFewestNodes
                                          : sched::ReplicaSpread::kMostFreeFirst))) {}
@@ -109,11 +132,11 @@ class Lasgo final : public TimelinePolicy {
       int cap = app.name() == "ncf" ? 1 : std::min(total_, app.max_batch() / app.min_local());
       const int useful = cap;
       if ((speedups_.source() == SpeedupSource::kFitted || parts_.cap_oracle) &&
-          parts_.explore != Parts::Explore::kNone) {
+          *parts_.explore != Parts::Explore::kNone) {
         // A model fitted to a few GPUs extrapolates optimistically (exchange costs it has not
         // seen are taken as nil), so a job grows at most to twice what it has run, or to what
         // its user asked for: a request is a configuration somebody tuned.
-        const int start = parts_.explore == Parts::Explore::kRequest ? j.spec().replicas : 1;
+        const int start = *parts_.explore == Parts::Explore::kRequest ? j.spec().replicas : 1;
         const auto& per_node = j.gpus_per_node();
         int& nodes_run = max_nodes_[&j];
         nodes_run =
@@ -136,27 +159,37 @@ class Lasgo final : public TimelinePolicy {
           parts_.las ? 1.0 / (1.0 + j.attained_service() / 3600.0 / parts_.service_scale_gpu_hours)
                      : 1.0;
       // A restart idles the job's GPUs for 30 s of the next interval(s).
-      const double age = double(now - j.spec().submit);
+      // At least a second: a job that arrives exactly on a tick would otherwise be worth nothing
+      // there (the factor is 0 at age 0) and could be left waiting on an idle cluster.
+      const double age = std::max(double(now - j.spec().submit), 1.0);
       const double rc = 30.0 * *parts_.restart_weight;
       const double keep =
           parts_.restart ? std::max(age - rc * std::max(j.restarts(), 0), 0.0) / (age + rc) : 1.0;
       auto& v = demands[i].value;
       const int explored_cap = cap;
-      if (parts_.idle_weight > 0) cap = useful;
+      if (parts_.idle_weight > 0 || *parts_.open_measured) cap = useful;
       v.resize(static_cast<std::size_t>(cap) + 1);
       for (int r = 0; r <= cap; ++r) {
         double s = speedup(model, r, packed_nodes(r, per_node_), 1, 1);
         if (r != j.gpus()) s *= keep;
         v[static_cast<std::size_t>(r)] = w * s;
-        if (*parts_.uniform && r > per_node_ && r % per_node_ != 0 && r != j.gpus()) {
+        if (*parts_.uniform && r > per_node_ && r % per_node_ != 0 && r != j.gpus() &&
+            !(parts_.uneven_measured && model.known() &&
+              model.measured(r, packed_nodes(r, per_node_)))) {
           // No gain over the count below, so the greedy search steps over it.
           v[static_cast<std::size_t>(r)] = v[static_cast<std::size_t>(r) - 1];
         }
       }
       for (int r = explored_cap + 1; r <= cap; ++r) {
-        const double base = v[static_cast<std::size_t>(explored_cap)];
-        v[static_cast<std::size_t>(r)] =
-            base + parts_.idle_weight * std::max(v[static_cast<std::size_t>(r)] - base, 0.0);
+        auto& vr = v[static_cast<std::size_t>(r)];
+        if (*parts_.open_measured && model.known() && model.measured(r, packed_nodes(r, per_node_)))
+          continue;
+        if (parts_.idle_weight > 0) {
+          const double base = v[static_cast<std::size_t>(explored_cap)];
+          vr = base + parts_.idle_weight * std::max(vr - base, 0.0);
+        } else {
+          vr = v[static_cast<std::size_t>(r) - 1];  // closed: the greedy search steps over it
+        }
       }
       if (speedups_.source() == SpeedupSource::kFitted && parts_.trusted_growth != 2) {
         // What the model says now, to check against what the job measures (`trust=G`).
@@ -204,10 +237,18 @@ bool parse_part(Parts& p, const std::string& part) {
     p.measured = false;
   } else if (part == "share=app") {
     p.share = true;
+  } else if (part == "steps=app" || part == "steps=own") {
+    p.shared_steps = part == "steps=app";
+  } else if (part == "net=app") {
+    p.shared_network = true;
+  } else if (part == "cap=measured" || part == "cap=run") {
+    p.open_measured = part == "cap=measured";
   } else if (part == "explore=always") {
     p.cap_oracle = true;
   } else if (part == "explore=double") {
     p.explore = Parts::Explore::kDouble;
+  } else if (part == "explore=request") {
+    p.explore = Parts::Explore::kRequest;
   } else if (part.rfind("trust=", 0) == 0) {
     char* end = nullptr;
     const long g = std::strtol(part.c_str() + 6, &end, 10);
@@ -217,8 +258,9 @@ bool parse_part(Parts& p, const std::string& part) {
     char* end = nullptr;
     p.idle_weight = std::strtod(part.c_str() + 5, &end);
     if (*end != '\0' || !(p.idle_weight >= 0 && p.idle_weight < 1)) return false;
-  } else if (part == "shape=uniform" || part == "shape=any") {
-    p.uniform = part == "shape=uniform";
+  } else if (part == "shape=uniform" || part == "shape=any" || part == "shape=measured") {
+    p.uniform = part != "shape=any";
+    p.uneven_measured = part == "shape=measured";
   } else if (part == "carry=on" || part == "carry=off") {
     p.carry = part == "carry=on";
   } else if (part.rfind("rw=", 0) == 0) {
@@ -260,6 +302,9 @@ std::unique_ptr<TimelinePolicy> make_lasgo(const PolicyOptions& options,
   p.uniform = p.uniform.value_or(fitted);
   p.carry = p.carry.value_or(fitted);
   p.restart_weight = p.restart_weight.value_or(fitted ? 2.0 : 1.0);
+  p.shared_steps = p.shared_steps.value_or(fitted);
+  p.open_measured = p.open_measured.value_or(fitted);
+  p.explore = p.explore.value_or(fitted ? Parts::Explore::kDouble : Parts::Explore::kRequest);
   return std::make_unique<Lasgo>(options, p);
 }
 

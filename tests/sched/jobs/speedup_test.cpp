@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gpuorch/sched/jobs/fitted_speedup.hpp"
+#include "gpuorch/sched/jobs/measured_steps.hpp"
 #include "gpuorch/sched/jobs/throughput_fit.hpp"
 
 namespace gpuorch::sched::jobs {
@@ -185,6 +186,88 @@ TEST(TimelineSpeedupFitted, ASharedFitCarriesOneJobsMeasurementsToTheNext) {
   FittedSpeedup alone(range, true);
   alone.observe(GradientStats{1.0, 100.0});
   EXPECT_FALSE(alone.known());
+}
+
+TEST(TimelineSpeedupFitted, SharedStepsFillInCountsAJobHasNotRun) {
+  // Job A ran 8 GPUs on 2 nodes, 40 % slower than the smooth model; job B, of the same
+  // application, ran only inside one node. With the steps shared, B's step time at 8 on 2 is what
+  // A measured there (the ratio against B's own fit), B's own measurements win where both ran,
+  // and what A measures later reaches B's memo. Without sharing, B extrapolates (no correction).
+  auto steps = std::make_shared<MeasuredSteps>();
+  const BatchRange range{128, 4096, 32, 1024, 0};
+  auto b_fit = std::make_shared<ThroughputFit>(true);
+  b_fit->share_steps(steps);
+  FittedSpeedup b(range, b_fit);
+  auto a_fit_shared = std::make_shared<ThroughputFit>(true);
+  a_fit_shared->share_steps(steps);
+  FittedSpeedup a_shared(range, a_fit_shared);
+  ThroughputFit alone(true);
+  auto slow = [](ThroughputSample s, double by) {
+    s.step_time *= by;
+    return s;
+  };
+  for (const int local : {32, 128}) {
+    a_shared.observe(modelled(kTruth, 1, 4, local));
+    a_shared.observe(slow(modelled(kTruth, 2, 8, local), 1.4));
+    for (const int g : {1, 2, 4}) {
+      const auto own = slow(modelled(kTruth, 1, g, local), g == 4 ? 1.1 : 1.0);
+      b.observe(own);
+      alone.observe(own);
+    }
+  }
+  b.observe(GradientStats{1.0, 100.0});
+  a_shared.observe(GradientStats{1.0, 100.0});
+  const ThroughputFit& fb = b.fit();
+  EXPECT_TRUE(fb.measured_at(8, 2));
+  EXPECT_FALSE(fb.measured_at(16, 4));
+  EXPECT_FALSE(alone.measured_at(8, 2));
+  EXPECT_DOUBLE_EQ(alone.correction(8, 2, 64), 1.0);
+  EXPECT_DOUBLE_EQ(fb.correction(8, 2, 32),
+                   1.4 * sync_step_time(kTruth, 2, 8, 32) / sync_step_time(fb.params(), 2, 8, 32));
+  EXPECT_DOUBLE_EQ(fb.correction(8, 2, 128), 1.4 * sync_step_time(kTruth, 2, 8, 128) /
+                                                 sync_step_time(fb.params(), 2, 8, 128));
+  // At 4 GPUs in one node B's own 10 % wins over A's model-exact measurement.
+  EXPECT_DOUBLE_EQ(fb.correction(4, 1, 32),
+                   1.1 * sync_step_time(kTruth, 1, 4, 32) / sync_step_time(fb.params(), 1, 4, 32));
+  // A's later measurement at 16 GPUs on 4 nodes changes B's goodput there.
+  const double before = b.goodput(16, 4);
+  a_shared.observe(slow(modelled(kTruth, 4, 16, 64), 2.0));
+  EXPECT_TRUE(fb.measured_at(16, 4));
+  EXPECT_LT(b.goodput(16, 4), 0.75 * before);
+}
+
+TEST(TimelineSpeedupFitted, SharedNetworkFillsTheExchangeTermsAJobHasNotSeen) {
+  // Job A ran the whole grid, job B one GPU at two batches, both sharing the fit to every job of
+  // their model. B keeps its own compute terms (fitted to its own, 20 % slower, samples) and
+  // takes the exchange terms and the overlap from the shared fit, instead of the artifact's
+  // floor (which the same B without sharing keeps).
+  auto pool = std::make_shared<ThroughputFit>();
+  ThroughputFit a, b, alone;
+  a.share_network(pool);
+  b.share_network(pool);
+  for (const auto& s : grid(kTruth)) a.observe(s);
+  for (const int local : {32, 128}) {
+    ThroughputSample s = modelled(kTruth, 1, 1, local);
+    s.step_time *= 1.2;
+    b.observe(s);
+    alone.observe(s);
+  }
+  const ThroughputParams& shared = pool->params();
+  EXPECT_TRUE(pool->across_nodes());
+  EXPECT_FALSE(b.across_nodes());
+  EXPECT_EQ(b.params().alpha_n, shared.alpha_n);
+  EXPECT_EQ(b.params().beta_n, shared.beta_n);
+  EXPECT_EQ(b.params().alpha_r, shared.alpha_r);
+  EXPECT_EQ(b.params().beta_r, shared.beta_r);
+  EXPECT_EQ(b.params().gamma, shared.gamma);
+  EXPECT_GT(shared.alpha_n, 1e-3);
+  EXPECT_DOUBLE_EQ(alone.params().alpha_n, 1.1e-8);
+  // Compute: B's own, fitted to its slower samples.
+  EXPECT_EQ(b.params().alpha_c, alone.params().alpha_c);
+  EXPECT_EQ(b.params().beta_c, alone.params().beta_c);
+  EXPECT_NE(b.params().beta_c, shared.beta_c);
+  // A ran every exchange itself, so it keeps its own fit.
+  EXPECT_EQ(a.params().alpha_n, fit_throughput(grid(kTruth)).alpha_n);
 }
 
 }  // namespace

@@ -14,14 +14,31 @@ int ceil_eps(double x) { return static_cast<int>(std::ceil(x - 1e-8)); }
 }  // namespace
 
 bool ThroughputFit::observe(const ThroughputSample& sample) {
+  if (steps_) steps_->add(sample);
+  if (network_) network_->observe(sample);
   const auto key = std::make_tuple(sample.nodes, sample.replicas, sample.local_batch);
   if (!samples_.emplace(key, sample).second) return false;
   max_replicas_ = std::max(max_replicas_, sample.replicas);
+  across_nodes_ |= sample.nodes > 1;
+  inside_node_ |= sample.nodes == 1 && sample.replicas > 1;
   ++version_;
   std::vector<ThroughputSample> all;
   all.reserve(samples_.size());
   for (const auto& [k, s] : samples_) all.push_back(s);
   params_ = fit_throughput(all);
+  if (network_) {
+    const ThroughputParams& shared = network_->params();
+    if (!across_nodes_ && !inside_node_ && (network_->across_nodes() || network_->inside_node()))
+      params_.gamma = shared.gamma;
+    if (!across_nodes_ && network_->across_nodes()) {
+      params_.alpha_n = shared.alpha_n;
+      params_.beta_n = shared.beta_n;
+    }
+    if (!inside_node_ && network_->inside_node()) {
+      params_.alpha_r = shared.alpha_r;
+      params_.beta_r = shared.beta_r;
+    }
+  }
   if (!measured_) return true;
   correction_.clear();
   // Samples iterate by (nodes, replicas, batch), so each configuration's ratios come in
@@ -33,19 +50,47 @@ bool ThroughputFit::observe(const ThroughputSample& sample) {
   return true;
 }
 
-double ThroughputFit::correction(int gpus, int nodes, double local) const {
-  auto it = correction_.find({gpus, nodes});
-  if (it == correction_.end() && carry_) {
-    // The nearest GPU count run on as many nodes (the smaller one on a tie).
-    for (auto c = correction_.begin(); c != correction_.end(); ++c) {
-      if (c->first.second != nodes) continue;
-      if (it == correction_.end() ||
-          std::abs(c->first.first - gpus) < std::abs(it->first.first - gpus))
-        it = c;
-    }
+const ThroughputFit::Ratios* ThroughputFit::ratios_at(int gpus, int nodes) const {
+  const auto key = std::make_pair(gpus, nodes);
+  if (const auto it = correction_.find(key); it != correction_.end()) return &it->second;
+  if (!measured_ || !steps_) return nullptr;
+  if (shared_ratios_version_ != version()) {
+    shared_ratios_.clear();
+    shared_ratios_version_ = version();
   }
-  if (it == correction_.end()) return 1.0;
-  const auto& r = it->second;
+  if (const auto it = shared_ratios_.find(key); it != shared_ratios_.end()) return &it->second;
+  const MeasuredSteps::Points* points = steps_->at(gpus, nodes);
+  if (points == nullptr) return nullptr;
+  Ratios r;
+  r.reserve(points->size());
+  for (const auto& [local, step] : *points)
+    r.emplace_back(local, step / sync_step_time(params_, nodes, gpus, local));
+  return &shared_ratios_.emplace(key, std::move(r)).first->second;
+}
+
+bool ThroughputFit::measured_at(int gpus, int nodes) const {
+  return measured_ &&
+         (correction_.contains({gpus, nodes}) || (steps_ && steps_->at(gpus, nodes) != nullptr));
+}
+
+double ThroughputFit::correction(int gpus, int nodes, double local) const {
+  const Ratios* found = ratios_at(gpus, nodes);
+  if (found == nullptr && carry_) {
+    // The nearest GPU count measured on as many nodes (the smaller one on a tie).
+    int nearest = 0;
+    auto consider = [&](const std::pair<int, int>& key) {
+      if (key.second != nodes) return;
+      if (nearest == 0 || std::abs(key.first - gpus) < std::abs(nearest - gpus) ||
+          (std::abs(key.first - gpus) == std::abs(nearest - gpus) && key.first < nearest))
+        nearest = key.first;
+    };
+    for (const auto& c : correction_) consider(c.first);
+    if (measured_ && steps_)
+      for (const auto& c : steps_->all()) consider(c.first);
+    if (nearest > 0) found = ratios_at(nearest, nodes);
+  }
+  if (found == nullptr) return 1.0;
+  const Ratios& r = *found;
   if (local <= r.front().first) return r.front().second;
   if (local >= r.back().first) return r.back().second;
   const auto hi = std::lower_bound(r.begin(), r.end(), local,

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpuorch/sched/jobs/measured_steps.hpp"
 #include "gpuorch/sched/jobs/speedup_model.hpp"
 #include "gpuorch/sched/jobs/throughput_fit.hpp"
 
@@ -33,6 +34,15 @@ class ThroughputFit {
   // is likelier to persist than to vanish).
   explicit ThroughputFit(bool measured = false, bool carry = false)
       : measured_(measured), carry_(carry) {}
+  // Step times measured by the other jobs of the same model (`measured` only): a GPU and node
+  // count this job has not run takes the correction of what they measured there against this
+  // job's fit, before any `carry`; what this job measures goes there too.
+  void share_steps(std::shared_ptr<MeasuredSteps> steps) { steps_ = std::move(steps); }
+  // One fit to every job of the same model: the exchange terms this job has not seen (across
+  // nodes; inside one node; and the overlap when it has seen no exchange at all) are taken from
+  // it at each refit instead of the artifact's floor, since they depend on the model's gradients
+  // and the network, not on the job; what this job measures goes there too.
+  void share_network(std::shared_ptr<ThroughputFit> pool) { network_ = std::move(pool); }
   // Adds a configuration not seen before and refits; false (nothing changes) otherwise.
   bool observe(const ThroughputSample& sample);
   [[nodiscard]] bool empty() const { return samples_.empty(); }
@@ -42,17 +52,34 @@ class ThroughputFit {
   // in log batch between the batches measured there (the nearest one outside them); 1 where
   // nothing was measured at that GPU and node count.
   [[nodiscard]] double correction(int gpus, int nodes, double local) const;
+  // Whether a step time was measured at (gpus, nodes), by this job or, when shared, another.
+  [[nodiscard]] bool measured_at(int gpus, int nodes) const;
+  // Whether any reported configuration ran across nodes / on several GPUs of one node.
+  [[nodiscard]] bool across_nodes() const { return across_nodes_; }
+  [[nodiscard]] bool inside_node() const { return inside_node_; }
   // The most GPUs any reported configuration had.
   [[nodiscard]] int max_replicas() const { return max_replicas_; }
   // Changes whenever params() or correction() may have: memos keyed on it stay valid.
-  [[nodiscard]] std::uint64_t version() const { return version_; }
+  [[nodiscard]] std::uint64_t version() const {
+    return version_ + (steps_ ? steps_->version() : 0);
+  }
 
  private:
+  using Ratios = std::vector<std::pair<int, double>>;  // (local batch, measured / model), by batch
+  // The ratios at (gpus, nodes): this job's, else the shared steps' against this fit (cached
+  // until version() changes); nullptr where neither measured.
+  [[nodiscard]] const Ratios* ratios_at(int gpus, int nodes) const;
+
   bool measured_;
   bool carry_;
   std::map<std::tuple<int, int, int>, ThroughputSample> samples_;  // by nodes, replicas, batch
-  // (replicas, nodes) -> (local batch, measured / model), by batch
-  std::map<std::pair<int, int>, std::vector<std::pair<int, double>>> correction_;
+  std::map<std::pair<int, int>, Ratios> correction_;               // by (replicas, nodes)
+  std::shared_ptr<MeasuredSteps> steps_;
+  std::shared_ptr<ThroughputFit> network_;
+  bool across_nodes_ = false;
+  bool inside_node_ = false;
+  mutable std::map<std::pair<int, int>, Ratios> shared_ratios_;
+  mutable std::uint64_t shared_ratios_version_ = 0;
   ThroughputParams params_;
   int max_replicas_ = 0;
   std::uint64_t version_ = 0;
@@ -75,6 +102,9 @@ class FittedSpeedup final : public SpeedupModel {
   [[nodiscard]] const ThroughputParams& params() const { return fit_->params(); }
   [[nodiscard]] std::size_t samples() const { return fit_->samples(); }
   [[nodiscard]] const ThroughputFit& fit() const { return *fit_; }
+  [[nodiscard]] bool measured(int gpus, int nodes) const override {
+    return fit_->measured_at(gpus, nodes);
+  }
 
  private:
   // Predicted goodput (samples per second at the initial batch's efficiency) of one batch

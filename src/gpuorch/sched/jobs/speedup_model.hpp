@@ -51,6 +51,8 @@ class SpeedupModel {
   // What the job reports as it runs; a model read from profiles needs neither.
   virtual void observe(const ThroughputSample& /*sample*/) {}
   virtual void observe(const GradientStats& /*stats*/) {}
+  // Whether goodput(gpus, nodes) rests on a step time measured there rather than extrapolated.
+  [[nodiscard]] virtual bool measured(int /*gpus*/, int /*nodes*/) const { return false; }
 };
 
 // goodput(gpus, nodes) / goodput(base_gpus, base_nodes), or gpus / base_gpus while the model
