@@ -1,56 +1,35 @@
 #include "gpuorch/doctor/cluster_view.hpp"
 
-#include <fmt/format.h>
-
-#include <variant>
-
-#include "gpuorch/k8s/mirror/node_object.hpp"
 #include "gpuorch/k8s/mirror/pod_group.hpp"
 
 namespace gpuorch::doctor {
 
 ClusterView::ClusterView(const ClusterObjects& objects, const k8s::MirrorOptions& options)
-    : mirror(options) {
+    : feed_(options, {}) {
   for (const auto& g : objects.podgroups) {
     const k8s::PodGroup parsed = k8s::podgroup_from_json(g);
     // A `basic` group (upstream) is no gang: its pods are explained one by one.
     if (parsed.gang) groups[parsed.key] = PodGroupView{parsed.min_member, parsed.error};
   }
-  std::map<std::string, cluster::NodeSpec> nodes;
-  for (const auto& n : objects.nodes) {
-    const auto parsed = k8s::node_from_json(n);
-    if (const auto* spec = std::get_if<cluster::NodeSpec>(&parsed)) {
-      nodes[spec->name] = *spec;
-    } else {
-      left_out.push_back(std::get<std::string>(parsed));
-    }
-  }
-  node_count = nodes.size();
-  for (const auto& s : objects.resource_slices) dra.slice(s, false, mirror);
-  for (const auto& c : objects.device_classes) dra.device_class(c, false);
+  // In the order the scheduler's informers would have them: the nodes' GPUs before the claims
+  // that hold some, the pods before the claims reserved for them.
+  for (const auto& n : objects.nodes) feed_.node(n, false);
+  for (const auto& s : objects.resource_slices) feed_.slice(s, false);
+  for (const auto& c : objects.device_classes) feed_.device_class(c, false);
   for (const auto& j : objects.pods) {
     k8s::PodObject p = k8s::pod_from_json(j);
     if (p.uid.empty() || p.terminal()) continue;
-    dra.pod(p, false, mirror);  // its claims count in its queue
+    feed_.pod(p, false);
     raw[p.uid] = &j;
     pods.push_back(std::move(p));
   }
-  for (const auto& c : objects.resource_claims) dra.claim(c, false, mirror);
-  mirror.set_nodes(dra.apply(std::move(nodes), mirror));
-  std::vector<workload::PodSpec> seen;
-  for (const auto& p : pods) {
-    if (p.error.empty()) seen.push_back(dra.spec_with_claims(p));
-  }
+  for (const auto& c : objects.resource_claims) feed_.claim(c, false);
+  for (const auto& [name, why] : feed_.left_out()) left_out.push_back(why);
+  node_count = feed_.nodes().size();
   if (node_count == 0 || pods.empty()) return;
-  try {
-    mirror.ensure_built(seen);
-  } catch (const std::exception& e) {
-    // What gpuorch scheduler reports on the pod in this case, too.
-    build_error = fmt::format("the scheduler cannot build its policy: {}", e.what());
+  if (const std::string why = feed_.ensure_built(); !why.empty()) {
+    build_error = "the scheduler " + why;  // what gpuorch scheduler reports on the pod, too
     return;
-  }
-  for (const auto& p : pods) {
-    if (!p.node_name.empty()) mirror.account(k8s::DraState::counted(p));
   }
   ready_ = true;
 }

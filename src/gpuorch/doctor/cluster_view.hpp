@@ -1,9 +1,9 @@
 #pragma once
 // The cluster as `gpuorch scheduler` sees it, built from listed objects for doctor's
-// explanations: the Nodes in a fresh k8s::ClusterMirror (nodes it cannot use are named), every
-// pod that has not finished, the bound ones counted, the nodes' DRA GPUs and the claims
-// allocated on them, and the PodGroups' minMember. Explanations
-// try placements on it and undo them, so each is asked against the same state.
+// explanations: the objects go through the scheduler's own k8s::MirrorFeed (the Nodes it can
+// use, every pod that has not finished, the bound ones counted, the nodes' DRA GPUs and the
+// claims allocated on them), plus the PodGroups' minMember. Explanations try placements on it
+// and undo them, so each is asked against the same state.
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -12,6 +12,7 @@
 #include "gpuorch/doctor/pending.hpp"
 #include "gpuorch/k8s/mirror/cluster_mirror.hpp"
 #include "gpuorch/k8s/mirror/dra_state.hpp"
+#include "gpuorch/k8s/mirror/mirror_feed.hpp"
 #include "gpuorch/k8s/mirror/pod_object.hpp"
 
 namespace gpuorch::doctor {
@@ -25,8 +26,11 @@ class ClusterView {
  public:
   ClusterView(const ClusterObjects& objects, const k8s::MirrorOptions& options);
 
-  k8s::ClusterMirror mirror;
-  k8s::DraState dra;  // the nodes' DRA GPUs and the claims holding them (counted in `mirror`)
+  [[nodiscard]] k8s::ClusterMirror& mirror() { return feed_.mirror(); }
+  [[nodiscard]] const k8s::ClusterMirror& mirror() const { return feed_.mirror(); }
+  // The nodes' DRA GPUs and the claims holding them (counted in mirror()).
+  [[nodiscard]] k8s::DraState& dra() { return feed_.dra(); }
+  [[nodiscard]] const k8s::DraState& dra() const { return feed_.dra(); }
   std::vector<k8s::PodObject> pods;                  // not finished, in listing order
   std::map<std::string, const nlohmann::json*> raw;  // by uid: the object as listed
   std::map<std::string, PodGroupView> groups;        // by "namespace/name"
@@ -37,6 +41,7 @@ class ClusterView {
   [[nodiscard]] bool ready() const { return ready_; }
 
  private:
+  k8s::MirrorFeed feed_;
   bool ready_ = false;
 };
 

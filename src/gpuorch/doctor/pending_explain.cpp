@@ -80,7 +80,7 @@ class Explainer {
  private:
   std::string evidence(const PodObject& pod) const {
     // A pod's claims' GPUs count as its request (allocated, else asked).
-    const workload::PodSpec spec = view_.dra.spec_with_claims(pod);
+    const workload::PodSpec spec = view_.dra().spec_with_claims(pod);
     return fmt::format("schedulerName {}, requests {} GPU{}{}, {} mCPU, {} MiB; {} nodes{}",
                        pod.scheduler_name, spec.gpu_count,
                        spec.gpu_share() ? fmt::format(" x {} milli", spec.gpu_milli) : "",
@@ -90,7 +90,7 @@ class Explainer {
 
   // The DRA GPUs and how many claims hold, when the cluster has any.
   std::string dra_summary() const {
-    const auto& gpu_nodes = view_.dra.gpu_nodes();
+    const auto& gpu_nodes = view_.dra().gpu_nodes();
     if (gpu_nodes.empty() || !view_.ready()) return "";
     // Whole GPUs and MIG instances apart: the core counts an instance as one more GPU of its
     // node, which is not what a person reading "GPUs" means.
@@ -98,10 +98,10 @@ class Explainer {
     int used = 0;
     int instances = 0;
     int instances_used = 0;
-    const auto& cluster = view_.mirror.cluster();
+    const auto& cluster = view_.mirror().cluster();
     for (cluster::NodeIndex n = 0; n < cluster.node_count(); ++n) {
       const std::string& name = cluster.spec(n).name;
-      const k8s::DraNode* dra = view_.dra.inventory().node(name);
+      const k8s::DraNode* dra = view_.dra().inventory().node(name);
       if (!gpu_nodes.contains(name) || dra == nullptr) continue;
       const auto left = cluster.gpu_milli_left(n);
       for (std::size_t g = 0; g < left.size(); ++g) {
@@ -129,9 +129,9 @@ class Explainer {
               "correct the pod's request"};
     }
     if (!pod.claims.empty()) return explain_claims(pod);
-    const auto r = view_.mirror.schedule(pod);
+    const auto r = view_.mirror().schedule(pod);
     if (r.decision.outcome == sched::Outcome::kPlaced) {
-      view_.mirror.release(pod.uid);
+      view_.mirror().release(pod.uid);
       return {
           Severity::kWarning, "pod.fits",
           fmt::format("{} fits now: the scheduler core would place it on {}", pod.key(), r.node),
@@ -140,14 +140,14 @@ class Explainer {
                       "(for gpuorch: `gpuorch scheduler`)",
                       pod.scheduler_name)};
     }
-    sched::RequestResolver resolver(view_.mirror.cluster());
+    sched::RequestResolver resolver(view_.mirror().cluster());
     const auto request = resolver.resolve(pod.spec);
     const bool infeasible = r.decision.outcome == sched::Outcome::kInfeasible;
     return {
         infeasible ? Severity::kError : Severity::kWarning,
         infeasible ? "pod.infeasible" : "pod.waiting",
         fmt::format("{}: {}", pod.key(),
-                    k8s::unschedulable_message(r, request, view_.mirror.cluster().node_count())),
+                    k8s::unschedulable_message(r, request, view_.mirror().cluster().node_count())),
         evidence(pod),
         r.unknown_model.empty() ? fix_for(r.decision.main_reason())
                                 : std::string(sched::filters::kGpuModel.fix)};
@@ -157,9 +157,9 @@ class Explainer {
   // (k8s/mirror/dra_state.hpp).
   Finding explain_claims(const PodObject& pod) {
     using Outcome = k8s::DraState::Placement::Outcome;
-    const auto p = view_.dra.place(pod, view_.mirror);
+    const auto p = view_.dra().place(pod, view_.mirror());
     if (p.placed()) {
-      view_.mirror.release(pod.uid);
+      view_.mirror().release(pod.uid);
       return {Severity::kWarning, "pod.fits",
               fmt::format("{} fits now: the scheduler core would place it on {} with its "
                           "claims' devices",
@@ -238,9 +238,9 @@ class Explainer {
               fmt::format("create the {} missing member(s), or lower the PodGroup's minMember",
                           min - present)};
     }
-    const auto r = view_.mirror.schedule_gang(pending);
+    const auto r = view_.mirror().schedule_gang(pending);
     if (r.placed) {
-      for (const auto& p : pending) view_.mirror.release(p.uid);
+      for (const auto& p : pending) view_.mirror().release(p.uid);
       return {Severity::kWarning, "pod.fits",
               fmt::format("{}: gang {} fits now ({} members{})", pod.key(), gang, pending.size(),
                           r.domain.empty() ? "" : " under " + r.domain),

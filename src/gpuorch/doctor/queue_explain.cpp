@@ -89,11 +89,11 @@ class QueueExplainer {
         pending.push_back(&p);
       }
     }
-    const auto allocated = queues_.holdings(bound, &view_.dra);
-    auto requested = queues_.holdings(pending, &view_.dra);
+    const auto allocated = queues_.holdings(bound, &view_.dra());
+    auto requested = queues_.holdings(pending, &view_.dra());
     for (std::size_t q = 0; q < requested.size(); ++q) requested[q] += allocated[q];
     const Amounts capacity =
-        view_.ready() ? sched::jobs::cluster_capacity(view_.mirror.cluster()) : Amounts{};
+        view_.ready() ? sched::jobs::cluster_capacity(view_.mirror().cluster()) : Amounts{};
     std::vector<Amounts> demand(tree.size());
     for (std::size_t q = 0; q < tree.size(); ++q) {
       for (std::size_t k = 0; k < sched::jobs::kResourceKinds; ++k) {
@@ -225,7 +225,7 @@ class QueueExplainer {
       const auto it = view_.groups.find(gang);
       return it == view_.groups.end() ? 0 : it->second.min_member;
     };
-    const auto a = view_.mirror.admit(queues_.tree(), j.leaf, j.members, admit);
+    const auto a = view_.mirror().admit(queues_.tree(), j.leaf, j.members, admit);
     const std::string& queue = queues_.tree().spec(j.leaf).name;
     if (!a.placement.placed) {
       const std::string why = a.placement.message.empty()
@@ -242,8 +242,8 @@ class QueueExplainer {
         if (p.uid == v.uid) victims.push_back(p.key());
       }
     }
-    for (const auto& m : j.members) view_.mirror.release(m.uid);
-    for (const auto& v : a.victims) view_.mirror.restore(v.uid);
+    for (const auto& m : j.members) view_.mirror().release(m.uid);
+    for (const auto& v : a.victims) view_.mirror().restore(v.uid);
     if (!victims.empty()) {
       return {
           Severity::kWarning, "queue.preempts",

@@ -191,7 +191,7 @@ void ExtenderService::on_dra(const json& obj, bool deleted, std::string_view kin
 
 void ExtenderService::on_node(const json& obj, bool deleted) {
   const std::lock_guard lock(mutex_);
-  const std::optional<std::string> usable = feed_.node(obj, deleted);
+  const std::optional<std::string> usable = feed_.node(obj, deleted).usable;
   const std::unique_lock names(names_mutex_);
   if (usable) {
     node_names_.insert(*usable);
@@ -324,8 +324,8 @@ std::string ExtenderService::filter(const json& args,
         } else {
           ++counters_.unschedulable;
           sched::RequestResolver resolver(feed_.mirror().cluster());
-          a.why =
-              unschedulable_message(r, resolver.resolve(pod.spec), feed_.mirror().cluster().node_count());
+          a.why = unschedulable_message(r, resolver.resolve(pod.spec),
+                                        feed_.mirror().cluster().node_count());
           a.unresolvable = r.decision.outcome == sched::Outcome::kInfeasible;
         }
       }
@@ -351,8 +351,8 @@ void ExtenderService::filter_claims_locked(const PodObject& pod,
     case Outcome::kPlaced:
       // kube-scheduler's allocator picks the devices on this node; ours are held until its
       // allocation is seen, so another pod is not offered them meanwhile.
-      decisions_[pod.uid] = {pod, p.result.node, {}, Clock::now(),
-                             feed_.dra().hold(pod, p, feed_.mirror())};
+      decisions_[pod.uid] = {
+          pod, p.result.node, {}, Clock::now(), feed_.dra().hold(pod, p, feed_.mirror())};
       a.keep = p.result.node;
       return;
     case Outcome::kUnevaluated:
@@ -425,8 +425,8 @@ json ExtenderService::bind(const json& args) {
         return refuse(fmt::format("the pod does not fit on {}", node));
       }
       it = decisions_
-               .insert_or_assign(uid,
-                                 Decision{p->second, node, r.decision.placement.gpus, Clock::now(), {}})
+               .insert_or_assign(
+                   uid, Decision{p->second, node, r.decision.placement.gpus, Clock::now(), {}})
                .first;
     }
     gpus = it->second.gpus;

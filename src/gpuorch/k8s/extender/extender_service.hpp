@@ -102,6 +102,9 @@ class ExtenderService {
     synced_nodes_ = synced_pods_ = true;
     dra_informers_ = synced_dra_ = dra_served ? 3 : 0;
   }
+  // What the informers' objects made (not locked: for a caller that delivers them itself), so a
+  // test can check that the scheduler's feed holds the same.
+  [[nodiscard]] const MirrorFeed& feed() const { return feed_; }
 
  private:
   struct Decision {
@@ -142,7 +145,7 @@ class ExtenderService {
   std::mutex mutex_;  // everything below; the HTTP threads and the informers share it
   MirrorFeed feed_;
   std::unordered_map<std::string, PodObject> pending_;   // unbound pods by uid
-  std::unordered_map<std::string, Decision> decisions_;      // filtered, not yet bound
+  std::unordered_map<std::string, Decision> decisions_;  // filtered, not yet bound
 };
 
 }  // namespace gpuorch::k8s

@@ -17,27 +17,28 @@ MirrorFeed::MirrorFeed(const MirrorOptions& options, base::LogSink log)
       log_(std::move(log)),
       mirror_(options) {}
 
-std::optional<std::string> MirrorFeed::node(const nlohmann::json& obj, bool deleted) {
+MirrorFeed::NodeChange MirrorFeed::node(const nlohmann::json& obj, bool deleted) {
   const auto parsed = node_from_json(obj);
+  NodeChange out;
   if (const auto* spec = std::get_if<cluster::NodeSpec>(&parsed)) {
     bad_nodes_.erase(spec->name);
     if (deleted) {
-      nodes_dirty_ = nodes_.erase(spec->name) > 0 || nodes_dirty_;
-      return std::nullopt;
+      out.changed = nodes_.erase(spec->name) > 0;
+    } else {
+      // Only a change the core sees counts: the next build hands the whole set to the mirror,
+      // a copy and a comparison of every node (about 11 ms at 5,000 nodes), and kubelets'
+      // status reports, which change nothing here, arrive many times a second.
+      auto [it, added] = nodes_.try_emplace(spec->name, *spec);
+      out.changed = added || !ClusterMirror::same_node(it->second, *spec);
+      if (!added) it->second = *spec;  // what the core ignores is kept current for the next build
+      out.usable = spec->name;
     }
-    // Only a change the core sees marks the node set dirty: the next build hands the whole set
-    // to the mirror, a copy and a comparison of every node (about 11 ms at 5,000 nodes), and
-    // kubelets' status reports, which change nothing here, arrive many times a second.
-    auto [it, added] = nodes_.try_emplace(spec->name, *spec);
-    if (!added) {
-      if (!ClusterMirror::same_node(it->second, *spec)) nodes_dirty_ = true;
-      it->second = *spec;  // what the core ignores is kept current for the next build
-    }
-    nodes_dirty_ = nodes_dirty_ || added;
-    return spec->name;
+    nodes_dirty_ = nodes_dirty_ || out.changed;
+    return out;
   }
   const std::string name = object_name(obj);
-  nodes_dirty_ = nodes_.erase(name) > 0 || nodes_dirty_;
+  out.changed = nodes_.erase(name) > 0;
+  nodes_dirty_ = nodes_dirty_ || out.changed;
   const std::string& why = std::get<std::string>(parsed);
   if (!deleted && bad_nodes_[name] != why) {
     bad_nodes_[name] = why;
@@ -46,24 +47,32 @@ std::optional<std::string> MirrorFeed::node(const nlohmann::json& obj, bool dele
            base::SourceLocation::current());
     }
   }
-  return std::nullopt;
+  return out;
 }
 
-void MirrorFeed::slice(const nlohmann::json& obj, bool deleted) {
-  if (dra_.slice(obj, deleted, mirror_)) nodes_dirty_ = true;
+bool MirrorFeed::slice(const nlohmann::json& obj, bool deleted) {
+  if (!dra_.slice(obj, deleted, mirror_)) return false;
+  nodes_dirty_ = true;
+  return true;
 }
 
-void MirrorFeed::pod(const PodObject& p, bool deleted) {
-  if (p.uid.empty()) return;
-  dra_.pod(p, deleted || p.terminal(), mirror_);
+bool MirrorFeed::pod(const PodObject& p, bool deleted) {
+  if (p.uid.empty()) return false;
+  dra_.pod(p, deleted || p.terminal(), mirror_);  // its claims count in its queue
   if (deleted || p.terminal()) {
-    seen_.erase(p.uid);
+    pods_.erase(p.uid);
+    const bool counted = mirror_.accounted(p.uid);
     mirror_.release(p.uid);
-    return;
+    return counted;
   }
-  // With its claims' GPUs as far as they are known now (allocated, else asked).
-  if (p.error.empty()) seen_[p.uid] = p.claims.empty() ? p.spec : dra_.spec_with_claims(p);
-  if (!p.node_name.empty() && !mirror_.accounted(p.uid)) mirror_.account(DraState::counted(p));
+  pods_.insert_or_assign(p.uid, p);
+  if (p.node_name.empty()) return false;
+  if (mirror_.accounted(p.uid)) {
+    mirror_.refresh(p);
+  } else {
+    mirror_.account(DraState::counted(p));  // a bridge claim holds its GPUs
+  }
+  return false;
 }
 
 std::string MirrorFeed::ensure_built(const PodObject* asking) {
@@ -90,9 +99,13 @@ std::string MirrorFeed::ensure_built(const PodObject* asking) {
 
 std::vector<workload::PodSpec> MirrorFeed::history(const PodObject* asking) const {
   std::vector<workload::PodSpec> seen;
-  seen.reserve(seen_.size() + 1);
-  for (const auto& [uid, spec] : seen_) seen.push_back(spec);
-  if (asking != nullptr && asking->error.empty() && !seen_.contains(asking->uid)) {
+  seen.reserve(pods_.size() + 1);
+  // With their claims' GPUs as known now, not when the pod was last seen: a claim allocated
+  // since counts what it holds.
+  for (const auto& [uid, p] : pods_) {
+    if (p.error.empty()) seen.push_back(dra_.spec_with_claims(p));
+  }
+  if (asking != nullptr && asking->error.empty() && !pods_.contains(asking->uid)) {
     seen.push_back(asking->spec);
   }
   // A fixed order, so a rebuild does not depend on the hash map's.

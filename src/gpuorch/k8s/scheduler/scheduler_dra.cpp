@@ -38,27 +38,8 @@ bool SchedulerService::discover_dra(const std::atomic<bool>& stop) {
   return true;
 }
 
-std::map<std::string, cluster::NodeSpec> SchedulerService::nodes_with_dra() {
-  return dra_.apply(nodes_, mirror_);
-}
-
-workload::PodSpec SchedulerService::history_spec(const PodObject& pod) const {
-  return dra_.spec_with_claims(pod);
-}
-
-void SchedulerService::handle_slice(const json& obj, bool deleted) {
-  if (!dra_.slice(obj, deleted, mirror_)) return;
-  nodes_dirty_ = true;
-  cluster_changed_ = true;
-}
-
-void SchedulerService::handle_device_class(const json& obj, bool deleted) {
-  dra_.device_class(obj, deleted);
-  cluster_changed_ = true;
-}
-
 void SchedulerService::handle_claim(const json& obj, bool deleted) {
-  dra_.claim(obj, deleted, mirror_);
+  feed_.claim(obj, deleted);
   cluster_changed_ = true;
   // A victim's claim deallocated (or gone): its devices are the preemptor's now.
   const std::string holder = claim_holder(str(field(obj, "metadata"), "uid"));

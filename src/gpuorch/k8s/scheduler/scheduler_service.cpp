@@ -28,7 +28,9 @@ std::string pod_path(const PodObject& p) { return k8s::pod_path(p.ns, p.name); }
 SchedulerService::SchedulerService(ApiClient& api, SchedulerServiceOptions options)
     : api_(api),
       options_(std::move(options)),
-      mirror_(options_.mirror),
+      feed_(options_.mirror, options_.log),
+      mirror_(feed_.mirror()),
+      dra_(feed_.dra()),
       backoff_(options_.backoff_initial, options_.backoff_max),
       writes_([this](const std::string& key, const std::string& error, int attempt) {
         log(fmt::format("{}: status write failed (attempt {}, retried with backoff): {}", key,
@@ -270,14 +272,16 @@ void SchedulerService::handle(Event& e) {
                                      (options_.queues ? 1 : 0) + (dra_served_ ? 3 : 0) &&
           !synced_) {
         synced_ = true;
-        log(fmt::format("synced: {} nodes, {} pods", nodes_.size(), pods_.size()));
+        log(fmt::format("synced: {} nodes, {} pods", feed_.nodes().size(), feed_.live_pods()));
       }
       break;
     case Event::Kind::kResourceSlice:
-      handle_slice(e.object, e.type == Event::Type::kDelete);
+      // Slices are the nodes' GPUs.
+      if (feed_.slice(e.object, e.type == Event::Type::kDelete)) cluster_changed_ = true;
       break;
     case Event::Kind::kDeviceClass:
-      handle_device_class(e.object, e.type == Event::Type::kDelete);
+      feed_.device_class(e.object, e.type == Event::Type::kDelete);
+      cluster_changed_ = true;
       break;
     case Event::Kind::kResourceClaim:
       handle_claim(e.object, e.type == Event::Type::kDelete);
@@ -294,10 +298,10 @@ void SchedulerService::handle(Event& e) {
       mirror_.release(e.uid);
       drop_assumed_claims(e.uid);
       cluster_changed_ = true;
-      const auto it = pods_.find(e.uid);
+      const auto it = feed_.pods().find(e.uid);
       // Never back in the queue at once (a bind refused again would spin): the pod waits its
       // backoff, and its condition says why it is still pending.
-      if (it != pods_.end() && it->second.node_name.empty()) {
+      if (it != feed_.pods().end() && it->second.node_name.empty()) {
         fail_attempt(e.uid);
         backoff_.park(e.uid);
         const std::string why = e.object.is_string() ? e.object.get<std::string>() : "";
@@ -313,33 +317,9 @@ void SchedulerService::handle(Event& e) {
 }
 
 void SchedulerService::handle_node(const json& obj, bool deleted) {
-  const auto parsed = node_from_json(obj);
-  bool changed = true;
-  if (const auto* spec = std::get_if<cluster::NodeSpec>(&parsed)) {
-    if (deleted) {
-      nodes_.erase(spec->name);
-    } else if (auto [it, added] = nodes_.try_emplace(spec->name, *spec); !added) {
-      // A kubelet's status report changes nothing the core sees: no new node set (a copy and a
-      // comparison of every node) and no retry of the unschedulable pods for it.
-      changed = !ClusterMirror::same_node(it->second, *spec);
-      it->second = *spec;
-    }
-    bad_nodes_.erase(spec->name);
-  } else {
-    const std::string& why = std::get<std::string>(parsed);
-    std::string name;
-    if (const auto m = obj.find("metadata"); m != obj.end() && m->is_object()) {
-      name = m->value("name", "");
-    }
-    nodes_.erase(name);
-    if (!deleted && bad_nodes_[name] != why) {
-      bad_nodes_[name] = why;
-      log(fmt::format("left out {}", why), base::Severity::kWarning);
-    }
-  }
-  if (!changed) return;
-  nodes_dirty_ = true;
-  cluster_changed_ = true;
+  // A kubelet's status report changes nothing the core sees: no retry of the unschedulable pods
+  // for it.
+  if (feed_.node(obj, deleted).changed) cluster_changed_ = true;
 }
 
 void SchedulerService::handle_podgroup(const json& obj, bool deleted, bool upstream) {
@@ -378,7 +358,7 @@ void SchedulerService::forget_queued(const std::string& uid) {
 }
 
 void SchedulerService::requeue(const std::string& uid) {
-  if (const auto it = pods_.find(uid); it != pods_.end()) {
+  if (const auto it = feed_.pods().find(uid); it != feed_.pods().end()) {
     active_.push(uid, it->second.priority, it->second.created + " " + it->second.key());
   }
 }
@@ -388,8 +368,14 @@ void SchedulerService::fail_attempt(const std::string& uid) { backoff_.fail(uid,
 void SchedulerService::handle_pod(const json& obj, bool deleted) {
   PodObject p = pod_from_json(obj);
   if (p.uid.empty()) return;
-  dra_.pod(p, deleted || p.terminal(), mirror_);  // its claims count in its queue
   const std::string uid = p.uid;
+  const bool gone = deleted || p.terminal();
+  // The claim made from its template arriving in its status: what it waited for may be there.
+  if (const auto old = feed_.pods().find(uid);
+      !gone && p.node_name.empty() && old != feed_.pods().end() && old->second.claims != p.claims) {
+    cluster_changed_ = true;
+  }
+  const bool released = feed_.pod(p, deleted);  // kept, counted, or let go, claims and all
   // A pod gone or placed owes nothing more: no retry, no status write left to make.
   auto settle = [&] {
     forget_queued(uid);
@@ -398,12 +384,10 @@ void SchedulerService::handle_pod(const json& obj, bool deleted) {
     reported_.erase(uid);
     preferences_logged_.erase(uid);
   };
-  if (deleted || p.terminal()) {
+  if (gone) {
     release_claims_of(p);
     settle();
-    pods_.erase(uid);
-    if (mirror_.accounted(uid)) {
-      mirror_.release(uid);
+    if (released) {
       cluster_changed_ = true;
       if (const auto wait = options_.settle_after_finish; wait.count() > 0) {
         const auto now = Clock::now();
@@ -423,20 +407,9 @@ void SchedulerService::handle_pod(const json& obj, bool deleted) {
       preempt_awaits_bound_ = false;
       cluster_changed_ = true;
     }
-    pods_[uid] = p;
-    if (mirror_.accounted(uid)) {
-      mirror_.refresh(p);
-    } else {
-      mirror_.account(DraState::counted(p));  // a bridge claim holds its GPUs
-    }
     return;
   }
   const bool queued = active_.contains(uid) || backoff_.parked(uid);
-  // The claim made from its template arriving in its status: what it waited for may be there.
-  if (const auto old = pods_.find(uid); old != pods_.end() && old->second.claims != p.claims) {
-    cluster_changed_ = true;
-  }
-  pods_[uid] = p;
   if (!ours(p) || p.deleting || binding_.contains(uid) || mirror_.accounted(uid)) return;
   if (p.gated()) {
     // Not ours to decide yet (Kueue has not admitted it): out of every queue until the last
@@ -490,7 +463,7 @@ void SchedulerService::write_condition(const PodObject& pod, const std::string& 
 void SchedulerService::retry_unschedulable() {
   const auto now = Clock::now();
   for (const auto& [uid, message] : unschedulable_) {
-    if (!pods_.contains(uid)) continue;
+    if (!feed_.pods().contains(uid)) continue;
     // A pod that failed just now waits out its backoff even when the cluster changed.
     if (backoff_.ready_at(uid) <= now) {
       requeue(uid);
@@ -509,9 +482,9 @@ bool SchedulerService::schedule_next() {
   const std::optional<std::string> next = active_.pop();
   if (!next) return false;
   const std::string uid = *next;
-  const auto it = pods_.find(uid);
-  if (it == pods_.end()) return true;
-  const PodObject& pod = it->second;  // deciding reads pods_, never changes it
+  const auto it = feed_.pods().find(uid);
+  if (it == feed_.pods().end()) return true;
+  const PodObject& pod = it->second;  // deciding never changes the feed's pods
   if (!pod.node_name.empty() || !ours(pod) || pod.deleting || pod.gated() ||
       binding_.contains(uid) || mirror_.accounted(uid)) {
     return true;
@@ -585,23 +558,8 @@ void SchedulerService::decide(const PodObject& pod) {
 }
 
 bool SchedulerService::ensure_built(const PodObject& pod) {
-  if (nodes_dirty_) {
-    mirror_.set_nodes(nodes_with_dra());
-    nodes_dirty_ = false;
-  }
-  std::vector<workload::PodSpec> seen;
-  if (options_.mirror.history.empty() && !mirror_.built()) {
-    for (const auto& [u, p] : pods_) {
-      if (p.error.empty()) seen.push_back(history_spec(p));
-    }
-  }
-  try {
-    if (mirror_.ensure_built(seen)) {
-      log(fmt::format("cluster: {} nodes, {} GPUs", mirror_.cluster().node_count(),
-                      mirror_.cluster().gpu_total()));
-    }
-  } catch (const std::exception& e) {
-    report_unschedulable(pod, fmt::format("the scheduler cannot build its policy: {}", e.what()));
+  if (const std::string why = feed_.ensure_built(); !why.empty()) {
+    report_unschedulable(pod, "the scheduler " + why);
     return false;
   }
   return true;
@@ -644,8 +602,9 @@ SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodO
         c->second.reserved_uids.size() != 1) {
       return "";
     }
-    const auto p = pods_.find(c->second.reserved_uids.front());
-    return p == pods_.end() || !ours(p->second) || p->second.node_name.empty() ? "" : p->first;
+    const auto p = feed_.pods().find(c->second.reserved_uids.front());
+    return p == feed_.pods().end() || !ours(p->second) || p->second.node_name.empty() ? ""
+                                                                                      : p->first;
   };
   // GPUs of our pods that are terminating come back soon: preempting more now could take more
   // victims than needed (a restarted scheduler, whose earlier victims are still going, would).
@@ -655,11 +614,12 @@ SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodO
   std::optional<std::ptrdiff_t> terminating_count;
   const auto terminating = [&] {
     if (!terminating_count) {
-      terminating_count = std::count_if(pods_.begin(), pods_.end(), [this](const auto& e) {
-        const PodObject& p = e.second;
-        return p.deleting && !p.node_name.empty() && ours(p) &&
-               (p.spec.gpu_count > 0 || !p.claims.empty() || !p.extended_claim.empty());
-      });
+      terminating_count =
+          std::count_if(feed_.pods().begin(), feed_.pods().end(), [this](const auto& e) {
+            const PodObject& p = e.second;
+            return p.deleting && !p.node_name.empty() && ours(p) &&
+                   (p.spec.gpu_count > 0 || !p.claims.empty() || !p.extended_claim.empty());
+          });
     }
     return *terminating_count;
   };
@@ -699,7 +659,7 @@ SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodO
     // Our pods bound a moment ago and not yet seen bound (the bind in flight, or its update
     // still on its way through the informer) hold their GPUs but cannot be victims yet: victims
     // chosen now would depend on how fast the API server answered. Chosen again once seen.
-    const auto unseen = std::count_if(pods_.begin(), pods_.end(), [&](const auto& e) {
+    const auto unseen = std::count_if(feed_.pods().begin(), feed_.pods().end(), [&](const auto& e) {
       const PodObject& p = e.second;
       return p.node_name.empty() && !p.deleting && ours(p) && mirror_.accounted(p.uid) &&
              !nominated_.contains(p.uid) &&
@@ -719,7 +679,7 @@ SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodO
     std::vector<std::string> refused;
     for (const auto& v : a.victims) {
       std::string why;
-      if (!v.claim && !evict(pods_.at(v.uid), true, why)) {
+      if (!v.claim && !evict(feed_.pods().at(v.uid), true, why)) {
         refused.push_back(v.uid);
         refusal = why;
       }
@@ -728,7 +688,8 @@ SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodO
     if (refused.empty()) {
       for (; evicted < a.victims.size(); ++evicted) {
         std::string why;
-        if (!a.victims[evicted].claim && !evict(pods_.at(a.victims[evicted].uid), false, why)) {
+        if (!a.victims[evicted].claim &&
+            !evict(feed_.pods().at(a.victims[evicted].uid), false, why)) {
           refused.push_back(a.victims[evicted].uid);
           refusal = why;
           break;
@@ -747,7 +708,8 @@ SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodO
     undo(evicted);
     for (const std::string& uid : refused) {
       eviction_refused_[uid] = now + options_.backoff_max;
-      log(fmt::format("eviction of {} refused, choosing again: {}", pods_.at(uid).key(), refusal),
+      log(fmt::format("eviction of {} refused, choosing again: {}", feed_.pods().at(uid).key(),
+                      refusal),
           base::Severity::kWarning);
     }
   }
@@ -757,8 +719,8 @@ SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodO
 }
 
 bool SchedulerService::preemptible(const PodObject& pod, Clock::time_point now) const {
-  const auto it = pods_.find(pod.uid);
-  if (it == pods_.end() || !ours(it->second) || it->second.deleting ||
+  const auto it = feed_.pods().find(pod.uid);
+  if (it == feed_.pods().end() || !ours(it->second) || it->second.deleting ||
       it->second.priority > kSystemPriority || it->second.node_name.empty() ||
       nominated_.contains(pod.uid) || binding_.contains(pod.uid)) {
     return false;
@@ -801,7 +763,7 @@ void SchedulerService::nominate(const std::vector<PodObject>& members,
       evicted_[v.uid] = job;
       continue;
     }
-    const PodObject& pod = pods_.at(v.uid);
+    const PodObject& pod = feed_.pods().at(v.uid);
     victims.push_back(pod.key());
     n.victims.insert(v.uid);
     evicted_[v.uid] = job;
@@ -875,9 +837,9 @@ void SchedulerService::victim_gone(const std::string& uid) {
       asked = std::move(claims->second);
       nominated_claims_.erase(claims);
     }
-    const auto pod = pods_.find(member);
+    const auto pod = feed_.pods().find(member);
     const auto where = mirror_.assumed(member);
-    if (pod == pods_.end() || !where || !pod->second.node_name.empty()) continue;
+    if (pod == feed_.pods().end() || !where || !pod->second.node_name.empty()) continue;
     if (!asked) {
       binds.push_back(bind_job(pod->second, where->first, where->second, {}));
       ++bound;
@@ -953,7 +915,7 @@ void SchedulerService::push_bind(BindJob job) {
 void SchedulerService::schedule_gang(const std::string& gang) {
   std::vector<PodObject> pending;
   int bound = 0;
-  for (const auto& [uid, p] : pods_) {
+  for (const auto& [uid, p] : feed_.pods()) {
     if (p.gang != gang || !ours(p)) continue;
     if (!p.node_name.empty() || binding_.contains(uid) || mirror_.accounted(uid)) {
       ++bound;
@@ -1197,7 +1159,7 @@ sched::jobs::GrowthAdvice SchedulerService::growth_advice(const std::string& gan
                                                           int present, int min_member,
                                                           double gpus_per_pod) {
   gang_measured_[gang];  // an entry, reports or not: the gang is elastic (shrink_for)
-  for (const auto& [uid, p] : pods_) {
+  for (const auto& [uid, p] : feed_.pods()) {
     if (p.gang == gang) note_throughput(p);
   }
   std::vector<workload::ThroughputReport> measured;
@@ -1219,7 +1181,7 @@ void SchedulerService::shrink_for(const std::vector<PodObject>& waiting) {
   last_shrink_check_ = now;
   // One pass over the pods: each candidate's bound members, and every report of its pods.
   std::map<std::string, std::vector<const PodObject*>> running;  // gang -> its bound members
-  for (const auto& [uid, p] : pods_) {
+  for (const auto& [uid, p] : feed_.pods()) {
     if (p.gang.empty() || p.gang == waiting.front().gang || !gang_measured_.contains(p.gang)) {
       continue;
     }
@@ -1312,7 +1274,7 @@ void SchedulerService::write_podgroup_status(const std::string& gang, const std:
 
 void SchedulerService::write_queue_statuses() {
   std::vector<const PodObject*> bound, pending;
-  for (const auto& [uid, p] : pods_) {
+  for (const auto& [uid, p] : feed_.pods()) {
     if (p.terminal() || p.deleting) continue;
     if (!p.node_name.empty() || binding_.contains(uid)) {
       bound.push_back(&p);

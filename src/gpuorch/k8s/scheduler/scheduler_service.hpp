@@ -34,6 +34,7 @@
 #include "gpuorch/k8s/mirror/cluster_mirror.hpp"
 #include "gpuorch/k8s/mirror/cluster_queues.hpp"
 #include "gpuorch/k8s/mirror/dra_state.hpp"
+#include "gpuorch/k8s/mirror/mirror_feed.hpp"
 #include "gpuorch/k8s/mirror/pod_object.hpp"
 #include "gpuorch/k8s/scheduler/retried_writes.hpp"
 #include "gpuorch/sched/backoff.hpp"
@@ -113,6 +114,13 @@ class SchedulerService {
   [[nodiscard]] std::string metrics() const;
   [[nodiscard]] bool synced() const { return synced_.load(); }
 
+  // What the informers deliver (the decision thread's own calls), public so that a test can give
+  // the scheduler and the extender the same objects without an API server and compare what
+  // their feeds hold.
+  void handle_pod(const nlohmann::json& obj, bool deleted);
+  void handle_node(const nlohmann::json& obj, bool deleted);
+  [[nodiscard]] const MirrorFeed& feed() const { return feed_; }
+
  private:
   struct Event {
     enum class Kind : std::uint8_t {
@@ -165,15 +173,11 @@ class SchedulerService {
 
   void push(Event e);
   void handle(Event& e);
-  void handle_pod(const nlohmann::json& obj, bool deleted);
-  void handle_node(const nlohmann::json& obj, bool deleted);
   // Either gang API (k8s/mirror/pod_group.hpp); `upstream`: scheduling.k8s.io/v1beta1's.
   void handle_podgroup(const nlohmann::json& obj, bool deleted, bool upstream);
   // DRA (scheduler_dra.cpp): ResourceSlices become the nodes' GPUs, claims allocated by anyone
   // count as used, a pod's claims are allocated by the core and written before its binding.
   bool discover_dra(const std::atomic<bool>& stop);
-  void handle_slice(const nlohmann::json& obj, bool deleted);
-  void handle_device_class(const nlohmann::json& obj, bool deleted);
   void handle_claim(const nlohmann::json& obj, bool deleted);
   void decide_with_claims(const PodObject& pod);
   // KEP-5004's bridge: a pod asking GPU resources that a DeviceClass maps to DRA devices, placed
@@ -218,10 +222,6 @@ class SchedulerService {
   // A pod of ours gone or finished leaves the claims reserved for it (deallocated when nobody
   // else holds them), as kube-controller-manager's resourceclaim controller does.
   void release_claims_of(const PodObject& pod);
-  [[nodiscard]] std::map<std::string, cluster::NodeSpec> nodes_with_dra();
-  // The pod as the policy's workload history counts it: with its claims' GPUs (allocated, else
-  // asked), so efd's target workload knows what DRA pods ask.
-  [[nodiscard]] workload::PodSpec history_spec(const PodObject& pod) const;
   // Whether the PodGroup API is served; retried with backoff (false: stopped meanwhile).
   bool discover_podgroups(const std::atomic<bool>& stop);
   // With --queues, the Queue API must be served (retried like the PodGroup discovery; a 404 is
@@ -306,7 +306,11 @@ class SchedulerService {
 
   ApiClient& api_;
   SchedulerServiceOptions options_;
-  ClusterMirror mirror_;
+  // Nodes, pods, DRA objects and the mirror they make, kept as the extender's and the admission
+  // check's are; mirror_ and dra_ name the feed's, which every decision uses.
+  MirrorFeed feed_;
+  ClusterMirror& mirror_;
+  DraState& dra_;
   SchedulerCounters counters_;
   std::atomic<bool> synced_{false};
   int synced_informers_ = 0;
@@ -316,9 +320,6 @@ class SchedulerService {
   std::deque<Event> events_;
 
   // Decision-thread state.
-  std::map<std::string, cluster::NodeSpec> nodes_;
-  std::map<std::string, std::string> bad_nodes_;     // name -> why it is left out (logged once)
-  std::unordered_map<std::string, PodObject> pods_;  // every pod, by uid
   // Waiting to be decided, by uid, in the core's order (priority, then creation time).
   sched::PendingQueue active_;
   std::unordered_map<std::string, std::string> unschedulable_;  // uid -> its message
@@ -370,10 +371,8 @@ class SchedulerService {
   // Victims the Eviction API refused (a PodDisruptionBudget): not chosen again until then.
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> eviction_refused_;
   bool cluster_changed_ = false;
-  bool nodes_dirty_ = false;
   // DRA (resource.k8s.io/v1, when served).
   bool dra_served_ = false;
-  DraState dra_;  // slices, classes, claims; allocated claims held in mirror_
   std::unordered_map<std::string, std::vector<std::string>> assumed_claims_;  // pod uid -> claims
   // --queues: members with claims nominated (waiting for their victims): how they were asked.
   std::unordered_map<std::string, std::pair<MemberAsk, std::size_t>> nominated_claims_;
