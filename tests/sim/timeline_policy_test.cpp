@@ -77,12 +77,13 @@ TEST(TimelinePolicy, LasgoVariantPartsJoinWithPlus) {
                          "lasgo:shape=uniform+idle=0.1", "lasgo:trust=4", "lasgo:carry=on+trust=4",
                          "lasgo:explore=always+seen=0+rw=2", "lasgo:scale=8+las=off",
                          "lasgo:steps=app+cap=measured+shape=measured",
-                         "lasgo:steps=own+cap=run+explore=request+net=app"}) {
+                         "lasgo:steps=own+cap=run+explore=request+net=app", "lasgo:prior=linear",
+                         "lasgo:prior=app+explore=double"}) {
     EXPECT_NE(make_timeline_policy(ok, options(4)), nullptr) << ok;
   }
   for (const char* bad : {"lasgo:carry=maybe", "lasgo:shape=odd", "lasgo:idle=1", "lasgo:trust=x",
                           "lasgo:carry=on+", "lasgo:+trust=4", "lasgo:carry=on+nope", "lasgo:rw=-1",
-                          "lasgo:steps=job", "lasgo:cap=open"}) {
+                          "lasgo:steps=job", "lasgo:cap=open", "lasgo:prior=job"}) {
     EXPECT_EQ(make_timeline_policy(bad, options(4)), nullptr) << bad;
   }
 }

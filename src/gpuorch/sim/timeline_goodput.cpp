@@ -77,8 +77,17 @@ SpeedupModel& JobSpeedups::of(const Job& job, bool adaptive) {
       auto& pool = pools_[app];
       if (!pool) pool = std::make_shared<ThroughputFit>(fit_.measured, fit_.carry);
       model = std::make_unique<FittedSpeedup>(batch_range(job, adaptive), pool);
+    } else if (const auto last = fit_.inherit ? latest_.find(app) : latest_.end();
+               last != latest_.end()) {
+      // What the last job of the model to report knew, and the gradient statistics the model
+      // showed when it started, as this job starts too.
+      auto fit = std::make_shared<ThroughputFit>(*last->second);
+      fits_[&job] = fit;
+      model = std::make_unique<FittedSpeedup>(batch_range(job, adaptive), std::move(fit));
+      model->observe(first_stats_.at(app));
     } else {
       auto fit = std::make_shared<ThroughputFit>(fit_.measured, fit_.carry);
+      fits_[&job] = fit;
       if (fit_.shared_steps) {
         auto& steps = steps_[app];
         if (!steps) steps = std::make_shared<sched::jobs::MeasuredSteps>();
@@ -101,6 +110,10 @@ SpeedupModel& JobSpeedups::of(const Job& job, bool adaptive) {
     model->observe(ThroughputSample{static_cast<int>(nodes), job.gpus(), b.local, t.step, t.sync});
     const GradStats g = app.grad_stats(double(job.gpus()) * b.local * (b.accum + 1), job.epoch());
     model->observe(GradientStats{g.sqr, g.var});
+    if (fit_.inherit && !fit_.pooled) {
+      latest_[app.name()] = fits_.at(&job);
+      first_stats_.try_emplace(app.name(), GradientStats{g.sqr, g.var});
+    }
   }
   return *model;
 }

@@ -54,6 +54,10 @@ struct FitOptions {
   // Each job keeps its own fit, but the exchange terms it has not seen (across nodes, inside one)
   // come from one fit to every job of its application (ThroughputFit::share_network).
   bool shared_network = false;
+  // A job that has not reported yet starts from a copy of the fit of the last job of its
+  // application that reported, with the gradient statistics the first job of it reported when it
+  // started (a new job starts from the same point): known before it runs.
+  bool inherit = false;
 };
 
 // One speedup model per job, as a policy sees them.
@@ -74,6 +78,9 @@ class JobSpeedups {
   std::map<const Job*, std::unique_ptr<SpeedupModel>> models_;
   std::map<std::string, std::shared_ptr<ThroughputFit>> pools_;               // by application
   std::map<std::string, std::shared_ptr<sched::jobs::MeasuredSteps>> steps_;  // by application
+  std::map<const Job*, std::shared_ptr<ThroughputFit>> fits_;                 // each job's own fit
+  std::map<std::string, std::shared_ptr<ThroughputFit>> latest_;  // by application (`inherit`)
+  std::map<std::string, GradientStats> first_stats_;              // by application (`inherit`)
 };
 
 }  // namespace gpuorch::sim

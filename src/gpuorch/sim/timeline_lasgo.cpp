@@ -22,9 +22,10 @@
 // With the fitted model these are on by default, chosen on load 1.0 and confirmed on load 0.5
 // and on loads nobody published: `shape=uniform` (only counts up to one node or of whole nodes),
 // `carry=on`, `rw=2` (restart weight), `steps=app` (step times other jobs of the application
-// measured), `cap=measured` (counts measured open past the cap) and `explore=double` (the cap
-// starts at one GPU, not the request); `shape=any`, `carry=off`, `rw=1`, `steps=own`, `cap=run`
-// and `explore=request` turn them off;
+// measured), `cap=measured` (counts measured open past the cap) and `prior=app` (a new job
+// starts from the fit of the last job of its application to report and the gradient statistics
+// its first job started with); `shape=any`, `carry=off`, `rw=1`, `steps=own`, `cap=run` and
+// `prior=linear` turn them off (`explore=double`: the cap starts at one GPU, not the request);
 // `lasgo:scale=H` sets the GPU-hours at which a job's weight halves (16 was the best of
 // 0.25..64 on the artifact's load-1.0 workloads; the same as Tiresias's demotion threshold).
 #include <algorithm>
@@ -49,12 +50,11 @@ struct Parts {
   bool batch = true;
   bool restart = true;
   // With a fitted model, how far a job may go beyond what it has run (below).
-  // Default: kDouble with the fitted model, kRequest with the oracle (`explore=always`).
   enum class Explore : std::uint8_t { kNone, kDouble, kRequest };
-  std::optional<Explore> explore;
-  bool measured = true;  // fitted models keep the measured speed where the job has run
-  bool move = true;      // a resized job is placed anew, packed (off: it grows in place)
-  bool share = false;    // fitted throughput shared by the jobs of one application
+  std::optional<Explore> explore;  // default: kRequest
+  bool measured = true;            // fitted models keep the measured speed where the job has run
+  bool move = true;                // a resized job is placed anew, packed (off: it grows in place)
+  bool share = false;              // fitted throughput shared by the jobs of one application
   // ThroughputFit's `carry`: unseen counts keep a measured correction (default: with the fitted
   // model, below).
   std::optional<bool> carry;
@@ -89,6 +89,9 @@ struct Parts {
   // Each job's fit takes the exchange terms it has not seen from one fit to every job of its
   // application (ThroughputFit::share_network): its own compute, the model's network.
   bool shared_network = false;
+  // A new job starts from what the last job of its application knew (FitOptions::inherit).
+  // Default: with the fitted model.
+  std::optional<bool> inherit;
   // Counts beyond the exploration cap open where a step time was measured there (by the job or,
   // with `shared_steps`, another job of its application): the cap guards against extrapolation,
   // and a measured count is none.
@@ -108,9 +111,9 @@ class Lasgo final : public TimelinePolicy {
       : total_(o.total_gpus),
         per_node_(o.gpus_per_node),
         parts_(parts),
-        speedups_(
-            o.speedup, o.gpus_per_node,
-            {parts.measured, parts.share, *parts.carry, *parts.shared_steps, parts.shared_network}),
+        speedups_(o.speedup, o.gpus_per_node,
+                  {parts.measured, parts.share, *parts.carry, *parts.shared_steps,
+                   parts.shared_network, *parts.inherit}),
         run_(o.queues, std::string(sched::spread_policy(
                            parts.packing ? sched::ReplicaSpread::kFewestNodes
                                          : sched::ReplicaSpread::kMostFreeFirst))) {}
@@ -239,6 +242,8 @@ bool parse_part(Parts& p, const std::string& part) {
     p.share = true;
   } else if (part == "steps=app" || part == "steps=own") {
     p.shared_steps = part == "steps=app";
+  } else if (part == "prior=app" || part == "prior=linear") {
+    p.inherit = part == "prior=app";
   } else if (part == "net=app") {
     p.shared_network = true;
   } else if (part == "cap=measured" || part == "cap=run") {
@@ -304,7 +309,8 @@ std::unique_ptr<TimelinePolicy> make_lasgo(const PolicyOptions& options,
   p.restart_weight = p.restart_weight.value_or(fitted ? 2.0 : 1.0);
   p.shared_steps = p.shared_steps.value_or(fitted);
   p.open_measured = p.open_measured.value_or(fitted);
-  p.explore = p.explore.value_or(fitted ? Parts::Explore::kDouble : Parts::Explore::kRequest);
+  p.inherit = p.inherit.value_or(fitted);
+  p.explore = p.explore.value_or(Parts::Explore::kRequest);
   return std::make_unique<Lasgo>(options, p);
 }
 
