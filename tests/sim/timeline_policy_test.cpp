@@ -78,7 +78,7 @@ TEST(TimelinePolicy, LasgoVariantPartsJoinWithPlus) {
                          "lasgo:explore=always+seen=0+rw=2", "lasgo:scale=8+las=off",
                          "lasgo:steps=app+cap=measured+shape=measured",
                          "lasgo:steps=own+cap=run+explore=request+net=app", "lasgo:prior=linear",
-                         "lasgo:prior=app+explore=double"}) {
+                         "lasgo:prior=app+explore=double", "lasgo:cap=app"}) {
     EXPECT_NE(make_timeline_policy(ok, options(4)), nullptr) << ok;
   }
   for (const char* bad : {"lasgo:carry=maybe", "lasgo:shape=odd", "lasgo:idle=1", "lasgo:trust=x",

@@ -18,7 +18,8 @@
 // `explore=always` (the cap with the oracle too), `seen=G` and `trust=G` (faster growth once the
 // fit has seen cross-node runs / predicted well), `idle=F` (exploration beyond the cap on GPUs
 // nobody else values, their gain weighted by F), `net=app` (unseen exchange terms from one fit
-// per application), `shape=measured` (uneven counts open where measured); parts join with '+'.
+// per application), `shape=measured` (uneven counts open where measured), `cap=app` (the cap
+// from the largest count the application's jobs measured); parts join with '+'.
 // With the fitted model these are on by default, chosen on load 1.0 and confirmed on load 0.5
 // and on loads nobody published: `shape=uniform` (only counts up to one node or of whole nodes),
 // `carry=on`, `rw=2` (restart weight), `steps=app` (step times other jobs of the application
@@ -92,6 +93,9 @@ struct Parts {
   // A new job starts from what the last job of its application knew (FitOptions::inherit).
   // Default: with the fitted model.
   std::optional<bool> inherit;
+  // The cap doubles the largest count any job of the application measured, not only this job's
+  // (`cap=app`): exploration goes on from where the model's jobs got.
+  bool cap_from_app = false;
   // Counts beyond the exploration cap open where a step time was measured there (by the job or,
   // with `shared_steps`, another job of its application): the cap guards against extrapolation,
   // and a measured count is none.
@@ -156,7 +160,10 @@ class Lasgo final : public TimelinePolicy {
         }
         int growth = nodes_run > 1 ? parts_.seen_growth : 2;
         if (e.trusted) growth = parts_.trusted_growth;
-        if (growth > 0) cap = std::min(cap, std::max(growth * j.max_profiled_replicas(), start));
+        const int base = parts_.cap_from_app && model.known()
+                             ? std::max(j.max_profiled_replicas(), model.largest_measured())
+                             : j.max_profiled_replicas();
+        if (growth > 0) cap = std::min(cap, std::max(growth * base, start));
       }
       const double w =
           parts_.las ? 1.0 / (1.0 + j.attained_service() / 3600.0 / parts_.service_scale_gpu_hours)
@@ -244,6 +251,8 @@ bool parse_part(Parts& p, const std::string& part) {
     p.shared_steps = part == "steps=app";
   } else if (part == "prior=app" || part == "prior=linear") {
     p.inherit = part == "prior=app";
+  } else if (part == "cap=app") {
+    p.cap_from_app = true;
   } else if (part == "net=app") {
     p.shared_network = true;
   } else if (part == "cap=measured" || part == "cap=run") {

@@ -73,6 +73,13 @@ bool ThroughputFit::measured_at(int gpus, int nodes) const {
          (correction_.contains({gpus, nodes}) || (steps_ && steps_->at(gpus, nodes) != nullptr));
 }
 
+int ThroughputFit::largest_measured() const {
+  int most = max_replicas_;
+  if (measured_ && steps_ && !steps_->all().empty())
+    for (const auto& [key, points] : steps_->all()) most = std::max(most, key.first);
+  return most;
+}
+
 double ThroughputFit::correction(int gpus, int nodes, double local) const {
   const Ratios* found = ratios_at(gpus, nodes);
   if (found == nullptr && carry_) {

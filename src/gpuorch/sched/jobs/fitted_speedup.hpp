@@ -57,6 +57,8 @@ class ThroughputFit {
   // Whether any reported configuration ran across nodes / on several GPUs of one node.
   [[nodiscard]] bool across_nodes() const { return across_nodes_; }
   [[nodiscard]] bool inside_node() const { return inside_node_; }
+  // The most GPUs measured by this job or, when shared, another (measured_at's counts).
+  [[nodiscard]] int largest_measured() const;
   // The most GPUs any reported configuration had.
   [[nodiscard]] int max_replicas() const { return max_replicas_; }
   // Changes whenever params() or correction() may have: memos keyed on it stay valid.
@@ -105,6 +107,7 @@ class FittedSpeedup final : public SpeedupModel {
   [[nodiscard]] bool measured(int gpus, int nodes) const override {
     return fit_->measured_at(gpus, nodes);
   }
+  [[nodiscard]] int largest_measured() const override { return fit_->largest_measured(); }
 
  private:
   // Predicted goodput (samples per second at the initial batch's efficiency) of one batch

@@ -53,6 +53,8 @@ class SpeedupModel {
   virtual void observe(const GradientStats& /*stats*/) {}
   // Whether goodput(gpus, nodes) rests on a step time measured there rather than extrapolated.
   [[nodiscard]] virtual bool measured(int /*gpus*/, int /*nodes*/) const { return false; }
+  // The most GPUs a step time was measured on (by the job or, when shared, another); 0: none.
+  [[nodiscard]] virtual int largest_measured() const { return 0; }
 };
 
 // goodput(gpus, nodes) / goodput(base_gpus, base_nodes), or gpus / base_gpus while the model
