@@ -3,11 +3,13 @@
 // annotation (here written by the test, as the launcher would, and by the launcher itself with
 // --kubeconfig), and `gpuorch scheduler --queues` fits Pollux's throughput model to one sample per
 // size the gang's pods report: a gang that scales is grown, one whose next pod adds nothing is
-// not, and its pods and PodGroup say why; pods that add nothing go back when a job waits.
+// not, and its pods and PodGroup say why; pods that add nothing go back when a job waits. The
+// resize interval goes by the API's clock (SchedulerResizeClock).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <ctime>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -15,6 +17,7 @@
 
 #include "gpuorch/k8s/api/api_client.hpp"
 #include "gpuorch/k8s/api/kubeconfig.hpp"
+#include "gpuorch/k8s/mirror/pod_object.hpp"
 #include "gpuorch/workload/throughput_report.hpp"
 #include "support/cluster_objects.hpp"
 #include "support/control_plane.hpp"
@@ -84,9 +87,8 @@ std::string events_about(k8s::ApiClient& api, const std::string& name) {
   return out;
 }
 
-TEST(SchedulerMeasuredGrowth, AGangThatScalesGrowsAndOneThatDoesNotSaysWhy) {
-  auto& cp = test::ControlPlane::shared();
-  k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
+// An empty cluster but for queue q (quota 8 GPUs) and node n1 with `gpus` GPUs.
+void one_queue_one_node(k8s::ApiClient& api, int gpus) {
   test::clear_cluster(api);
   test::install_podgroup_crd(api, kGroups);
   test::install_podgroup_crd(api, kQueues);
@@ -98,8 +100,34 @@ TEST(SchedulerMeasuredGrowth, AGangThatScalesGrowsAndOneThatDoesNotSaysWhy) {
   api.create(kQueues, test::kai_queue("q", 8, -1));
   api.create("/api/v1/nodes",
              {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "n1"}}}});
-  const json res = {{"cpu", "64"}, {"memory", "512Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "8"}};
+  const json res = {{"cpu", "64"},
+                    {"memory", "512Gi"},
+                    {"pods", "110"},
+                    {"nvidia.com/gpu", std::to_string(gpus)}};
   api.patch("/api/v1/nodes/n1/status", {{"status", {{"capacity", res}, {"allocatable", res}}}});
+}
+
+// `ago` seconds before now, as the API writes times.
+std::string before_now(std::chrono::seconds ago) {
+  const auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now() - ago);
+  std::tm utc{};
+  gmtime_r(&t, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+// What a kubelet writes when it starts the pod (a replay writes the simulated start instead).
+void started(k8s::ApiClient& api, const std::string& name, std::chrono::seconds ago) {
+  api.patch(kPods + "/" + name + "/status",
+            {{"status", {{"phase", "Running"}, {"startTime", before_now(ago)}}}},
+            "application/merge-patch+json");
+}
+
+TEST(SchedulerMeasuredGrowth, AGangThatScalesGrowsAndOneThatDoesNotSaysWhy) {
+  auto& cp = test::ControlPlane::shared();
+  k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
+  one_queue_one_node(api, 8);
   test::TempDir dir;
   test::SchedulerProcess scheduler(
       {"--kubeconfig", cp.kubeconfig(), "--queues", "--listen", "127.0.0.1:0", "--resize-interval",
@@ -181,12 +209,73 @@ TEST(SchedulerMeasuredGrowth, AGangThatScalesGrowsAndOneThatDoesNotSaysWhy) {
   }
   const auto gone = going();
   EXPECT_EQ(gone, (std::vector<std::string>{"fast-2", "fast-3"})) << scheduler.log();
+  // A shrink starts no pod: its time is marked on the PodGroup, where the resize interval
+  // reads it (and a restarted scheduler or a replay's clock finds it).
+  const json group = test::wait_for(api, kGroups + "/fast", [](const json& g) {
+    return g["metadata"].contains("annotations") &&
+           g["metadata"]["annotations"].contains("gpuorch.io/resized-at");
+  });
+  const std::int64_t shrunk = k8s::rfc3339_seconds(
+      group["metadata"]["annotations"]["gpuorch.io/resized-at"].get<std::string>());
+  const std::int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+  EXPECT_LE(shrunk, now_s);
+  EXPECT_GE(shrunk, now_s - 60);
   EXPECT_NE(events_about(api, "fast").find("fitted speedup of 4 pods over 2 1.01x"),
             std::string::npos)
       << events_about(api, "fast");
   for (const auto& n : gone) api.remove(kPods + "/" + n + "?gracePeriodSeconds=0");
   test::wait_for(api, kPods + "/late", [](const json& p) { return !node_of(p).empty(); });
   EXPECT_EQ(count_bound(api, "fast", 2), 2);
+  if (HasFailure()) ADD_FAILURE() << "scheduler log:\n" << scheduler.log();
+}
+
+// The resize interval runs on the cluster's clock as the API shows it, not on the scheduler's
+// own: from the gang's newest member's status.startTime (or its binding, before the kubelet
+// starts it), so it holds across scheduler restarts and a time-compressed replay can move it
+// (scripts/k8s-timeline-replay backdates the starts to their simulated times). A start time
+// that moves is a change the waiting gang is decided again for.
+TEST(SchedulerResizeClock, TheIntervalRunsFromTheGangsNewestStart) {
+  auto& cp = test::ControlPlane::shared();
+  k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
+  one_queue_one_node(api, 4);
+  test::TempDir dir;
+  // No periodic retry within the test: what lets the gang grow must be the start time moving.
+  test::SchedulerProcess scheduler(
+      {"--kubeconfig", cp.kubeconfig(), "--queues", "--listen", "127.0.0.1:0", "--resize-interval",
+       "300", "--retry-unschedulable", "600"},
+      dir.file("scheduler.log"));
+  for (const char* o : {"o-0", "o-1"}) {
+    api.create(kPods, gpu_pod(o));
+    test::wait_for(api, kPods + "/" + o, [](const json& p) { return !node_of(p).empty(); });
+  }
+  // g: minMember 2, 4 pods; it starts with the 2 GPUs free, and its kubelet starts them now.
+  api.create(kGroups, {{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+                       {"kind", "PodGroup"},
+                       {"metadata", {{"name", "g"}}},
+                       {"spec", {{"minMember", 2}}}});
+  for (int i = 0; i < 4; ++i) api.create(kPods, gpu_pod(fmt::format("g-{}", i), "g"));
+  for (const char* g : {"g-0", "g-1"}) {
+    test::wait_for(api, kPods + "/" + g, [](const json& p) { return !node_of(p).empty(); });
+    started(api, g, 0s);
+  }
+  // The other pods go: 2 GPUs free, but the gang started less than 300 s ago.
+  for (const char* o : {"o-0", "o-1"}) api.remove(kPods + "/" + o + "?gracePeriodSeconds=0");
+  const json held = test::wait_for(api, kPods + "/g-2", [](const json& p) {
+    return test::unschedulable_message(p).find("grows at most once per resize interval (300 s)") !=
+           std::string::npos;
+  });
+  const std::string why = test::unschedulable_message(held);
+  const auto next = why.find("next in ");
+  ASSERT_NE(next, std::string::npos) << why;
+  EXPECT_GE(std::stoi(why.substr(next + 8)), 290) << why;
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(count_bound(api, "g", 4), 2) << scheduler.log();
+  // Its starts seen 302 s back (more than the interval's seconds: the API's times are whole
+  // seconds), as a replay writes them: it grows to 4 at once, not at the next periodic retry.
+  for (const char* g : {"g-0", "g-1"}) started(api, g, 302s);
+  EXPECT_EQ(wait_bound(api, "g", 4, 4), 4) << scheduler.log();
   if (HasFailure()) ADD_FAILURE() << "scheduler log:\n" << scheduler.log();
 }
 

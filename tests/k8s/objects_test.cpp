@@ -46,6 +46,28 @@ TEST(PodObject, StartTimeAndPreemptionPolicy) {
   EXPECT_EQ(q.started_s, 10);
 }
 
+// When a member joined its elastic gang's run (the resize interval runs from the newest): its
+// start, else its binding (the API server's PodScheduled=True), never its creation.
+TEST(PodObject, JoinedAtItsStartElseAtItsBinding) {
+  json pod = {{"metadata",
+               {{"name", "p"},
+                {"namespace", "d"},
+                {"uid", "u"},
+                {"creationTimestamp", "1970-01-01T00:00:10Z"}}},
+              {"spec", {{"nodeName", "n"}, {"containers", json::array()}}},
+              {"status",
+               {{"conditions", json::array({{{"type", "PodScheduled"},
+                                             {"status", "True"},
+                                             {"lastTransitionTime", "1970-01-01T00:00:30Z"}}})}}}};
+  EXPECT_EQ(pod_from_json(pod).joined_s, 30);
+  pod["status"]["startTime"] = "1970-01-01T00:00:31Z";
+  EXPECT_EQ(pod_from_json(pod).joined_s, 31);
+  pod["status"].erase("startTime");
+  pod["status"]["conditions"][0]["status"] = "False";  // not bound: it has not joined
+  EXPECT_EQ(pod_from_json(pod).joined_s, -1);
+  EXPECT_EQ(pod_from_json(pod).started_s, 10);  // what a preemption would lose, as before
+}
+
 TEST(Quantity, CpuMilliExactly) {
   EXPECT_EQ(quantity_milli("4"), 4000);
   EXPECT_EQ(quantity_milli("500m"), 500);

@@ -479,6 +479,10 @@ ClusterMirror::Admission ClusterMirror::admit(const sched::jobs::QueueTree& queu
     s.preemptible = options.preempt && options.preemptible &&
                     std::all_of(replicas[i].begin(), replicas[i].end(),
                                 [&](const Bound* b) { return options.preemptible(b->pod); });
+    if (const std::string& gang = replicas[i].front()->pod.gang;
+        !gang.empty() && options.gang_restarted) {
+      states[i].running_since = std::max(states[i].running_since, options.gang_restarted(gang));
+    }
     // A start time not known costs nothing: such a pod is the cheapest victim of its priority.
     if (states[i].running_since < 0) states[i].running_since = options.now_s;
   }

@@ -99,6 +99,10 @@ class ClusterMirror {
     std::function<bool(const PodObject&)> preemptible;
     // A gang's minMember; 0 or absent: every bound member is needed (rigid).
     std::function<int(const std::string& gang)> gang_min;
+    // When a gang last restarted while it kept running (it lost members), Unix seconds; -1 or
+    // absent: never. What a preemption of it loses counts from there, or from its first
+    // member's start.
+    std::function<std::int64_t(const std::string& gang)> gang_restarted;
     // The fewest of `members` that may start (an elastic gang: what minMember still needs, 1
     // once it runs); 0: all of them. Those above it start when they fit, in member order.
     int min_members = 0;

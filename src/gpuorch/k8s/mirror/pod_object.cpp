@@ -375,6 +375,9 @@ PodObject pod_from_json(const json& obj) {
       if (str(c, "type") == "PodScheduled" && str(c, "status") == "False") {
         p.unscheduled_reason = str(c, "reason");
       }
+      if (str(c, "type") == "PodScheduled" && str(c, "status") == "True") {
+        p.joined_s = rfc3339_seconds(str(c, "lastTransitionTime"));
+      }
     }
   }
   if (const json& prio = field(spec, "priority"); prio.is_number_integer()) {
@@ -383,6 +386,7 @@ PodObject pod_from_json(const json& obj) {
   }
   p.preempt_never = str(spec, "preemptionPolicy") == "Never";
   p.started_s = rfc3339_seconds(str(field(obj, "status"), "startTime"));
+  if (p.started_s >= 0) p.joined_s = p.started_s;
   if (p.started_s < 0) p.started_s = rfc3339_seconds(p.created);
   p.spec.name = p.key();
   const json& annotations = field(meta, "annotations");

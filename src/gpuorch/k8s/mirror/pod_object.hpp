@@ -54,6 +54,10 @@ struct PodObject {
   // status.startTime (else metadata.creationTimestamp), Unix seconds; -1 when neither parses:
   // how much work a preemption of it would lose.
   std::int64_t started_s = -1;
+  // When it joined its gang's run, Unix seconds: status.startTime, else (bound, not started yet)
+  // the lastTransitionTime of its PodScheduled=True condition, which the API server sets at the
+  // binding; -1 when neither. An elastic gang's resize interval runs from its newest member's.
+  std::int64_t joined_s = -1;
   workload::PodSpec spec;  // spec.name is "namespace/name"
   std::vector<int> gpus;   // from gpuorch.io/gpus, when a gpuorch scheduler placed it
   std::string gang;        // "namespace/group", empty when not in a gang

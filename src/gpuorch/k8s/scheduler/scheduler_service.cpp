@@ -23,6 +23,19 @@ using Clock = std::chrono::steady_clock;
 
 std::string pod_path(const PodObject& p) { return k8s::pod_path(p.ns, p.name); }
 
+// On an elastic gang's PodGroup (RFC 3339): when the scheduler last grew or shrank it (its
+// resize interval runs from there), and when it last lost members while it kept running (a
+// shrink, or replicas above minMember taken by a preemption: its training restarted, and a
+// preemption of it loses what it did since).
+constexpr const char* kResizedAtAnnotation = "gpuorch.io/resized-at";
+constexpr const char* kRestartedAtAnnotation = "gpuorch.io/restarted-at";
+
+std::int64_t unix_now_s() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
 SchedulerService::SchedulerService(ApiClient& api, SchedulerServiceOptions options)
@@ -184,8 +197,11 @@ void SchedulerService::run(const std::atomic<bool>& stop) {
       {
         std::unique_lock lock(events_mutex_);
         events_cv_.wait_for(lock, std::chrono::milliseconds(200), [&] {
+          const auto at = Clock::now();
           return !events_.empty() ||
-                 (synced_ && !active_.empty() && Clock::now() >= settle_until_) || stop.load();
+                 (synced_ && !active_.empty() && at >= settle_until_ &&
+                  !(preempt_awaits_bound_ && at < awaits_bound_until_)) ||
+                 stop.load();
         });
         batch.swap(events_);
       }
@@ -212,12 +228,17 @@ void SchedulerService::run(const std::atomic<bool>& stop) {
         }
         continue;
       }
+      if (now - last_retry_ > options_.retry_unschedulable) shrink_checked_ = false;
       if (cluster_changed_ || now - last_retry_ > options_.retry_unschedulable) {
         retry_unschedulable();
       }
       for (const std::string& uid : backoff_.due(now)) requeue(uid);
       // A few decisions, then back to the events, so binds and deletions are seen promptly.
-      for (int i = 0; i < 32 && now >= settle_until_; ++i) {
+      // Nothing is decided while a job waits for our binds to be seen before preempting (at
+      // most 2 s: a bind refused is never seen): a job after it would take what it reclaims.
+      for (int i = 0;
+           i < 32 && now >= settle_until_ && !(preempt_awaits_bound_ && now < awaits_bound_until_);
+           ++i) {
         if (!schedule_next()) break;
       }
       counters_.queue_length = active_.size() + unschedulable_.size() + backoff_.parked_count();
@@ -336,7 +357,7 @@ void SchedulerService::handle_podgroup(const json& obj, bool deleted, bool upstr
   cluster_changed_ = true;  // a new or changed group may let its gang go
   if (deleted) {
     podgroups_.erase(key);
-    gang_resized_.erase(key);
+    marks_unseen_.erase(key);
     gang_measured_.erase(key);
     writes_.withdraw("podgroup/" + key);  // nothing is owed to a PodGroup that is gone
     writes_.withdraw("podgroup-event/" + key);
@@ -349,6 +370,34 @@ void SchedulerService::handle_podgroup(const json& obj, bool deleted, bool upstr
   g.min_member = parsed.min_member;
   g.timeout_seconds = parsed.timeout_seconds;
   g.error = parsed.error;
+  // The marks as the API shows them; our own seen back stop being remembered apart. Anyone
+  // else's change (a replay's clock) moves the gang's clock: decided again.
+  const auto annotation = [&](const char* name) -> std::string {
+    const auto a = g.object["metadata"].find("annotations");
+    if (a == g.object["metadata"].end() || !a->is_object()) return "";
+    const auto v = a->find(name);
+    return v != a->end() && v->is_string() ? v->get<std::string>() : "";
+  };
+  bool moved = false;
+  for (const auto& [name, at] : {std::pair{kResizedAtAnnotation, &g.resized_s},
+                                 std::pair{kRestartedAtAnnotation, &g.restarted_s}}) {
+    const std::string text = annotation(name);
+    const std::int64_t was = *at;
+    *at = rfc3339_seconds(text);
+    bool own = false;
+    if (const auto mine = marks_unseen_.find(key); mine != marks_unseen_.end()) {
+      if (const auto u = mine->second.find(name);
+          u != mine->second.end() && u->second.first == text) {
+        mine->second.erase(u);
+        own = true;
+      }
+    }
+    if (!own && *at != was) moved = true;
+  }
+  if (moved) {
+    shrink_checked_ = false;
+    settle_after_change();
+  }
 }
 
 void SchedulerService::forget_queued(const std::string& uid) {
@@ -357,10 +406,29 @@ void SchedulerService::forget_queued(const std::string& uid) {
   backoff_.unpark(uid);
 }
 
-void SchedulerService::requeue(const std::string& uid) {
-  if (const auto it = feed_.pods().find(uid); it != feed_.pods().end()) {
-    active_.push(uid, it->second.priority, it->second.created + " " + it->second.key());
+void SchedulerService::settle_after_change() {
+  cluster_changed_ = true;
+  if (const auto wait = options_.settle_after_finish; wait.count() > 0) {
+    const auto now = Clock::now();
+    if (now >= settle_until_) settle_from_ = now;
+    settle_until_ = std::min(now + wait, settle_from_ + 4 * wait);
   }
+}
+
+void SchedulerService::requeue(const std::string& uid) {
+  const auto it = feed_.pods().find(uid);
+  if (it == feed_.pods().end()) return;
+  const PodObject& p = it->second;
+  // A gang's members queue where their PodGroup does (the coscheduling plugin's order), so a
+  // member created again after an eviction keeps its running gang's place, as the job layer's
+  // growth does (docs/sim-timeline.md, "Same answer over time").
+  if (const auto g = podgroups_.find(p.gang); !p.gang.empty() && g != podgroups_.end()) {
+    const json& meta = g->second.object["metadata"];
+    active_.push(uid, p.priority,
+                 meta.value("creationTimestamp", "") + " " + p.gang + "/" + p.name);
+    return;
+  }
+  active_.push(uid, p.priority, p.created + " " + p.key());
 }
 
 void SchedulerService::fail_attempt(const std::string& uid) { backoff_.fail(uid, Clock::now()); }
@@ -375,6 +443,14 @@ void SchedulerService::handle_pod(const json& obj, bool deleted) {
       !gone && p.node_name.empty() && old != feed_.pods().end() && old->second.claims != p.claims) {
     cluster_changed_ = true;
   }
+  // A running member of an elastic gang whose start time moved: when its gang may resize next
+  // changed. A kubelet writes it once, as it starts the pod; a time-compressed replay moves it
+  // at every simulated tick (docs/sim-timeline.md, "Same answer over time").
+  bool clock_moved = false;
+  if (const auto old = feed_.pods().find(uid); old != feed_.pods().end() && !gone) {
+    clock_moved = !p.gang.empty() && p.phase == "Running" && old->second.phase == "Running" &&
+                  old->second.joined_s != p.joined_s;
+  }
   const bool released = feed_.pod(p, deleted);  // kept, counted, or let go, claims and all
   // A pod gone or placed owes nothing more: no retry, no status write left to make.
   auto settle = [&] {
@@ -387,25 +463,28 @@ void SchedulerService::handle_pod(const json& obj, bool deleted) {
   if (gone) {
     release_claims_of(p);
     settle();
-    if (released) {
-      cluster_changed_ = true;
-      if (const auto wait = options_.settle_after_finish; wait.count() > 0) {
-        const auto now = Clock::now();
-        if (now >= settle_until_) settle_from_ = now;
-        settle_until_ = std::min(now + wait, settle_from_ + 4 * wait);
-      }
-    }
+    if (released) settle_after_change();
     member_gone(uid);
     victim_gone(uid);
     return;
   }
   if (!p.node_name.empty()) {
     settle();
+    // The launcher overwrites its report as the job changes size: each one is kept as it comes,
+    // not only those still there when the gang is next decided.
+    if (options_.queues && !p.gang.empty() && p.throughput) note_throughput(p);
+    if (clock_moved && gang_measured_.contains(p.gang)) {
+      shrink_checked_ = false;
+      settle_after_change();
+    }
     // A job that waited for our binds to be seen before preempting is tried again (nothing
-    // else may change the cluster meanwhile, and it would wait for --retry-unschedulable).
+    // else may change the cluster meanwhile, and it would wait for --retry-unschedulable), at
+    // once rather than after its backoff: nothing was decided meanwhile (the decision loop).
     if (preempt_awaits_bound_ && ours(p)) {
       preempt_awaits_bound_ = false;
       cluster_changed_ = true;
+      for (const std::string& m : awaiting_bound_) backoff_.forget(m);
+      awaiting_bound_.clear();
     }
     return;
   }
@@ -593,6 +672,9 @@ SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodO
     return it == podgroups_.end() || !it->second.error.empty() ? 0 : it->second.min_member;
   };
   admit.min_members = min_members;
+  admit.gang_restarted = [this](const std::string& gang) {
+    return gang_mark_s(gang, kRestartedAtAnnotation);
+  };
   // A claim reserved for one bound pod of ours is that pod's: a victim frees its devices (once
   // the claim is deallocated, as kube-scheduler counts them).
   admit.held_for = [this](const PodObject& holder) -> std::string {
@@ -623,11 +705,44 @@ SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodO
     }
     return *terminating_count;
   };
+  // Our pods bound a moment ago and not yet seen bound (the bind in flight, or its update still
+  // on its way through the informer) hold their GPUs but cannot be victims yet: victims chosen
+  // now, or none found, would depend on how fast the API server answered. Chosen again once
+  // seen (preempt_awaits_bound_).
+  const auto unseen = [&] {
+    return std::count_if(feed_.pods().begin(), feed_.pods().end(), [&](const auto& e) {
+      const PodObject& p = e.second;
+      return p.node_name.empty() && !p.deleting && ours(p) && mirror_.accounted(p.uid) &&
+             !nominated_.contains(p.uid) &&
+             std::none_of(members.begin(), members.end(),
+                          [&](const PodObject& m) { return m.uid == p.uid; });
+    });
+  };
+  const auto await_bound = [&](std::ptrdiff_t n) {
+    preempt_awaits_bound_ = true;
+    awaits_bound_until_ = Clock::now() + std::chrono::seconds(2);
+    awaiting_bound_.clear();
+    for (const PodObject& m : members) awaiting_bound_.push_back(m.uid);
+    out.placement.placed = false;
+    out.placement.message =
+        fmt::format("queue {}: waiting for {} pod(s) just bound to be seen bound before preempting",
+                    queues_.tree().spec(*leaf).name, n);
+  };
   std::string refusal;  // the last eviction refused, for the wait's message
   // A refused eviction makes the layer choose again without that victim; a few times, then the
   // job waits its backoff like any other.
   for (int attempt = 0; attempt < 3; ++attempt) {
     ClusterMirror::Admission a = mirror_.admit(queues_.tree(), *leaf, members, admit);
+    // No victims found where preemption could make room (reclaim, priority): the pods not yet
+    // seen bound may be the ones it needs.
+    if (!a.placement.placed && admit.preempt &&
+        (a.waiting == sched::jobs::WaitReason::kShareHeld ||
+         a.waiting == sched::jobs::WaitReason::kLowerPriority)) {
+      if (const auto n = unseen(); n > 0) {
+        await_bound(n);
+        return out;
+      }
+    }
     if (!a.placement.placed) {
       out.placement = std::move(a.placement);
       if (out.placement.message.empty()) {
@@ -656,22 +771,9 @@ SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodO
           queues_.tree().spec(*leaf).name, terminating());
       return out;
     }
-    // Our pods bound a moment ago and not yet seen bound (the bind in flight, or its update
-    // still on its way through the informer) hold their GPUs but cannot be victims yet: victims
-    // chosen now would depend on how fast the API server answered. Chosen again once seen.
-    const auto unseen = std::count_if(feed_.pods().begin(), feed_.pods().end(), [&](const auto& e) {
-      const PodObject& p = e.second;
-      return p.node_name.empty() && !p.deleting && ours(p) && mirror_.accounted(p.uid) &&
-             !nominated_.contains(p.uid) &&
-             std::none_of(members.begin(), members.end(),
-                          [&](const PodObject& m) { return m.uid == p.uid; });
-    });
-    if (unseen > 0) {
+    if (const auto n = unseen(); n > 0) {
       undo(0);
-      preempt_awaits_bound_ = true;
-      out.placement.message = fmt::format(
-          "queue {}: waiting for {} pod(s) just bound to be seen bound before preempting",
-          queues_.tree().spec(*leaf).name, unseen);
+      await_bound(n);
       return out;
     }
     // Every eviction is tried as a dry run first, so a PodDisruptionBudget that forbids one
@@ -696,6 +798,7 @@ SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodO
         }
       }
       if (evicted == a.victims.size()) {
+        mark_restarted(a.victims);
         nominate(members, a, *leaf);
         out.placement = std::move(a.placement);
         out.nominated = true;
@@ -990,16 +1093,17 @@ void SchedulerService::schedule_gang(const std::string& gang) {
   // measured speed (or the prior, before any) says pays for the resize (growth_advice).
   const bool growing = options_.queues && bound >= g.min_member;
   const bool elastic = options_.queues && present > g.min_member;
-  const auto now = Clock::now();
   if (growing) {
-    const auto last = gang_resized_.find(gang);
-    if (last != gang_resized_.end() && now - last->second < options_.resize_interval) {
-      const auto wait = std::chrono::duration_cast<std::chrono::seconds>(options_.resize_interval -
-                                                                         (now - last->second));
+    const std::int64_t now_s = unix_now_s();
+    const std::int64_t last = gang_resized_s(gang, now_s);
+    // The API's times are whole seconds: a full interval has passed only once more than its
+    // seconds lie between the two.
+    if (const std::int64_t interval = options_.resize_interval.count();
+        last >= 0 && now_s - last <= interval) {
       report_all(fmt::format(
           "gang {}: elastic, runs {} of up to {} pods; grows at most once per resize interval "
           "({} s), next in {} s",
-          gang, bound, present, options_.resize_interval.count(), wait.count() + 1));
+          gang, bound, present, interval, interval + 1 - (now_s - last)));
       return;
     }
   }
@@ -1085,7 +1189,9 @@ void SchedulerService::schedule_gang(const std::string& gang) {
   }
   gang_waiting_since_.erase(gang);
   reported_.erase(gang);
-  if (elastic) gang_resized_[gang] = now;
+  // A growth's time stays on the PodGroup: the pods it started may be taken back by a
+  // preemption, and the interval still runs from it.
+  if (growing) mark_gang(gang, true, false);
   std::map<std::string, std::size_t> placed;  // uid -> index in r
   for (std::size_t i = 0; i < r.uids.size(); ++i) placed[r.uids[i]] = i;
   const int running = bound + static_cast<int>(placed.size());
@@ -1167,18 +1273,86 @@ sched::jobs::GrowthAdvice SchedulerService::growth_advice(const std::string& gan
       gang_growth(gang, bound, present, min_member, gpus_per_pod, measured));
 }
 
+std::int64_t SchedulerService::gang_resized_s(const std::string& gang, std::int64_t now_s) const {
+  std::int64_t last = -1;
+  for (const auto& [uid, p] : feed_.pods()) {
+    if (p.gang != gang || p.deleting || p.terminal()) continue;
+    if (p.node_name.empty() && !binding_.contains(uid) && !mirror_.accounted(uid)) continue;
+    last = std::max(last, p.joined_s >= 0 ? p.joined_s : now_s);  // else being bound now
+  }
+  return std::max(last, gang_mark_s(gang, kResizedAtAnnotation));
+}
+
+std::int64_t SchedulerService::gang_mark_s(const std::string& gang, const char* annotation) const {
+  std::int64_t at = -1;
+  if (const auto g = podgroups_.find(gang); g != podgroups_.end()) {
+    at = std::string_view(annotation) == kResizedAtAnnotation ? g->second.resized_s
+                                                              : g->second.restarted_s;
+  }
+  if (const auto u = marks_unseen_.find(gang); u != marks_unseen_.end()) {
+    if (const auto m = u->second.find(annotation); m != u->second.end()) {
+      at = std::max(at, m->second.second);
+    }
+  }
+  return at;
+}
+
+void SchedulerService::mark_restarted(const std::vector<ClusterMirror::Victim>& victims) {
+  std::map<std::string, int> taken;  // gang -> members evicted
+  for (const auto& v : victims) {
+    const auto p = feed_.pods().find(v.uid);
+    if (!v.claim && p != feed_.pods().end() && !p->second.gang.empty()) ++taken[p->second.gang];
+  }
+  for (const auto& [gang, n] : taken) {
+    int bound = 0;
+    for (const auto& [uid, p] : feed_.pods()) {
+      bound += int(p.gang == gang && !p.node_name.empty() && !p.deleting && !p.terminal());
+    }
+    if (bound > n) mark_gang(gang, false, true);  // it keeps running with fewer
+  }
+}
+
+void SchedulerService::mark_gang(const std::string& gang, bool resized, bool restarted) {
+  const auto g = podgroups_.find(gang);
+  if (g == podgroups_.end()) return;
+  const json& meta = g->second.object["metadata"];
+  const std::string at = now_rfc3339();
+  const std::int64_t at_s = rfc3339_seconds(at);
+  json annotations = json::object();
+  for (const auto& [name, mark] :
+       {std::pair{kResizedAtAnnotation, resized}, std::pair{kRestartedAtAnnotation, restarted}}) {
+    if (!mark) continue;
+    annotations[name] = at;
+    marks_unseen_[gang][name] = {at, at_s};
+  }
+  const std::string path =
+      g->second.upstream
+          ? namespaced_path("/apis/scheduling.k8s.io/v1beta1", meta.value("namespace", ""),
+                            "podgroups", meta.value("name", ""))
+          : namespaced_path("/apis/scheduling.x-k8s.io/v1alpha1", meta.value("namespace", ""),
+                            "podgroups", meta.value("name", ""));
+  writes_.submit("podgroup-marks/" + gang, [this, path, annotations] {
+    api_.patch(path, json{{"metadata", {{"annotations", annotations}}}});
+  });
+}
+
 void SchedulerService::shrink_for(const std::vector<PodObject>& waiting) {
   // Only elastic gangs started under --queues are candidates (gang_measured_ holds one entry
-  // each), and the pods are walked at most once a second: every waiting pod calls this.
+  // each), and the pods are walked once per move of the clock a shrink goes by (a gang
+  // member's start or shrink mark, as the API shows them) or periodic retry, not by every
+  // waiting pod: the resize intervals, what decides which gang may give back, moved only then.
+  // Not once a wall second: a time-compressed replay's ticks come faster than that, and the
+  // simulator checks once a tick.
   const auto now = Clock::now();
   if (!options_.queues || !options_.preemption || waiting.empty() || gang_measured_.empty() ||
-      now - last_shrink_check_ < std::chrono::seconds(1)) {
+      shrink_checked_) {
     return;
   }
   int need = 0;
   for (const auto& p : waiting) need += std::max(p.spec.gpu_count, 0);
   if (need == 0) return;
-  last_shrink_check_ = now;
+  shrink_checked_ = true;
+  const std::int64_t now_s = unix_now_s();
   // One pass over the pods: each candidate's bound members, and every report of its pods.
   std::map<std::string, std::vector<const PodObject*>> running;  // gang -> its bound members
   for (const auto& [uid, p] : feed_.pods()) {
@@ -1196,9 +1370,9 @@ void SchedulerService::shrink_for(const std::vector<PodObject>& waiting) {
     const int min_member = group->second.min_member;
     const int bound = static_cast<int>(members.size());
     if (bound <= min_member) continue;
-    if (const auto last = gang_resized_.find(gang);
-        last != gang_resized_.end() && now - last->second < options_.resize_interval) {
-      continue;
+    if (const std::int64_t last = gang_resized_s(gang, now_s);
+        last >= 0 && now_s - last <= options_.resize_interval.count()) {
+      continue;  // as in schedule_gang: more than the interval's seconds
     }
     if (std::any_of(members.begin(), members.end(),
                     [&](const PodObject* p) { return !preemptible(*p, now); })) {
@@ -1231,7 +1405,7 @@ void SchedulerService::shrink_for(const std::vector<PodObject>& waiting) {
         post_event(ns, involved, "Normal", "Preempted", m);
       });
     }
-    gang_resized_[gang] = now;
+    mark_gang(gang, true, true);
     log(advice.why);
     post_podgroup_event(gang, "Normal", "Resized", advice.why);
     return;

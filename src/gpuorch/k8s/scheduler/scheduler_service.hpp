@@ -249,6 +249,20 @@ class SchedulerService {
   // what is free and what they free hold the job; one gang per call, each at most once per
   // resize interval, and never below minMember.
   void shrink_for(const std::vector<PodObject>& waiting);
+  // Unix seconds of elastic gang `gang`'s last start, growth or shrink, from what the API shows,
+  // so that the resize interval holds across restarts and goes by the cluster's clock (a
+  // time-compressed replay's simulated one too): when its newest member joined
+  // (PodObject::joined_s; one being bound joins now) and the PodGroup's gpuorch.io/resized-at,
+  // written at each growth and shrink (a shrink starts no pod, and the pods a growth started
+  // may be taken back); -1: none.
+  [[nodiscard]] std::int64_t gang_resized_s(const std::string& gang, std::int64_t now_s) const;
+  // A mark on `gang`'s PodGroup as the API shows it, or as written and not yet seen back.
+  [[nodiscard]] std::int64_t gang_mark_s(const std::string& gang, const char* annotation) const;
+  // Writes now as gpuorch.io/resized-at (`resized`) and gpuorch.io/restarted-at (`restarted`)
+  // on `gang`'s PodGroup; until seen there, remembered.
+  void mark_gang(const std::string& gang, bool resized, bool restarted);
+  // The gangs that lose some of their running members to `victims` and keep running restart.
+  void mark_restarted(const std::vector<ClusterMirror::Victim>& victims);
   // `min_members`: ClusterMirror::AdmitOptions::min_members (0: all of them).
   JobDecision place_job(const std::vector<PodObject>& members, int min_members = 0);
   // Whether a bound pod may be a victim now: ours, not system-critical, not terminating, not
@@ -274,6 +288,10 @@ class SchedulerService {
                        bool event);
   void forget_queued(const std::string& uid);
   void requeue(const std::string& uid);
+  // The cluster changed in a way that may let pending pods go: they are retried, after
+  // --settle-after-finish (further changes extend it), so that changes written together are
+  // decided together.
+  void settle_after_change();
   void fail_attempt(const std::string& uid);
   // A gang's pending members decided together (the member just popped from the queue among them).
   void schedule_gang(const std::string& gang);
@@ -342,22 +360,30 @@ class SchedulerService {
     bool gang = true;       // false: upstream `basic`, each pod placed on its own
     int min_member = 1;
     int timeout_seconds = 0;
-    std::string error;    // malformed: why
-    std::string written;  // the status last written ("phase/scheduled")
+    std::string error;              // malformed: why
+    std::string written;            // the status last written ("phase/scheduled")
+    std::int64_t resized_s = -1;    // annotation gpuorch.io/resized-at, Unix seconds
+    std::int64_t restarted_s = -1;  // annotation gpuorch.io/restarted-at
   };
   std::map<std::string, PodGroupInfo> podgroups_;
   bool podgroups_served_ = false;
   bool upstream_podgroups_served_ = false;  // scheduling.k8s.io/v1beta1 (GenericWorkload)
   std::map<std::string, std::chrono::steady_clock::time_point> gang_waiting_since_;
-  std::map<std::string, std::chrono::steady_clock::time_point> gang_resized_;  // elastic gangs
+  // Marks written on a gang's PodGroup and not yet seen there: by gang and annotation, the text
+  // written and its Unix seconds.
+  std::map<std::string, std::map<std::string, std::pair<std::string, std::int64_t>>> marks_unseen_;
   // What each elastic gang measured, newest per (nodes, world size, local batch).
   std::map<std::string, std::map<std::tuple<int, int, int>, workload::ThroughputReport>>
       gang_measured_;
-  std::chrono::steady_clock::time_point last_shrink_check_{};
+  // shrink_for walked the pods since the resize clocks last moved or the periodic retry.
+  bool shrink_checked_ = false;
   // The settle window after finishes (SchedulerOptions::settle_after_finish).
   std::chrono::steady_clock::time_point settle_from_{}, settle_until_{};
-  // A job waited for pods just bound to be seen bound before preempting (place_job).
+  // A job waited for pods just bound to be seen bound before preempting (place_job): until
+  // when at most, and its members.
   bool preempt_awaits_bound_ = false;
+  std::chrono::steady_clock::time_point awaits_bound_until_{};
+  std::vector<std::string> awaiting_bound_;
   std::chrono::steady_clock::time_point last_retry_;
   // Preemptions under way (--queues): by job ("namespace/name" of its pod or gang), the members
   // holding their reservation in the mirror and the victims not yet gone.
