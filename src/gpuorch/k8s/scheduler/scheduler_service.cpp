@@ -36,6 +36,14 @@ std::int64_t unix_now_s() {
       .count();
 }
 
+// A PodGroup's path: scheduler-plugins' (the group's status lives there), or the upstream gang
+// API's (`upstream`).
+std::string podgroup_path(const json& meta, bool upstream) {
+  return namespaced_path(
+      upstream ? "/apis/scheduling.k8s.io/v1beta1" : "/apis/scheduling.x-k8s.io/v1alpha1",
+      meta.value("namespace", ""), "podgroups", meta.value("name", ""));
+}
+
 }  // namespace
 
 SchedulerService::SchedulerService(ApiClient& api, SchedulerServiceOptions options)
@@ -663,9 +671,7 @@ SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodO
   admit.queue_of = [this](const PodObject& p) { return queues_.leaf(p.queue); };
   admit.queues_generation = queues_.generation();
   admit.preempt = options_.preemption;
-  admit.now_s = std::chrono::duration_cast<std::chrono::seconds>(
-                    std::chrono::system_clock::now().time_since_epoch())
-                    .count();
+  admit.now_s = unix_now_s();
   admit.preemptible = [this, now](const PodObject& p) { return preemptible(p, now); };
   admit.gang_min = [this](const std::string& gang) {
     const auto it = podgroups_.find(gang);
@@ -1325,12 +1331,7 @@ void SchedulerService::mark_gang(const std::string& gang, bool resized, bool res
     annotations[name] = at;
     marks_unseen_[gang][name] = {at, at_s};
   }
-  const std::string path =
-      g->second.upstream
-          ? namespaced_path("/apis/scheduling.k8s.io/v1beta1", meta.value("namespace", ""),
-                            "podgroups", meta.value("name", ""))
-          : namespaced_path("/apis/scheduling.x-k8s.io/v1alpha1", meta.value("namespace", ""),
-                            "podgroups", meta.value("name", ""));
+  const std::string path = podgroup_path(meta, g->second.upstream);
   writes_.submit("podgroup-marks/" + gang, [this, path, annotations] {
     api_.patch(path, json{{"metadata", {{"annotations", annotations}}}});
   });
@@ -1430,9 +1431,7 @@ void SchedulerService::write_podgroup_status(const std::string& gang, const std:
   if (it->second.written == written) return;
   it->second.written = written;
   const json& meta = it->second.object["metadata"];
-  const std::string path =
-      namespaced_path("/apis/scheduling.x-k8s.io/v1alpha1", meta.value("namespace", ""),
-                      "podgroups", meta.value("name", ""));
+  const std::string path = podgroup_path(meta, false);
   json status = {{"status", {{"phase", phase}, {"scheduled", scheduled}}}};
   if (phase != "Scheduled") status["status"]["scheduleStartTime"] = now_rfc3339();
   writes_.submit("podgroup/" + gang, [this, path, status] {

@@ -75,7 +75,7 @@ bool ThroughputFit::measured_at(int gpus, int nodes) const {
 
 int ThroughputFit::largest_measured() const {
   int most = max_replicas_;
-  if (measured_ && steps_ && !steps_->all().empty())
+  if (measured_ && steps_)
     for (const auto& [key, points] : steps_->all()) most = std::max(most, key.first);
   return most;
 }
