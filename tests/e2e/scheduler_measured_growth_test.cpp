@@ -235,8 +235,10 @@ TEST(SchedulerMeasuredGrowth, AGangThatScalesGrowsAndOneThatDoesNotSaysWhy) {
 // own: from the gang's newest member's status.startTime (or its binding, before the kubelet
 // starts it), so it holds across scheduler restarts and a time-compressed replay can move it
 // (scripts/k8s-timeline-replay backdates the starts to their simulated times). A start time
-// that moves is a change the waiting gang is decided again for.
-TEST(SchedulerResizeClock, TheIntervalRunsFromTheGangsNewestStart) {
+// that moves is a change the waiting gang is decided again for. `late_members`: the gang starts
+// with its minMember pods alone and the other two come after (what the first case may also see,
+// when the scheduler decides before they are created).
+void resize_clock_case(bool late_members) {
   auto& cp = test::ControlPlane::shared();
   k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
   one_queue_one_node(api, 4);
@@ -255,10 +257,15 @@ TEST(SchedulerResizeClock, TheIntervalRunsFromTheGangsNewestStart) {
                        {"kind", "PodGroup"},
                        {"metadata", {{"name", "g"}}},
                        {"spec", {{"minMember", 2}}}});
-  for (int i = 0; i < 4; ++i) api.create(kPods, gpu_pod(fmt::format("g-{}", i), "g"));
+  for (int i = 0; i < (late_members ? 2 : 4); ++i) {
+    api.create(kPods, gpu_pod(fmt::format("g-{}", i), "g"));
+  }
   for (const char* g : {"g-0", "g-1"}) {
     test::wait_for(api, kPods + "/" + g, [](const json& p) { return !node_of(p).empty(); });
     started(api, g, 0s);
+  }
+  if (late_members) {
+    for (int i = 2; i < 4; ++i) api.create(kPods, gpu_pod(fmt::format("g-{}", i), "g"));
   }
   // The other pods go: 2 GPUs free, but the gang started less than 300 s ago.
   for (const char* o : {"o-0", "o-1"}) api.remove(kPods + "/" + o + "?gracePeriodSeconds=0");
@@ -276,7 +283,13 @@ TEST(SchedulerResizeClock, TheIntervalRunsFromTheGangsNewestStart) {
   // seconds), as a replay writes them: it grows to 4 at once, not at the next periodic retry.
   for (const char* g : {"g-0", "g-1"}) started(api, g, 302s);
   EXPECT_EQ(wait_bound(api, "g", 4, 4), 4) << scheduler.log();
-  if (HasFailure()) ADD_FAILURE() << "scheduler log:\n" << scheduler.log();
+  if (::testing::Test::HasFailure()) ADD_FAILURE() << "scheduler log:\n" << scheduler.log();
+}
+
+TEST(SchedulerResizeClock, TheIntervalRunsFromTheGangsNewestStart) { resize_clock_case(false); }
+
+TEST(SchedulerResizeClock, AGangThatStartedAtMinMemberAndGotMorePodsToo) {
+  resize_clock_case(true);
 }
 
 // The launcher's side: a worker appends a step report to $GPUORCH_THROUGHPUT_FILE and the

@@ -481,7 +481,10 @@ void SchedulerService::handle_pod(const json& obj, bool deleted) {
     // The launcher overwrites its report as the job changes size: each one is kept as it comes,
     // not only those still there when the gang is next decided.
     if (options_.queues && !p.gang.empty() && p.throughput) note_throughput(p);
-    if (clock_moved && gang_measured_.contains(p.gang)) {
+    // Any gang's, not only one already valued for growth: a gang that started with exactly
+    // minMember pods and got more since is first valued once its interval has passed, which is
+    // what this move may say.
+    if (clock_moved) {
       shrink_checked_ = false;
       settle_after_change();
     }
