@@ -85,6 +85,27 @@ TEST(DoctorPending, FitsWhenNoSchedulerActedAndEveryPendingPodExplained) {
             "x.json: not a Kubernetes List (kubectl get nodes,pods -A -o json)");
 }
 
+// A gang member the scheduler refuses (a field it does not evaluate) is said so, as the scheduler
+// says it (k8s::check_gang), instead of the gang being tried as if the field were not there.
+TEST(DoctorPending, AGangMemberWithAFieldNobodyEvaluatesIsRefusedAsTheSchedulerRefusesIt) {
+  json a = pod("g-0", 1);
+  json b = pod("g-1", 1);
+  for (json* m : {&a, &b}) (*m)["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] = "g";
+  b["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] =
+      json::array({{{"topologyKey", "kubernetes.io/hostname"}}});
+  const json group = {{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+                      {"kind", "PodGroup"},
+                      {"metadata", {{"name", "g"}, {"namespace", "ml"}}},
+                      {"spec", {{"minMember", 2}}}};
+  const auto f = explain(json::array({node("n1"), a, b, group}), "ml/g-0");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].id, "pod.infeasible");
+  EXPECT_NE(f[0].what.find("ml/g-0: gang ml/g: member ml/g-1: Unsupported: "
+                           "spec.affinity.podAntiAffinity"),
+            std::string::npos)
+      << f[0].what;
+}
+
 // The API server's conditions are read by shape: kube-scheduler's verdict is shown, and a
 // status of another shape is no condition rather than an exception (found beside the extender's
 // fuzzing: a JSON pointer through an array throws).

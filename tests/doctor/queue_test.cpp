@@ -132,6 +132,31 @@ TEST(DoctorQueue, AJobThatFitsSaysNoSchedulerActed) {
   EXPECT_NE(x->fix.find("--queues"), std::string::npos);
 }
 
+// A gang held before placement says why in the scheduler's words (k8s::check_gang): too few
+// members to start, or a PodGroup the scheduler cannot use.
+TEST(DoctorQueue, AGangNotReadySaysWhyAsTheSchedulerDoes) {
+  json member = pod("g-0", "solo", 1);
+  member["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] = "g";
+  json group = {{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+                {"kind", "PodGroup"},
+                {"metadata", {{"name", "g"}, {"namespace", "ml"}}},
+                {"spec", {{"minMember", 2}}}};
+  const auto f =
+      explain(json::array({node("n1", 4), test::kai_queue("solo", 4, -1), member, group}));
+  const auto* g = find(f, "ml/g: ");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->id, "queue.gang-incomplete");
+  EXPECT_EQ(g->what,
+            "ml/g: gang ml/g: 1 of minMember 2 pods exist (0 bound); waiting for the rest");
+  group["spec"]["minMember"] = "two";
+  const auto bad =
+      explain(json::array({node("n1", 4), test::kai_queue("solo", 4, -1), member, group}));
+  const auto* b = find(bad, "ml/g: ");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->id, "queue.infeasible");
+  EXPECT_NE(b->what.find("gang ml/g: PodGroup ml/g is malformed: "), std::string::npos) << b->what;
+}
+
 TEST(DoctorQueue, NoQueueApiOrAnUnknownQueueIsOneLine) {
   EXPECT_THROW(explain(json::array({node("n1", 4)})), base::InputError);
   try {

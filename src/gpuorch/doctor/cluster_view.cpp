@@ -1,7 +1,5 @@
 #include "gpuorch/doctor/cluster_view.hpp"
 
-#include "gpuorch/k8s/mirror/pod_group.hpp"
-
 namespace gpuorch::doctor {
 
 ClusterView::ClusterView(const ClusterObjects& objects, const k8s::MirrorOptions& options)
@@ -9,7 +7,7 @@ ClusterView::ClusterView(const ClusterObjects& objects, const k8s::MirrorOptions
   for (const auto& g : objects.podgroups) {
     const k8s::PodGroup parsed = k8s::podgroup_from_json(g);
     // A `basic` group (upstream) is no gang: its pods are explained one by one.
-    if (parsed.gang) groups[parsed.key] = PodGroupView{parsed.min_member, parsed.error};
+    if (parsed.gang) groups[parsed.key] = parsed;
   }
   // In the order the scheduler's informers would have them: the nodes' GPUs before the claims
   // that hold some, the pods before the claims reserved for them.

@@ -13,14 +13,10 @@
 #include "gpuorch/k8s/mirror/cluster_mirror.hpp"
 #include "gpuorch/k8s/mirror/dra_state.hpp"
 #include "gpuorch/k8s/mirror/mirror_feed.hpp"
+#include "gpuorch/k8s/mirror/pod_group.hpp"
 #include "gpuorch/k8s/mirror/pod_object.hpp"
 
 namespace gpuorch::doctor {
-
-struct PodGroupView {
-  int min_member = 1;
-  std::string error;  // malformed: why
-};
 
 class ClusterView {
  public:
@@ -33,7 +29,7 @@ class ClusterView {
   [[nodiscard]] const k8s::DraState& dra() const { return feed_.dra(); }
   std::vector<k8s::PodObject> pods;                  // not finished, in listing order
   std::map<std::string, const nlohmann::json*> raw;  // by uid: the object as listed
-  std::map<std::string, PodGroupView> groups;        // by "namespace/name"
+  std::map<std::string, k8s::PodGroup> groups;       // gangs by "namespace/name"
   std::vector<std::string> left_out;                 // nodes the scheduler cannot use: why
   std::size_t node_count = 0;
   std::string build_error;  // the policy could not be built: what the scheduler reports

@@ -9,6 +9,7 @@
 #include "gpuorch/base/error.hpp"
 #include "gpuorch/doctor/cluster_view.hpp"
 #include "gpuorch/doctor/pending.hpp"
+#include "gpuorch/k8s/mirror/gang_check.hpp"
 #include "gpuorch/k8s/mirror/pod_object.hpp"
 #include "gpuorch/sched/filters/gpu_model.hpp"
 #include "gpuorch/sched/framework/filter_registry.hpp"
@@ -188,8 +189,7 @@ class Explainer {
     }
   }
 
-  // The same steps and words as gpuorch scheduler's gang path
-  // (k8s/scheduler/scheduler_service.cpp).
+  // The scheduler's gang path: the same checks (k8s::check_gang), then the placement tried.
   Finding explain_gang(const PodObject& pod) {
     const std::string& gang = pod.gang;
     std::vector<PodObject> pending;
@@ -206,37 +206,24 @@ class Explainer {
               [](const PodObject& a, const PodObject& b) { return a.key() < b.key(); });
     const std::string ev = evidence(pod);
     const auto group = view_.groups.find(gang);
-    if (group == view_.groups.end()) {
-      return {Severity::kWarning, "pod.gang-incomplete",
-              fmt::format("{}: gang {}: PodGroup {} does not exist "
-                          "(scheduling.x-k8s.io/v1alpha1); waiting for it",
-                          pod.key(), gang, gang),
-              ev, fmt::format("create the PodGroup {}", gang)};
-    }
-    if (!group->second.error.empty()) {
-      return {Severity::kError, "pod.infeasible",
-              fmt::format("{}: gang {}: PodGroup {} is malformed: {}", pod.key(), gang, gang,
-                          group->second.error),
-              ev, "correct the PodGroup"};
-    }
-    for (const auto& p : pending) {
-      if (!p.error.empty()) {
-        return {Severity::kError, "pod.infeasible",
-                fmt::format("{}: gang {}: member {} cannot be placed: {}", pod.key(), gang, p.key(),
-                            p.error),
-                ev, "correct that member's request"};
-      }
-    }
-    const int present = bound + static_cast<int>(pending.size());
-    const int min = group->second.min_member;
-    if (present < min) {
-      return {Severity::kWarning, "pod.gang-incomplete",
-              fmt::format("{}: gang {}: {} of minMember {} pods exist ({} bound); waiting for the "
-                          "rest",
-                          pod.key(), gang, present, min, bound),
-              ev,
-              fmt::format("create the {} missing member(s), or lower the PodGroup's minMember",
-                          min - present)};
+    const int min = group == view_.groups.end() ? 1 : group->second.min_member;
+    const k8s::GangCheck check = k8s::check_gang(
+        gang, group == view_.groups.end() ? nullptr : &group->second, bound, pending);
+    const std::string said = fmt::format("{}: {}", pod.key(), check.message);
+    switch (check.hold) {
+      case k8s::GangHold::kNone:
+        break;
+      case k8s::GangHold::kNoGroup:
+        return {Severity::kWarning, "pod.gang-incomplete", said, ev,
+                fmt::format("create the PodGroup {}", gang)};
+      case k8s::GangHold::kMalformed:
+        return {Severity::kError, "pod.infeasible", said, ev, "correct the PodGroup"};
+      case k8s::GangHold::kMemberRefused:
+        return {Severity::kError, "pod.infeasible", said, ev, "correct that member's request"};
+      case k8s::GangHold::kIncomplete:
+        return {Severity::kWarning, "pod.gang-incomplete", said, ev,
+                fmt::format("create the {} missing member(s), or lower the PodGroup's minMember",
+                            min - bound - static_cast<int>(pending.size()))};
     }
     const auto r = view_.mirror().schedule_gang(pending);
     if (r.placed) {

@@ -13,6 +13,7 @@
 #include "gpuorch/doctor/cluster_view.hpp"
 #include "gpuorch/doctor/queue.hpp"
 #include "gpuorch/k8s/mirror/cluster_queues.hpp"
+#include "gpuorch/k8s/mirror/gang_check.hpp"
 #include "gpuorch/sched/jobs/job_layer.hpp"
 
 namespace gpuorch::doctor {
@@ -194,13 +195,16 @@ class QueueExplainer {
       const auto g = view_.groups.find(first.gang);
       int bound = 0;
       for (const auto& p : view_.pods) bound += int(p.gang == first.gang && !p.node_name.empty());
-      const int present = bound + static_cast<int>(j.members.size());
-      if (g == view_.groups.end() || !g->second.error.empty() || present < g->second.min_member) {
+      const k8s::GangCheck check = k8s::check_gang(
+          first.gang, g == view_.groups.end() ? nullptr : &g->second, bound, j.members);
+      if (check.hold == k8s::GangHold::kNoGroup || check.hold == k8s::GangHold::kIncomplete) {
         return {Severity::kWarning, "queue.gang-incomplete",
-                fmt::format("{}: the gang is not ready to be admitted (PodGroup missing, "
-                            "malformed, or fewer than minMember pods)",
-                            j.name),
-                ev, fmt::format("gpuorch doctor pod {} says which", first.key())};
+                fmt::format("{}: {}", j.name, check.message), ev,
+                fmt::format("gpuorch doctor pod {}", first.key())};
+      }
+      if (check.hold != k8s::GangHold::kNone) {
+        return {Severity::kError, "queue.infeasible", fmt::format("{}: {}", j.name, check.message),
+                ev, fmt::format("gpuorch doctor pod {}", first.key())};
       }
     }
     for (const auto& m : j.members) {

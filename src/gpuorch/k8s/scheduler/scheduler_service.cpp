@@ -11,6 +11,7 @@
 #include "gpuorch/k8s/api/informer.hpp"
 #include "gpuorch/k8s/api/patient_get.hpp"
 #include "gpuorch/k8s/mirror/binding.hpp"
+#include "gpuorch/k8s/mirror/gang_check.hpp"
 #include "gpuorch/k8s/mirror/node_object.hpp"
 #include "gpuorch/k8s/mirror/pod_group.hpp"
 #include "gpuorch/k8s/mirror/unevaluated_fields.hpp"
@@ -373,11 +374,7 @@ void SchedulerService::handle_podgroup(const json& obj, bool deleted, bool upstr
   }
   PodGroupInfo& g = podgroups_[key];
   g.object = std::move(object);
-  g.upstream = parsed.upstream;
-  g.gang = parsed.gang;
-  g.min_member = parsed.min_member;
-  g.timeout_seconds = parsed.timeout_seconds;
-  g.error = parsed.error;
+  static_cast<PodGroup&>(g) = parsed;
   // The marks as the API shows them; our own seen back stop being remembered apart. Anyone
   // else's change (a replay's clock) moves the gang's clock: decided again.
   const auto annotation = [&](const char* name) -> std::string {
@@ -1047,39 +1044,22 @@ void SchedulerService::schedule_gang(const std::string& gang) {
     for (const auto& p : pending) report_unschedulable(p, message);
   };
   const auto group = podgroups_.find(gang);
-  if (group == podgroups_.end()) {
-    report_all(
-        fmt::format("gang {}: PodGroup {} does not exist (scheduling.x-k8s.io/v1alpha1, or "
-                    "scheduling.k8s.io/v1beta1 for spec.schedulingGroup); waiting for it",
-                    gang, gang));
+  const GangCheck check =
+      check_gang(gang, group == podgroups_.end() ? nullptr : &group->second, bound, pending);
+  if (check.hold != GangHold::kNone && check.hold != GangHold::kIncomplete) {
+    report_all(check.message);
     return;
   }
-  PodGroupInfo& g = group->second;
-  if (!g.error.empty()) {
-    report_all(fmt::format("gang {}: PodGroup {} is malformed: {}", gang, gang, g.error));
-    return;
-  }
-  for (const auto& p : pending) {
-    if (!p.error.empty()) {
-      report_all(fmt::format("gang {}: member {} cannot be placed: {}", gang, p.key(), p.error));
-      return;
-    }
-    if (!p.unevaluated.empty()) {
-      report_all(
-          fmt::format("gang {}: member {}: {}", gang, p.key(), unevaluated_message(p.unevaluated)));
-      return;
-    }
-  }
+  // A gang waits (scheduleTimeoutSeconds counts) from when its group and members are sound,
+  // complete or not.
   const auto since = gang_waiting_since_.try_emplace(gang, Clock::now()).first->second;
-  const int present = bound + static_cast<int>(pending.size());
-  if (present < g.min_member) {
-    report_all(
-        fmt::format("gang {}: {} of minMember {} pods exist ({} bound); waiting for the "
-                    "rest",
-                    gang, present, g.min_member, bound));
+  if (check.hold == GangHold::kIncomplete) {
+    report_all(check.message);
     write_podgroup_status(gang, "Pending", bound);
     return;
   }
+  PodGroupInfo& g = group->second;
+  const int present = bound + static_cast<int>(pending.size());
   if (!ensure_built(pending.front())) return;
   // Each member as the core is asked for it: with its claims' GPUs or KEP-5004's bridge claim;
   // else GPUs asked as a resource come from device plugins, never from DRA devices (docs/dra.md).

@@ -35,6 +35,7 @@
 #include "gpuorch/k8s/mirror/cluster_queues.hpp"
 #include "gpuorch/k8s/mirror/dra_state.hpp"
 #include "gpuorch/k8s/mirror/mirror_feed.hpp"
+#include "gpuorch/k8s/mirror/pod_group.hpp"
 #include "gpuorch/k8s/mirror/pod_object.hpp"
 #include "gpuorch/k8s/scheduler/retried_writes.hpp"
 #include "gpuorch/sched/backoff.hpp"
@@ -354,13 +355,9 @@ class SchedulerService {
   std::atomic<std::int64_t> heartbeat_ns_{0};           // steady clock of the last round
   // PodGroups (scheduling.x-k8s.io/v1alpha1, and scheduling.k8s.io/v1beta1's) by
   // "namespace/name".
-  struct PodGroupInfo {
+  // The group as parsed (k8s/mirror/pod_group.hpp) and what the scheduler keeps beside it.
+  struct PodGroupInfo : PodGroup {
     nlohmann::json object;
-    bool upstream = false;  // its status is not scheduler-plugins': none is written
-    bool gang = true;       // false: upstream `basic`, each pod placed on its own
-    int min_member = 1;
-    int timeout_seconds = 0;
-    std::string error;              // malformed: why
     std::string written;            // the status last written ("phase/scheduled")
     std::int64_t resized_s = -1;    // annotation gpuorch.io/resized-at, Unix seconds
     std::int64_t restarted_s = -1;  // annotation gpuorch.io/restarted-at
