@@ -231,6 +231,71 @@ TEST(SchedulerMeasuredGrowth, AGangThatScalesGrowsAndOneThatDoesNotSaysWhy) {
   if (HasFailure()) ADD_FAILURE() << "scheduler log:\n" << scheduler.log();
 }
 
+// A shrink made for a waiting job is a preemption made for it: the job is nominated onto what
+// the evicted pods free (status.nominatedNodeName, an Event), nobody else is placed there while
+// they terminate, and it is bound as soon as they are gone, not after its backoff
+// (docs/sim-timeline.md, "Same answer over time", workload-6 at t = 3600).
+TEST(SchedulerMeasuredGrowth, AShrinksGpusAreHeldForTheJobItWasMadeFor) {
+  auto& cp = test::ControlPlane::shared();
+  k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
+  one_queue_one_node(api, 4);
+  test::TempDir dir;
+  test::SchedulerProcess scheduler(
+      {"--kubeconfig", cp.kubeconfig(), "--queues", "--listen", "127.0.0.1:0", "--resize-interval",
+       "1", "--resize-cost", "0.1", "--retry-unschedulable", "600", "--pod-max-backoff", "30"},
+      dir.file("scheduler.log"));
+  // big (minMember 2, 4 pods) scales from 1 to 2 pods: it starts with all 4 GPUs.
+  api.create(kGroups, {{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+                       {"kind", "PodGroup"},
+                       {"metadata", {{"name", "big"}}},
+                       {"spec", {{"minMember", 2}}}});
+  api.create(kPods, gpu_pod("big-0", "big", measured(1, 100)));
+  api.create(kPods, gpu_pod("big-1", "big", measured(2, 198)));
+  for (int i = 2; i < 4; ++i) api.create(kPods, gpu_pod(fmt::format("big-{}", i), "big"));
+  ASSERT_EQ(wait_bound(api, "big", 4, 4), 4) << scheduler.log();
+  std::vector<std::string> freed;  // the GPUs of the pods it will give back
+  for (int i = 2; i < 4; ++i) {
+    const json p = api.get(fmt::format("{}/big-{}", kPods, i));
+    freed.push_back(p["metadata"]["annotations"].value("gpuorch.io/gpus", ""));
+  }
+  std::this_thread::sleep_for(2s);  // its resize interval (1 s) has passed
+  // Then it measures 200 samples/s at 4 pods: its last 2 add 1 %. w (1 GPU) waits for one.
+  api.patch(
+      kPods + "/big-2",
+      {{"metadata", {{"annotations", {{workload::kThroughputAnnotation, measured(4, 200)}}}}}});
+  api.create(kPods, gpu_pod("w"));
+  const json nominated = test::wait_for(api, kPods + "/w", [](const json& p) {
+    return p.contains("status") && !p["status"].value("nominatedNodeName", "").empty();
+  });
+  EXPECT_EQ(nominated["status"]["nominatedNodeName"], "n1");
+  EXPECT_TRUE(node_of(nominated).empty());
+  for (int i = 2; i < 4; ++i) {
+    test::wait_for(api, fmt::format("{}/big-{}", kPods, i),
+                   [](const json& p) { return p["metadata"].contains("deletionTimestamp"); });
+  }
+  // other (2 GPUs), created after: nothing is placed on what the shrink frees meanwhile.
+  json other = gpu_pod("other");
+  other["spec"]["containers"][0]["resources"] = {
+      {"requests", {{"cpu", "1"}, {"nvidia.com/gpu", "2"}}}, {"limits", {{"nvidia.com/gpu", "2"}}}};
+  api.create(kPods, other);
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_TRUE(node_of(api.get(kPods + "/w")).empty());
+  EXPECT_TRUE(node_of(api.get(kPods + "/other")).empty());
+  // The evicted pods go: w is bound on a GPU one of them held, at once; other still waits.
+  const auto gone = std::chrono::steady_clock::now();
+  for (int i = 2; i < 4; ++i) api.remove(fmt::format("{}/big-{}?gracePeriodSeconds=0", kPods, i));
+  const json bound =
+      test::wait_for(api, kPods + "/w", [](const json& p) { return !node_of(p).empty(); });
+  EXPECT_LT(std::chrono::steady_clock::now() - gone, 5s) << scheduler.log();
+  const std::string gpus = bound["metadata"]["annotations"].value("gpuorch.io/gpus", "");
+  EXPECT_TRUE(gpus == freed[0] || gpus == freed[1]) << gpus;
+  EXPECT_NE(events_about(api, "w").find("Preempting"), std::string::npos) << events_about(api, "w");
+  std::this_thread::sleep_for(1s);
+  EXPECT_TRUE(node_of(api.get(kPods + "/other")).empty()) << "1 GPU is free, it asks 2";
+  EXPECT_EQ(count_bound(api, "big", 2), 2);
+  if (HasFailure()) ADD_FAILURE() << "scheduler log:\n" << scheduler.log();
+}
+
 // The resize interval runs on the cluster's clock as the API shows it, not on the scheduler's
 // own: from the gang's newest member's status.startTime (or its binding, before the kubelet
 // starts it), so it holds across scheduler restarts and a time-compressed replay can move it

@@ -270,5 +270,67 @@ TEST_F(MirrorPreemption, AClaimPodIsAVictimWithItsClaimsGpus) {
   EXPECT_EQ(free_gpus(), 2);
 }
 
+// An admission binds the pods of one job: a running elastic gang that gives a replica above
+// minMember to it does not grow back in its round onto what the other victims free (the layer
+// would grow it there, and the pending job's next member would be bound as its replica, on a
+// GPU nobody released). docs/sim-timeline.md, "Same answer over time", workload-3 at t = 9720.
+TEST_F(MirrorPreemption, AGangThatGaveAReplicaDoesNotGrowBackInTheSameAdmission) {
+  // a may hold 3 GPUs, b 1; b holds the node: gang g (minMember 1) on GPUs 0 and 1, z on 2-3.
+  const sched::jobs::QueueTree queues({test::gpu_queue("a", 3), test::gpu_queue("b", 1)});
+  bind(pod("g0", "b", 1, 0, "g"), {0});
+  bind(pod("g1", "b", 1, 0, "g"), {1});
+  bind(pod("z", "b", 2), {2, 3}, 4900);  // started last: the cheapest whole victim
+  gang_min_["default/g"] = 1;
+  // a's elastic gang p of 3 pods, of which 2 must start: g's replica above minMember goes
+  // first, then z; p takes the lowest GPUs free (1 and 2), and GPU 3 is left.
+  std::vector<PodObject> p;
+  for (int i = 0; i < 3; ++i) p.push_back(pod(fmt::format("p{}", i), "a", 1, 0, "p"));
+  ClusterMirror::AdmitOptions o;
+  o.queue_of = [&](const PodObject& x) { return queues.find(x.queue); };
+  o.preempt = true;
+  o.now_s = 5000;
+  o.preemptible = [](const PodObject&) { return true; };
+  o.gang_min = [this](const std::string& g) { return gang_min_[g]; };
+  o.min_members = 2;
+  const auto a = mirror_.admit(queues, *queues.find("a"), p, o);
+  ASSERT_TRUE(a.placement.placed) << a.why;
+  EXPECT_EQ(uids(a), (std::set<std::string>{"g1", "z"}));
+  EXPECT_EQ(a.placement.uids.size(), 3U) << "p grows onto GPU 3; g does not";
+  // No GPU is counted for two pods: each of p's is free of every pod that stays.
+  std::set<int> taken;
+  for (const auto& gpus : a.placement.gpus) taken.insert(gpus.begin(), gpus.end());
+  EXPECT_EQ(taken, (std::set<int>{1, 2, 3}));
+  EXPECT_EQ(mirror_.assumed("g0")->second, std::vector<int>{0});
+  EXPECT_FALSE(mirror_.assumed("g1")) << "a victim: its GPU is p's now";
+  EXPECT_EQ(free_gpus(), 0);
+}
+
+// An elastic gang's shrink (the scheduler's shrink_for) evicts pods of its own accord: marked
+// evicting they count nowhere, so the job they are given back for is placed on their GPUs, and
+// what it does not take is held until they are gone; restore() undoes it.
+TEST_F(MirrorPreemption, AShrunkPodsGpusGoToTheJobItWasShrunkFor) {
+  for (int i = 0; i < 4; ++i) bind(pod(fmt::format("a{}", i), "a"), {i});
+  mirror_.mark_evicting("a3");
+  EXPECT_FALSE(mirror_.assumed("a3"));
+  EXPECT_EQ(free_gpus(), 1);
+  const auto b = admit({pod("b0", "b")}, false);
+  ASSERT_TRUE(b.placement.placed) << b.why;
+  EXPECT_TRUE(b.victims.empty()) << "it starts on what the shrink frees, nothing more";
+  EXPECT_EQ(b.placement.gpus.front(), std::vector<int>{3});
+  mirror_.hold_evicted("a3");
+  EXPECT_EQ(free_gpus(), 0);
+  mirror_.release("a3");  // gone: its GPU stays b0's
+  EXPECT_EQ(free_gpus(), 0);
+  EXPECT_EQ(mirror_.assumed("b0")->second, std::vector<int>{3});
+  // Not placed on it (b0 let go): the shrunk pod holds its GPU until gone, or again when kept.
+  mirror_.release("b0");
+  mirror_.mark_evicting("a2");
+  mirror_.hold_evicted("a2");
+  EXPECT_EQ(free_gpus(), 1) << "GPU 3 only";
+  mirror_.restore("a2");
+  EXPECT_EQ(mirror_.assumed("a2")->second, std::vector<int>{2});
+  EXPECT_EQ(free_gpus(), 1);
+}
+
 }  // namespace
 }  // namespace gpuorch::k8s

@@ -8,9 +8,11 @@
 #include <string>
 
 #include "gpuorch/sim/timeline_engine.hpp"
+#include "gpuorch/sim/timeline_job_layer.hpp"
 #include "gpuorch/sim/timeline_policy.hpp"
 #include "gpuorch/sim/timeline_throughput.hpp"
 #include "gpuorch/sim/timeline_workload.hpp"
+#include "sched/jobs/gpu_queue.hpp"
 #include "sim/timeline_support.hpp"
 #include "support/test_support.hpp"
 
@@ -75,6 +77,54 @@ TEST(TimelinePerJobElastic, NoGrowthWithinAResizeIntervalLongerThanTheRun) {
     }
     running[e.job] = e.replicas;
   }
+}
+
+// A job's round places that job only (JobLayerRun::round_on's `only_job`), as the cluster's
+// admission of one job binds its pods only: a running gang that gives a replica above minMember
+// to it does not grow back in that round onto what the other victims free (the layer's growth
+// would), it grows in its own turn, by its resize interval (docs/sim-timeline.md, "Same answer
+// over time", workload-3 at t = 9720).
+TEST(TimelinePerJobElastic, AGangThatGivesAReplicaDoesNotGrowBackInAnotherJobsRound) {
+  auto round = [](std::string_view only_job) {
+    cluster::Cluster cluster(uniform_nodes(1, 4));
+    // a may hold 3 GPUs, b 1; b holds the node: gang g (minMember 1) on GPUs 0 and 1, z on 2-3.
+    JobLayerRun run({test::gpu_queue("a", 3), test::gpu_queue("b", 1)}, "tightest-fit");
+    auto spec = [](const char* name, const char* queue, int gpus, int min, int max) {
+      workload::JobSpec s;
+      s.name = name;
+      s.queue = queue;
+      s.replica.gpu_count = gpus;
+      s.replica.gpu_milli = 1000;
+      s.min_replicas = min;
+      s.max_replicas = max;
+      return s;
+    };
+    const workload::JobSpec g = spec("g", "b", 1, 1, 2), z = spec("z", "b", 2, 1, 1),
+                            p = spec("p", "a", 1, 2, 3);
+    std::vector<sched::jobs::JobState> states(3);
+    const std::vector<const workload::JobSpec*> specs = {&g, &z, &p};
+    for (std::size_t i = 0; i < 3; ++i) {
+      states[i].spec = specs[i];
+      states[i].queue = *run.tree().find(specs[i]->queue);
+      states[i].running_since = i == 1 ? 4900 : 1000;  // z started last: the cheapest victim
+    }
+    for (const auto& [job, gpus] :
+         std::vector<std::pair<std::size_t, std::vector<int>>>{{0, {0}}, {0, {1}}, {1, {2, 3}}}) {
+      cluster::Placement pl{0, 0, 0, 1000, gpus};
+      cluster.apply(pl);
+      states[job].placements.push_back(pl);
+    }
+    std::vector<sched::jobs::JobState*> refs = {&states[0], &states[1], &states[2]};
+    sched::jobs::RoundOptions o;
+    o.now = 5000;
+    o.explain = false;
+    run.round_on(cluster, refs, o, only_job);
+    return std::make_pair(states[0].replicas(), states[2].replicas());
+  };
+  // p takes g's replica above minMember and z, and then the GPU z left: g stays at 1.
+  EXPECT_EQ(round("p"), std::make_pair(1, 3));
+  // Any job may be placed (the other policies' rounds): g grows back onto it in p's round.
+  EXPECT_EQ(round(""), std::make_pair(2, 2));
 }
 
 TEST(TimelinePerJobElastic, RigidPerJobIsUnchangedWithoutElastic) {

@@ -23,7 +23,13 @@ void JobLayerRun::start(cluster::Cluster& cluster) {
   scheduler_ = std::make_unique<sched::Scheduler>(cluster, *placement_);
   resolver_ = std::make_unique<sched::RequestResolver>(cluster);
   layer_ = std::make_unique<sched::jobs::JobLayer>(
-      cluster, tree_, sched::jobs::core_placer(cluster, *scheduler_, *resolver_));
+      cluster, tree_,
+      [this, core = sched::jobs::core_placer(cluster, *scheduler_, *resolver_)](
+          const workload::JobSpec& job, int count, std::span<const cluster::Placement> near,
+          sched::jobs::PlacementFailure* why) -> std::optional<std::vector<cluster::Placement>> {
+        if (!only_job_.empty() && job.name != only_job_) return std::nullopt;
+        return core(job, count, near, why);
+      });
 }
 
 JobState& JobLayerRun::state(Job& job, const SpecOf& spec_of) {
@@ -66,8 +72,13 @@ Reallocations JobLayerRun::round(cluster::Cluster& cluster, std::span<Job* const
 }
 
 void JobLayerRun::round_on(cluster::Cluster& cluster, std::span<JobState* const> states,
-                           const sched::jobs::RoundOptions& options) {
+                           const sched::jobs::RoundOptions& options, std::string_view only_job) {
   if (layer_ == nullptr || cluster_ != &cluster) start(cluster);
+  only_job_ = only_job;
+  struct Reset {
+    std::string& only;
+    ~Reset() { only.clear(); }
+  } reset{only_job_};
   layer_->round(states, options);
 }
 

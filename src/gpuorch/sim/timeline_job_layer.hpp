@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpuorch/sched/jobs/elastic_sizing.hpp"
@@ -54,9 +55,11 @@ class JobLayerRun {
                       const sched::jobs::RoundOptions& options);
   // A round on states the caller holds, some of them of no engine job (the cluster scheduler
   // asks for a running gang's elastic pods as a job of their own): the caller reads the
-  // outcome from the states.
+  // outcome from the states. `only_job` (a spec name; empty: any): the one job the round may
+  // place, as a cluster's admission of one job binds that job's pods only; the others do not
+  // grow in it, not even back onto what is left after it took replicas of theirs.
   void round_on(cluster::Cluster& cluster, std::span<sched::jobs::JobState* const> states,
-                const sched::jobs::RoundOptions& options);
+                const sched::jobs::RoundOptions& options, std::string_view only_job = {});
   // A job's last `n` replicas given back between rounds, through the job layer
   // (JobLayer::shrink).
   void shrink(cluster::Cluster& cluster, sched::jobs::JobState& state, int n);
@@ -88,6 +91,7 @@ class JobLayerRun {
   std::unique_ptr<sched::Scheduler> scheduler_;
   std::unique_ptr<sched::RequestResolver> resolver_;
   std::unique_ptr<sched::jobs::JobLayer> layer_;
+  std::string only_job_;                      // round_on's `only_job`, while it runs
   std::deque<sched::jobs::JobState> kept_;    // by job id: a deque, so states stay where they are
   std::vector<sched::jobs::JobState*> refs_;  // the last states(), in the engine's order
   std::vector<Job*> jobs_;                    // their jobs

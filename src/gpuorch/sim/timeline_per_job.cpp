@@ -162,11 +162,14 @@ class PerJobFifo final : public TimelinePolicy {
     }
   }
 
-  void run_round(Seconds now, cluster::Cluster& cluster) {
+  // `job`'s round: only it is placed (starts or grows), as the scheduler's admission of one
+  // job binds that job's pods only; a running gang it takes replicas from grows back in its
+  // own turn, by its resize interval.
+  void run_round(Seconds now, const Job& job, cluster::Cluster& cluster) {
     sched::jobs::RoundOptions options;
     options.now = now;
     options.explain = false;  // the simulator reports outcomes
-    run_.round_on(cluster, round_states_, options);
+    run_.round_on(cluster, round_states_, options, job.spec().name);
     for (std::size_t i = 0; i < round_jobs_.size(); ++i) {
       if (round_states_[i]->changed) {
         changes_[round_jobs_[i]->spec().id] = {round_jobs_[i], round_states_[i]->placements};
@@ -211,7 +214,7 @@ class PerJobFifo final : public TimelinePolicy {
     ps.seq = 0;
     round_states_.push_back(&ps);
     round_jobs_.push_back(&pending);
-    run_round(now, cluster);
+    run_round(now, pending, cluster);
     const bool started = ps.replicas() > 0;
     if (started) {
       started_now_[pending.spec().id] = ps.placements;
@@ -241,7 +244,7 @@ class PerJobFifo final : public TimelinePolicy {
     more.spec = &growth_spec_;
     more.queue = s.queue;
     round_states_.push_back(&more);
-    run_round(now, cluster);
+    run_round(now, job, cluster);
     if (more.replicas() > 0) {
       for (auto& p : more.placements) s.placements.push_back(std::move(p));
       changes_[job.spec().id] = {&job, s.placements};

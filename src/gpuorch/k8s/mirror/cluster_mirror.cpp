@@ -499,13 +499,18 @@ ClusterMirror::Admission ClusterMirror::admit(const sched::jobs::QueueTree& queu
   pending.queue = queue;
   // The core places the members as schedule() and schedule_gang() do (filters, the policy's
   // score, the GPU picker, topology levels for gangs), counted as bound; an elastic job's
-  // members in order, as many as the layer asks for at a time (it starts, then grows).
+  // members in order, as many as the layer asks for at a time (it starts, then grows). Only
+  // this job's: a running gang that lost replicas above minMember to it does not grow back in
+  // its round (the layer would grow it onto what is left, and these members would be bound as
+  // its replicas), since an admission binds no pod of another job; the gang's pods left pending
+  // grow it in a decision of their own, by its resize interval (docs/sim-timeline.md, "Same
+  // answer over time").
   std::size_t next = 0;
   auto placer =
-      [&](const workload::JobSpec&, int count, std::span<const cluster::Placement>,
+      [&](const workload::JobSpec& spec, int count, std::span<const cluster::Placement>,
           sched::jobs::PlacementFailure* why) -> std::optional<std::vector<cluster::Placement>> {
     const auto n = static_cast<std::size_t>(count);
-    if (count <= 0 || next + n > members.size()) return std::nullopt;
+    if (spec.name != job.name || count <= 0 || next + n > members.size()) return std::nullopt;
     const std::span<const PodObject> subset(members.data() + next, n);
     if (!place_members(subset, out.placement, why)) return std::nullopt;
     next += n;
@@ -529,7 +534,7 @@ ClusterMirror::Admission ClusterMirror::admit(const sched::jobs::QueueTree& queu
   // alike, so they are matched by placement, not position.
   for (std::size_t i = 0; i < running_jobs; ++i) {
     const sched::jobs::JobState& st = states[i];
-    if (st.replicas() == static_cast<int>(replicas[i].size())) continue;
+    if (!st.changed && st.replicas() == static_cast<int>(replicas[i].size())) continue;
     std::vector<bool> kept(replicas[i].size(), false);
     for (const cluster::Placement& p : st.placements) {
       for (std::size_t k = 0; k < replicas[i].size(); ++k) {
@@ -579,6 +584,24 @@ void ClusterMirror::restore(const std::string& uid) {
   b.placement = placement_on(b.pod, b.node);
   if (b.placement) cluster_->apply(*b.placement);
   touched(uid);
+}
+
+void ClusterMirror::mark_evicting(const std::string& uid) {
+  const auto it = placed_.find(uid);
+  if (it == placed_.end() || it->second.evicting) return;
+  Bound& b = it->second;
+  if (cluster_ && b.placement) cluster_->release(*b.placement);
+  b.was = std::move(b.placement);
+  b.placement.reset();
+  b.evicting = true;
+  touched(uid);
+}
+
+void ClusterMirror::hold_evicted(const std::string& uid) {
+  const auto it = placed_.find(uid);
+  if (it != placed_.end() && it->second.evicting && it->second.holds.empty()) {
+    hold_rest(it->second);
+  }
 }
 
 bool ClusterMirror::evicting(const std::string& uid) const {

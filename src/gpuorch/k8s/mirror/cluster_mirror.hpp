@@ -132,6 +132,12 @@ class ClusterMirror {
                   const std::vector<PodObject>& members, const AdmitOptions& options);
   // A victim whose eviction was refused counts on its node again.
   void restore(const std::string& uid);
+  // A bound pod the caller evicts on its own (an elastic gang's shrink): counted nowhere from
+  // now on, as admit()'s victims are, so that the job it was evicted for is placed on what it
+  // frees; hold_evicted() then holds what that placement did not take until the pod is gone
+  // (it still runs there while it terminates). restore() undoes it.
+  void mark_evicting(const std::string& uid);
+  void hold_evicted(const std::string& uid);
   // Chosen as a victim and not gone yet.
   [[nodiscard]] bool evicting(const std::string& uid) const;
   // Where an accounted pod is (or is to be) bound: its node and GPUs.

@@ -197,7 +197,8 @@ bool SchedulerService::place_claimed_job(const PodObject& pod, const MemberAsk& 
     const JobDecision d = place_job({asking});
     if (!d.placement.placed) {
       if (why.empty()) why = d.placement.message;
-      if (way + 1 == a.ways()) shrink_for({asking});
+      // Its claims are not nominated on what a shrink frees: it waits for them to be gone.
+      if (way + 1 == a.ways()) shrink_for({asking}, 0, false);
       continue;
     }
     if (d.nominated) {

@@ -621,11 +621,11 @@ void SchedulerService::decide(const PodObject& pod) {
   if (options_.queues) {
     const JobDecision d = place_job({asked});
     if (!d.placement.placed) {
+      if (shrink_for({asked}).placement.placed) return;  // bound once the shrunk pods are gone
       report_unschedulable(
           pod,
           d.placement.message + (bridge.empty() ? dra_.device_plugin_note(pod)
                                                 : " Through DRA devices (KEP-5004): " + bridge));
-      shrink_for({asked});
       return;
     }
     if (!d.nominated) queue_bind(pod, d.placement.nodes.front(), d.placement.gpus.front());
@@ -714,12 +714,13 @@ SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodO
   // Our pods bound a moment ago and not yet seen bound (the bind in flight, or its update still
   // on its way through the informer) hold their GPUs but cannot be victims yet: victims chosen
   // now, or none found, would depend on how fast the API server answered. Chosen again once
-  // seen (preempt_awaits_bound_).
+  // seen (preempt_awaits_bound_). So do another job's members nominated and not bound yet (a
+  // preemptor or a shrink's, whose evicted pods are still going): once bound, the job layer
+  // may still take them back, as the simulator starts a job and preempts it in one tick.
   const auto unseen = [&] {
     return std::count_if(feed_.pods().begin(), feed_.pods().end(), [&](const auto& e) {
       const PodObject& p = e.second;
       return p.node_name.empty() && !p.deleting && ours(p) && mirror_.accounted(p.uid) &&
-             !nominated_.contains(p.uid) &&
              std::none_of(members.begin(), members.end(),
                           [&](const PodObject& m) { return m.uid == p.uid; });
     });
@@ -730,9 +731,10 @@ SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodO
     awaiting_bound_.clear();
     for (const PodObject& m : members) awaiting_bound_.push_back(m.uid);
     out.placement.placed = false;
-    out.placement.message =
-        fmt::format("queue {}: waiting for {} pod(s) just bound to be seen bound before preempting",
-                    queues_.tree().spec(*leaf).name, n);
+    out.placement.message = fmt::format(
+        "queue {}: waiting for {} pod(s) just bound or nominated to be seen bound before "
+        "preempting",
+        queues_.tree().spec(*leaf).name, n);
   };
   std::string refusal;  // the last eviction refused, for the wait's message
   // A refused eviction makes the layer choose again without that victim; a few times, then the
@@ -876,6 +878,7 @@ void SchedulerService::nominate(const std::vector<PodObject>& members,
     victims.push_back(pod.key());
     n.victims.insert(v.uid);
     evicted_[v.uid] = job;
+    if (v.reason == sched::jobs::PreemptReason::kResized) continue;  // shrink_for's Events
     std::string message;
     switch (v.reason) {
       case sched::jobs::PreemptReason::kReclaim:
@@ -1135,6 +1138,18 @@ void SchedulerService::schedule_gang(const std::string& gang) {
     if (got.placed || attempt == 0) r = std::move(got);
     if (r.placed) break;
   }
+  // A gang that cannot start may make another give back pods and be nominated on them.
+  if (!r.placed && !growing && options_.queues) {
+    std::vector<PodObject> asking = first_ask;
+    asking.resize(trying.size());
+    if (JobDecision d = shrink_for(asking, elastic ? g.min_member - bound : 0);
+        d.placement.placed) {
+      r = std::move(d.placement);
+      nominated = true;
+      way = 0;
+      bridged = true;
+    }
+  }
   std::unordered_map<std::string, std::vector<ClaimWrite>> writes_of;  // by member uid
   if (r.placed && !nominated && !keep_gang_claims(pending, asks, way, bridged, r, writes_of)) {
     return;
@@ -1165,8 +1180,6 @@ void SchedulerService::schedule_gang(const std::string& gang) {
           g.timeout_seconds);
     }
     report_all(message);
-    if (!growing)
-      shrink_for({first_ask.begin(), first_ask.begin() + std::ptrdiff_t(trying.size())});
     if (!growing) {
       write_podgroup_status(gang, "Pending", bound);
       if (reported_[gang] != message) {
@@ -1320,7 +1333,8 @@ void SchedulerService::mark_gang(const std::string& gang, bool resized, bool res
   });
 }
 
-void SchedulerService::shrink_for(const std::vector<PodObject>& waiting) {
+SchedulerService::JobDecision SchedulerService::shrink_for(const std::vector<PodObject>& waiting,
+                                                           int min_members, bool nominate) {
   // Only elastic gangs started under --queues are candidates (gang_measured_ holds one entry
   // each), and the pods are walked once per move of the clock a shrink goes by (a gang
   // member's start or shrink mark, as the API shows them) or periodic retry, not by every
@@ -1328,13 +1342,14 @@ void SchedulerService::shrink_for(const std::vector<PodObject>& waiting) {
   // Not once a wall second: a time-compressed replay's ticks come faster than that, and the
   // simulator checks once a tick.
   const auto now = Clock::now();
+  JobDecision out;
   if (!options_.queues || !options_.preemption || waiting.empty() || gang_measured_.empty() ||
       shrink_checked_) {
-    return;
+    return out;
   }
   int need = 0;
   for (const auto& p : waiting) need += std::max(p.spec.gpu_count, 0);
-  if (need == 0) return;
+  if (need == 0) return out;
   shrink_checked_ = true;
   const std::int64_t now_s = unix_now_s();
   // One pass over the pods: each candidate's bound members, and every report of its pods.
@@ -1379,6 +1394,8 @@ void SchedulerService::shrink_for(const std::vector<PodObject>& waiting) {
           base::Severity::kWarning);
       continue;
     }
+    // Evicted, they count nowhere until gone, so the job is placed on what they free.
+    std::vector<ClusterMirror::Victim> given;
     for (const PodObject* p : members) {
       if (!evict(*p, false, why)) break;
       const json involved = {
@@ -1388,12 +1405,40 @@ void SchedulerService::shrink_for(const std::vector<PodObject>& waiting) {
       writes_.submit("preempted/" + p->uid, [this, ns = p->ns, involved, m = advice.why] {
         post_event(ns, involved, "Normal", "Preempted", m);
       });
+      mirror_.mark_evicting(p->uid);
+      given.push_back({p->uid, sched::jobs::PreemptReason::kResized, 0, false});
     }
     mark_gang(gang, true, true);
     log(advice.why);
     post_podgroup_event(gang, "Normal", "Resized", advice.why);
-    return;
+    if (nominate && !given.empty()) out = nominate_on(waiting, min_members, given);
+    for (const auto& v : given) mirror_.hold_evicted(v.uid);
+    return out;
   }
+  return out;
+}
+
+SchedulerService::JobDecision SchedulerService::nominate_on(
+    const std::vector<PodObject>& waiting, int min_members,
+    const std::vector<ClusterMirror::Victim>& freeing) {
+  JobDecision d = place_job(waiting, min_members);
+  if (!d.placement.placed) return d;
+  const PodObject& first = waiting.front();
+  if (d.nominated) {
+    // It preempts as well: bound once its victims and these are all gone.
+    const std::string job = first.gang.empty() ? first.key() : first.gang;
+    for (const auto& v : freeing) {
+      nominations_[job].victims.insert(v.uid);
+      evicted_[v.uid] = job;
+    }
+    return d;
+  }
+  ClusterMirror::Admission a;
+  a.placement = d.placement;
+  a.victims = freeing;
+  nominate(waiting, a, queues_.leaf(first.queue).value_or(0));
+  d.nominated = true;
+  return d;
 }
 
 void SchedulerService::post_podgroup_event(const std::string& gang, const std::string& type,

@@ -248,8 +248,16 @@ class SchedulerService {
   // --queues: `waiting` found no room. An elastic gang whose fitted model says its pods above
   // some count add less than a resize costs (advise_shrink) gives those back, evicted, when
   // what is free and what they free hold the job; one gang per call, each at most once per
-  // resize interval, and never below minMember.
-  void shrink_for(const std::vector<PodObject>& waiting);
+  // resize interval, and never below minMember. With `nominate`, the job is then decided
+  // again (place_job, `min_members` as there) on what the shrink frees and, placed, nominated
+  // there as a preemptor is: its reservation keeps everyone else off those GPUs until the
+  // evicted pods are gone, and it is bound then (victim_gone). Placed: the nomination made.
+  JobDecision shrink_for(const std::vector<PodObject>& waiting, int min_members = 0,
+                         bool nominate = true);
+  // `waiting` decided again once `freeing` (evicted by a shrink, counted nowhere) is gone from
+  // the mirror; placed, it holds a nomination that waits for them too.
+  JobDecision nominate_on(const std::vector<PodObject>& waiting, int min_members,
+                          const std::vector<ClusterMirror::Victim>& freeing);
   // Unix seconds of elastic gang `gang`'s last start, growth or shrink, from what the API shows,
   // so that the resize interval holds across restarts and goes by the cluster's clock (a
   // time-compressed replay's simulated one too): when its newest member joined
