@@ -141,6 +141,16 @@ nlohmann::ordered_json to_json(const sim::TimelineResult& r, const sim::Timeline
     x["avg_wait_s"] = round_to(q.avg_wait_s, 0.001);
     x["gpu_hours"] = round_to(q.gpu_hours, 0.001);
     x["gpu_share"] = round_to(q.gpu_share, 0.0001);
+    // On a cluster of several GPU models: what it held of each (against gpuModels quotas).
+    const auto at = std::lower_bound(r.queues.begin(), r.queues.end(), q.queue);
+    const auto qi = static_cast<std::size_t>(at - r.queues.begin());
+    if (at == r.queues.end() || *at != q.queue || qi >= r.model_use.size()) continue;
+    auto& by_model = x["gpu_models"] = nlohmann::ordered_json::object();
+    for (std::size_t m = 0; m < r.gpu_models.size(); ++m) {
+      by_model[r.gpu_models[m]] = {
+          {"gpu_hours", round_to(r.model_use[qi][m].gpu_seconds / 3600.0, 0.001)},
+          {"peak_gpus", r.model_use[qi][m].peak_gpus}};
+    }
   }
   auto& per = j["per_job"] = nlohmann::ordered_json::array();
   for (const auto& o : r.jobs) {

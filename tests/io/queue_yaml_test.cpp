@@ -88,5 +88,57 @@ TEST(QueueYaml, RefusesEachMistakeWithItsLine) {
   EXPECT_NE(refusal("a: [").find("q.yaml:"), std::string::npos);
 }
 
+TEST(QueueYaml, ReadsQuotasPerGpuModelInTheirOrder) {
+  const auto qs = parse_queues(R"(apiVersion: scheduling.run.ai/v2
+kind: Queue
+metadata: {name: team-a}
+spec:
+  resources:
+    gpu: {quota: 8, limit: -1, overQuotaWeight: 1}
+    gpuModels:
+    - {model: NVIDIA-H100-80GB-HBM3, quota: 2, limit: 4, overQuotaWeight: 0}
+    - {model: NVIDIA-A100-SXM4-80GB, quota: 6.5}
+)",
+                               "q.yaml");
+  ASSERT_EQ(qs.size(), 1U);
+  ASSERT_EQ(qs[0].gpu_models.size(), 2U);
+  EXPECT_EQ(qs[0].gpu_models[0].model, "NVIDIA-H100-80GB-HBM3");  // the file's order
+  EXPECT_EQ(qs[0].gpu_models[0].gpu.quota, 2000);
+  EXPECT_EQ(qs[0].gpu_models[0].gpu.limit, 4000);
+  EXPECT_DOUBLE_EQ(qs[0].gpu_models[0].gpu.over_quota_weight, 0);
+  EXPECT_EQ(qs[0].gpu_models[1].model, "NVIDIA-A100-SXM4-80GB");
+  EXPECT_EQ(qs[0].gpu_models[1].gpu.quota, 6500);
+  EXPECT_EQ(qs[0].gpu_models[1].gpu.limit, workload::kUnlimited);
+  EXPECT_DOUBLE_EQ(qs[0].gpu_models[1].gpu.over_quota_weight, 1);
+}
+
+TEST(QueueYaml, RefusesEachGpuModelMistakeWithItsLine) {
+  const std::string head =
+      "apiVersion: scheduling.run.ai/v2\nkind: Queue\nmetadata: {name: q}\nspec:\n  resources:\n";
+  EXPECT_EQ(refusal(head + "    gpuModels:\n    - {model: A100, quota: -3}\n"),
+            "q.yaml:7: spec.resources.gpuModels[A100].quota is -3: it must be -1 (none) or "
+            "0..1000000");
+  EXPECT_EQ(refusal(head + "    gpuModels:\n    - {model: A100, quota: 4, limit: 2}\n"),
+            "q.yaml:7: spec.resources.gpuModels[A100]: quota is above limit");
+  EXPECT_NE(refusal(head + "    gpuModels:\n    - {model: A100, quota: 1, share: 2}\n")
+                .find("q.yaml:7: unknown key 'share'"),
+            std::string::npos);
+  EXPECT_EQ(refusal(head + "    gpuModels: {A100: {quota: 1}}\n"),
+            "q.yaml:6: spec.resources.gpuModels must be a list of {model, quota, limit, "
+            "overQuotaWeight}");
+  EXPECT_EQ(refusal(head + "    gpuModels:\n    - {quota: 4}\n"),
+            "q.yaml:7: an entry of spec.resources.gpuModels needs a model");
+  EXPECT_EQ(refusal(head + "    gpuModels:\n    - {model: A100}\n    - {model: A100}\n"),
+            "q.yaml:8: GPU model 'A100' is named twice");
+  // Five models in all, over two queues: one more than the job layer has slots for.
+  std::string five = head + "    gpuModels: [{model: m1}, {model: m2}, {model: m3}]\n";
+  five +=
+      "---\napiVersion: scheduling.run.ai/v2\nkind: Queue\nmetadata: {name: r}\nspec:\n"
+      "  resources:\n    gpuModels: [{model: m3}, {model: m4}, {model: m5}]\n";
+  EXPECT_EQ(refusal(five),
+            "q.yaml:8: queue 'r': GPU model 'm5' is one more than the 4 models the queues may "
+            "name in all");
+}
+
 }  // namespace
 }  // namespace gpuorch::io

@@ -66,5 +66,45 @@ TEST(ClusterQueues, ARefusedSetKeepsTheLastGoodTreeAndSaysSoOnce) {
   EXPECT_FALSE(qs.update(json::array(), false).empty());
 }
 
+TEST(ClusterQueues, ReadsQuotasPerGpuModelAndWritesTheirStatus) {
+  ClusterQueues qs;
+  json q = queue("team-a", "", -1);
+  q["spec"]["resources"]["gpuModels"] = json::array(
+      {{{"model", "H100"}, {"quota", 2}, {"limit", 4}}, {{"model", "A100"}, {"quota", 1}}});
+  EXPECT_EQ(qs.update(q, false), "");  // read, not left out as an unknown field
+  const auto& tree = qs.tree();
+  ASSERT_EQ(tree.gpu_models(), (std::vector<std::string>{"H100", "A100"}));
+  const std::size_t a = *qs.leaf("team-a");
+  EXPECT_EQ(tree.limit(a)[*tree.model_slot("H100")], 4000.0);
+  EXPECT_EQ(tree.quota(a)[*tree.model_slot("A100")], 1000.0);
+  // Two pods bound, one on each model, and one pending that accepts only H100s.
+  const auto pod = [](const std::string& name, const std::string& node,
+                      std::vector<std::string> models) {
+    PodObject p;
+    p.uid = p.name = name;
+    p.ns = "default";
+    p.queue = "team-a";
+    p.node_name = node;
+    p.spec.gpu_count = 1;
+    p.spec.gpu_milli = 1000;
+    p.spec.allowed_models = std::move(models);
+    return p;
+  };
+  const PodObject on_h100 = pod("x", "node-h", {}), on_a100 = pod("y", "node-a", {});
+  const PodObject waits = pod("z", "", {"H100"});
+  const auto model_of = [](const std::string& node) {
+    return node == "node-h" ? std::string("H100") : std::string("A100");
+  };
+  const auto st = qs.statuses({&on_h100, &on_a100}, {&waits}, nullptr, model_of);
+  const json& s = st.at("team-a");
+  EXPECT_EQ(s["allocated"]["nvidia.com/gpu"], "2");
+  EXPECT_EQ(s["gpuModels"]["H100"]["allocated"], "1");
+  EXPECT_EQ(s["gpuModels"]["H100"]["requested"], "2");
+  EXPECT_EQ(s["gpuModels"]["A100"]["allocated"], "1");
+  EXPECT_EQ(s["gpuModels"]["A100"]["requested"], "1");
+  // Without the nodes' models (or quotas per model) the status is KAI's alone.
+  EXPECT_FALSE(qs.statuses({&on_h100}, {}, nullptr).at("team-a").contains("gpuModels"));
+}
+
 }  // namespace
 }  // namespace gpuorch::k8s

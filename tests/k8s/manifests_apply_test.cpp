@@ -286,7 +286,10 @@ TEST(ManifestsApply, EveryObjectAcceptedAndPodGroupsServed) {
   // they are, strictly validated, and read back from the API server they are the same queues to
   // the same reader.
   const std::string queues = "/apis/scheduling.run.ai/v2/queues";
-  for (const char* fixture : {"/timeline/elastic_queues.yaml", "/timeline/tenant_queues.yaml"}) {
+  // model_queues.yaml has gpuorch's quotas per GPU model: the CRD declares them, so a strict
+  // create takes them and the structural schema does not prune them.
+  for (const char* fixture : {"/timeline/elastic_queues.yaml", "/timeline/tenant_queues.yaml",
+                              "/timeline/model_queues.yaml"}) {
     SCOPED_TRACE(fixture);
     const std::string path = std::string(test::fixtures_dir()) + fixture;
     const auto want = io::load_queues(path);
@@ -322,6 +325,12 @@ TEST(ManifestsApply, EveryObjectAcceptedAndPodGroupsServed) {
         EXPECT_EQ(g.quota, w.quota) << got[i].name;
         EXPECT_EQ(g.limit, w.limit) << got[i].name;
         EXPECT_EQ(g.over_quota_weight, w.over_quota_weight) << got[i].name;
+      }
+      ASSERT_EQ(got[i].gpu_models.size(), want[i].gpu_models.size()) << got[i].name;
+      for (std::size_t m = 0; m < got[i].gpu_models.size(); ++m) {
+        EXPECT_EQ(got[i].gpu_models[m].model, want[i].gpu_models[m].model) << got[i].name;
+        EXPECT_EQ(got[i].gpu_models[m].gpu.quota, want[i].gpu_models[m].gpu.quota);
+        EXPECT_EQ(got[i].gpu_models[m].gpu.limit, want[i].gpu_models[m].gpu.limit);
       }
     }
   }

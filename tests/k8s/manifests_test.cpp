@@ -366,6 +366,14 @@ TEST(Manifests, QueueCrdIsKaisQueueInItsOwnFile) {
       EXPECT_EQ(res[f]["type"], "number") << r << "." << f;
     }
   }
+  // gpuorch's quotas per GPU model: a list keyed by model, of the same three numbers.
+  const Json& models = spec["properties"]["resources"]["properties"]["gpuModels"];
+  EXPECT_EQ(models["type"], "array");
+  EXPECT_EQ(models["x-kubernetes-list-map-keys"], Json::array({"model"}));
+  EXPECT_EQ(models["items"]["properties"]["model"]["type"], "string");
+  for (const char* f : {"quota", "limit", "overQuotaWeight"}) {
+    EXPECT_EQ(models["items"]["properties"][f]["type"], "number") << f;
+  }
   // KAI's other fields stay as written.
   EXPECT_EQ(spec["x-kubernetes-preserve-unknown-fields"], true);
 

@@ -21,6 +21,8 @@ using base::YamlReader;
 // their milli/MiB units): beyond it the file is a mistake, and sums stay far from overflow.
 constexpr double kMaxAmount = 1e6;
 
+constexpr std::size_t kMaxGpuModels = workload::kMaxQueueGpuModels;
+
 // KAI writes amounts as decimals ("0.5" GPUs) or -1 (none / unlimited).
 double amount(const YamlReader& yaml, const YAML::Node& n, const std::string& what) {
   const std::string s = yaml.scalar(n, what);
@@ -35,9 +37,14 @@ double amount(const YamlReader& yaml, const YAML::Node& n, const std::string& wh
   return v;
 }
 
+// `also`: a key the entry may have besides the three (a GPU model's `model`).
 workload::QueueResource resource(const YamlReader& yaml, const YAML::Node& r,
-                                 const std::string& what, double unit) {
-  yaml.only_keys(r, what, {"quota", "limit", "overQuotaWeight"});
+                                 const std::string& what, double unit, const char* also = nullptr) {
+  if (also != nullptr) {
+    yaml.only_keys(r, what, {"quota", "limit", "overQuotaWeight", also});
+  } else {
+    yaml.only_keys(r, what, {"quota", "limit", "overQuotaWeight"});
+  }
   workload::QueueResource out;
   auto scaled = [&](const char* key, std::int64_t unset) {
     if (!r[key]) return unset;
@@ -55,6 +62,36 @@ workload::QueueResource resource(const YamlReader& yaml, const YAML::Node& r,
   }
   if (out.limit != workload::kUnlimited && out.quota > out.limit) {
     yaml.fail(r, fmt::format("{}: quota is above limit", what));
+  }
+  return out;
+}
+
+// spec.resources.gpuModels: a list of {model, quota, limit, overQuotaWeight} in GPUs. A list,
+// not a map keyed by model, because its order is the order jobs try the models in, and a map's
+// order does not survive the API server (JSON objects are unordered; Go writes their keys sorted).
+std::vector<workload::QueueModelResource> gpu_models(const YamlReader& yaml,
+                                                     const YAML::Node& models) {
+  if (!models.IsSequence()) {
+    yaml.fail(models,
+              "spec.resources.gpuModels must be a list of {model, quota, limit, "
+              "overQuotaWeight}");
+  }
+  std::vector<workload::QueueModelResource> out;
+  for (const auto& item : models) {
+    if (!item.IsMap() || !item["model"]) {
+      yaml.fail(item, "an entry of spec.resources.gpuModels needs a model");
+    }
+    const std::string model = yaml.scalar(item["model"], "model");
+    if (model.empty()) yaml.fail(item["model"], "a GPU model name is empty");
+    for (const auto& m : out) {
+      if (m.model == model) {
+        yaml.fail(item, fmt::format("GPU model '{}' is named twice", base::printable(model)));
+      }
+    }
+    out.push_back(
+        {model,
+         resource(yaml, item, fmt::format("spec.resources.gpuModels[{}]", base::printable(model)),
+                  1000.0, "model")});
   }
   return out;
 }
@@ -84,8 +121,9 @@ workload::QueueSpec queue(const YamlReader& yaml, const YAML::Node& doc) {
         yaml.integer(spec["priority"], "spec.priority", -1'000'000'000, 1'000'000'000));
   }
   if (const YAML::Node res = spec["resources"]) {
-    yaml.only_keys(res, "spec.resources", {"gpu", "cpu", "memory"});
+    yaml.only_keys(res, "spec.resources", {"gpu", "cpu", "memory", "gpuModels"});
     if (res["gpu"]) q.gpu = resource(yaml, res["gpu"], "spec.resources.gpu", 1000.0);
+    if (const YAML::Node models = res["gpuModels"]) q.gpu_models = gpu_models(yaml, models);
     if (res["cpu"]) q.cpu = resource(yaml, res["cpu"], "spec.resources.cpu", 1.0);
     // MB as KAI writes memory, to MiB as the core counts it.
     if (res["memory"]) {
@@ -126,6 +164,19 @@ std::vector<workload::QueueSpec> parse_queues(const std::string& text, const std
   for (const auto& q : out) {
     if (!by_name.emplace(q.name, &q).second) {
       base::fail_input(path, q.line, fmt::format("queue '{}' is defined twice", q.name));
+    }
+  }
+  // Each model any queue names gets one of the job layer's fixed slots (resources.hpp).
+  std::set<std::string> models;
+  for (const auto& q : out) {
+    for (const auto& m : q.gpu_models) {
+      models.insert(m.model);
+      if (models.size() > kMaxGpuModels) {
+        base::fail_input(path, q.line,
+                         fmt::format("queue '{}': GPU model '{}' is one more than the {} models "
+                                     "the queues may name in all",
+                                     q.name, base::printable(m.model), kMaxGpuModels));
+      }
     }
   }
   for (const auto& q : out) {

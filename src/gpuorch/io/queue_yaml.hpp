@@ -13,9 +13,12 @@
 //       gpu: {quota: 8, limit: -1, overQuotaWeight: 1}      # GPUs, fractions allowed
 //       cpu: {quota: -1, limit: -1, overQuotaWeight: 1}     # millicores
 //       memory: {quota: -1, limit: -1, overQuotaWeight: 1}  # MB
+//       gpuModels:                 # gpuorch's extension: GPUs per model, tried in this order
+//         - {model: NVIDIA-A100-SXM4-80GB, quota: 4, limit: 8, overQuotaWeight: 1}
 //
 // Every mistake (an unknown key, a negative quota other than -1, a quota above the limit, a
-// parent that is not defined, a cycle, a name defined twice) is one InputError "file:line: what".
+// parent that is not defined, a cycle, a name defined twice, more GPU models in all than
+// workload::kMaxQueueGpuModels) is one InputError "file:line: what".
 #include <string>
 #include <vector>
 

@@ -87,6 +87,7 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
         result.queues.begin()));
   }
   const std::vector<int> no_gpus_by_queue(result.queues.size(), 0);
+  ModelUseMeter model_use(cluster, result.queues.size());
   const Seconds dt = options.interval;
   std::size_t next_arrival = 0, done = 0;
   // Both by job id: `active` is what the policy sees, `running` (the jobs with GPUs) is what
@@ -132,6 +133,7 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
     double useful = 0;  // goodput GPU-seconds of this interval
     for (const Job* j : running) useful -= j->useful_gpu_seconds();
     for (Job* j : running) j->advance(now, next - now);
+    model_use.advance(double(next - now));
     for (const Job* j : running) useful += j->useful_gpu_seconds();
     if (!running.empty()) result.samples.back().goodput_gpus = useful / double(next - now);
     now = next;
@@ -157,6 +159,7 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
       }
       const int before = j->gpus();
       placer.release(j->placements());
+      model_use.change(queue_index(j), j->placements(), -1);
       j->reallocate(now, {});
       account(j, before);  // erases running[i]
       active.erase(std::lower_bound(active.begin(), active.end(), j, by_id));
@@ -191,7 +194,9 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
       if (same_allocation(change.placements, *j)) continue;
       const int before = j->gpus();
       const std::size_t had = j->placements().size();
+      model_use.change(queue_index(j), j->placements(), -1);
       j->reallocate(now, std::move(change.placements));
+      model_use.change(queue_index(j), j->placements(), +1);
       account(j, before);
       const std::size_t has = j->placements().size();
       record(now,
@@ -219,6 +224,8 @@ TimelineResult run_timeline(const std::vector<JobSpec>& specs, const AppTable& a
     }
     if (options.on_progress) options.on_progress(done, jobs.size());
   }
+  result.gpu_models = model_use.models();
+  result.model_use = model_use.use();
   for (const Job& j : jobs) {
     result.jobs.push_back({j.spec().name, j.spec().queue, j.spec().submit, j.first_start(),
                            j.completion(), j.attained_service(), j.useful_gpu_seconds(),

@@ -11,6 +11,7 @@
 
 #include "gpuorch/cluster/node_spec.hpp"
 #include "gpuorch/sim/timeline_job.hpp"
+#include "gpuorch/sim/timeline_model_use.hpp"
 #include "gpuorch/sim/timeline_policy.hpp"
 #include "gpuorch/sim/timeline_profile.hpp"
 
@@ -74,6 +75,10 @@ struct TimelineResult {
   std::vector<TimelineSample> samples;  // one per tick with active jobs or turning idle
   std::vector<TimelineEvent> events;    // with TimelineOptions::record_events, in time order
   std::size_t ticks = 0;
+  // On a cluster of several GPU models: its models, and by queue (like `queues`) then model,
+  // what the queue's jobs held of each (timeline_model_use.hpp); empty otherwise.
+  std::vector<std::string> gpu_models;
+  std::vector<std::vector<ModelUse>> model_use;
 };
 
 // Throws std::runtime_error when the policy leaves every active job without GPUs on an idle

@@ -110,11 +110,16 @@ class Queued final : public TimelinePolicy {
 
   Reallocations schedule(Seconds now, std::span<Job* const> active,
                          cluster::Cluster& cluster) override {
-    if (options_.order == "fifo" && events().known) return strict_fifo(now, cluster);
-    if (options_.order == "tiresias" && events().known && !options_.over_quota_by_rank) {
+    // The rounds that leave waiting jobs out bound them by what they ask in GPUs, CPU and memory;
+    // a job's GPU model, and so its slot, is known only once the round tries it: with quotas per
+    // GPU model every round is over every job.
+    const bool by_model = !run_.tree().gpu_models().empty();
+    if (options_.order == "fifo" && events().known && !by_model) return strict_fifo(now, cluster);
+    if (options_.order == "tiresias" && events().known && !options_.over_quota_by_rank &&
+        !by_model) {
       return las_on_events(now, cluster);
     }
-    if (options_.order == "sjf" && events().known) return sjf_on_events(now, cluster);
+    if (options_.order == "sjf" && events().known && !by_model) return sjf_on_events(now, cluster);
     // A round is a function of the active jobs, their ranks and the cluster, and the cluster
     // changes only when jobs come or go: with the same jobs (and, for tiresias, no demotion)
     // the last round's decision stands. Most ticks of a long trace are such ticks.

@@ -12,6 +12,7 @@
 #include "gpuorch/sched/jobs/core_placer.hpp"
 #include "gpuorch/sched/policy.hpp"
 #include "sched/jobs/gpu_queue.hpp"
+#include "sched/jobs/layer_world.hpp"
 #include "support/test_support.hpp"
 
 namespace gpuorch::sched::jobs {
@@ -20,12 +21,12 @@ namespace {
 using gpuorch::test::gpu_queue;
 
 // Two queues with 4 GPUs of quota each on two nodes of 4 GPUs.
-class JobLayerTest : public ::testing::Test {
+class JobLayerTest : public ::testing::Test, protected test::LayerWorld {
  protected:
   explicit JobLayerTest(std::vector<workload::QueueSpec> qs = {gpu_queue("a", 4),
                                                                gpu_queue("b", 4)},
                         int nodes = 2)
-      : tree(std::move(qs)), c(make_nodes(nodes)) {}
+      : LayerWorld(std::move(qs), make_nodes(nodes)) {}
 
   static std::vector<cluster::NodeSpec> make_nodes(int n) {
     std::vector<cluster::NodeSpec> out;
@@ -64,15 +65,6 @@ class JobLayerTest : public ::testing::Test {
     }
     return n;
   }
-
-  QueueTree tree;
-  cluster::Cluster c;
-  std::unique_ptr<Policy> policy = make_policy("best-fit", PolicyContext{&c});
-  Scheduler scheduler{c, *policy};
-  RequestResolver resolver{c};
-  JobLayer layer{c, tree, core_placer(c, scheduler, resolver)};
-  std::deque<workload::JobSpec> specs;
-  std::vector<JobState> states;
 };
 
 TEST_F(JobLayerTest, AQueueUsesWhatNobodyWithinQuotaWants) {

@@ -142,5 +142,36 @@ TEST(QueueTree, WaterFillingAgreesWithItsDefinitionOnRandomQueues) {
   }
 }
 
+TEST(QueueTree, EachGpuModelIsSharedLikeAResourceOfItsOwn) {
+  workload::QueueSpec a = queue("a", 8);
+  a.gpu_models = {{"H100", {2000, workload::kUnlimited, 1}}, {"A100", {4000, 6000, 1}}};
+  workload::QueueSpec b = queue("b", 8);
+  b.gpu_models = {{"A100", {0, workload::kUnlimited, 3}}};
+  const QueueTree t({a, b});
+  ASSERT_EQ(t.gpu_models(), (std::vector<std::string>{"H100", "A100"}));
+  const std::size_t h100 = *t.model_slot("H100"), a100 = *t.model_slot("A100");
+  EXPECT_EQ(t.listed_slots(*t.find("a")), (std::vector<std::size_t>{h100, a100}));
+  // b names no H100 quota: nothing guaranteed, its `gpu` limit and weight.
+  EXPECT_DOUBLE_EQ(t.quota(*t.find("b"))[h100], 0);
+  EXPECT_DOUBLE_EQ(t.limit(*t.find("a"))[a100], 6000);
+  Amounts capacity = gpus(16);
+  capacity[h100] = 4000;
+  capacity[a100] = 12000;
+  std::vector<Amounts> d(t.size(), Amounts{});
+  for (const char* q : {"a", "b"}) {
+    d[*t.find(q)][0] = 16000;
+    d[*t.find(q)][h100] = 4000;
+    d[*t.find(q)][a100] = 12000;
+  }
+  const auto s = t.fair_shares(d, capacity);
+  // H100: a's 2 guaranteed, the other 2 by weight 1:1.
+  EXPECT_DOUBLE_EQ(s[*t.find("a")][h100], 3000);
+  EXPECT_DOUBLE_EQ(s[*t.find("b")][h100], 1000);
+  // A100: a's 4 guaranteed and 2 of the other 8 by weight (1 against b's 3), its limit of 6;
+  // b the rest.
+  EXPECT_DOUBLE_EQ(s[*t.find("a")][a100], 6000);
+  EXPECT_DOUBLE_EQ(s[*t.find("b")][a100], 6000);
+}
+
 }  // namespace
 }  // namespace gpuorch::sched::jobs

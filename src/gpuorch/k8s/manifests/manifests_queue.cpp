@@ -4,6 +4,7 @@
 // gpuorch reads are typed; the rest of KAI's spec and status are kept as written, so KAI's
 // controllers and users' files stay valid.
 #include "gpuorch/k8s/manifests/manifest_parts.hpp"
+#include "gpuorch/workload/queue_spec.hpp"
 
 namespace gpuorch::k8s::manifest_parts {
 namespace {
@@ -25,6 +26,27 @@ Json queue_resource(const char* unit) {
   return r;
 }
 
+// gpuorch's extension: quota, limit and weight per GPU model (KAI has none yet). Typed, so the
+// API server keeps it (a structural schema prunes the fields it does not declare); a list keyed
+// by model, since its order is the order jobs try the models in and a JSON object has none.
+Json gpu_models() {
+  Json entry = queue_resource("GPUs of this model");
+  entry["required"] = Json::array({"model"});
+  entry["properties"]["model"] = {
+      {"type", "string"},
+      {"description", "A GPU model as the nvidia.com/gpu.product label names it."}};
+  Json m;
+  m["type"] = "array";
+  m["description"] =
+      "gpuorch: GPUs per GPU model, tried in this order by jobs that accept several models; "
+      "`gpu` still bounds the total.";
+  m["items"] = std::move(entry);
+  m["x-kubernetes-list-type"] = "map";
+  m["x-kubernetes-list-map-keys"] = Json::array({"model"});
+  m["maxItems"] = workload::kMaxQueueGpuModels;  // as many as the queues may name in all
+  return m;
+}
+
 }  // namespace
 
 Json queue_crd(const ManifestOptions& o) {
@@ -42,7 +64,8 @@ Json queue_crd(const ManifestOptions& o) {
                              {"properties",
                               {{"gpu", queue_resource("GPUs (fractions allowed)")},
                                {"cpu", queue_resource("millicores")},
-                               {"memory", queue_resource("MB")}}}};
+                               {"memory", queue_resource("MB")},
+                               {"gpuModels", gpu_models()}}}};
   Json schema;
   schema["type"] = "object";
   schema["description"] =

@@ -275,6 +275,9 @@ std::optional<ClusterMirror::Admission> ClusterMirror::admit_on_free_room(
   if (options.min_members > 0 && options.min_members < static_cast<int>(members.size())) {
     return std::nullopt;
   }
+  // With quotas per GPU model the layer chooses the model (its queue's order, its shares and
+  // limits per model), which a placement on what is free would not.
+  if (!queues.gpu_models().empty()) return std::nullopt;
   // The queue and its parents within their limits, as the layer's allocation checks first.
   const sched::jobs::Resources need =
       sched::jobs::request_of(members.front().spec) * static_cast<std::int64_t>(members.size());
@@ -511,7 +514,15 @@ ClusterMirror::Admission ClusterMirror::admit(const sched::jobs::QueueTree& queu
           sched::jobs::PlacementFailure* why) -> std::optional<std::vector<cluster::Placement>> {
     const auto n = static_cast<std::size_t>(count);
     if (spec.name != job.name || count <= 0 || next + n > members.size()) return std::nullopt;
-    const std::span<const PodObject> subset(members.data() + next, n);
+    std::span<const PodObject> subset(members.data() + next, n);
+    // The layer restricts a job that accepts several GPU models to the one it chose for it
+    // (quotas per model): the members are placed so.
+    std::vector<PodObject> restricted;
+    if (spec.replica.allowed_models != subset.front().spec.allowed_models) {
+      restricted.assign(subset.begin(), subset.end());
+      for (PodObject& m : restricted) m.spec.allowed_models = spec.replica.allowed_models;
+      subset = restricted;
+    }
     if (!place_members(subset, out.placement, why)) return std::nullopt;
     next += n;
     std::vector<cluster::Placement> placements;

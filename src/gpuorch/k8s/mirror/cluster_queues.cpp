@@ -27,15 +27,20 @@ sched::jobs::QueueTree with_default(std::vector<workload::QueueSpec> specs) {
   return sched::jobs::QueueTree(std::move(specs));
 }
 
+// GPUs as the API writes the quantity: "2", "1.5".
+std::string gpus(std::int64_t milli) {
+  return milli % 1000 == 0 ? std::to_string(milli / 1000)
+                           : fmt::format("{}", double(milli) / 1000.0);
+}
+
 // A resource list as the API writes quantities: "2" or "1500m" CPUs, "4096Mi", "1.5" GPUs.
 nlohmann::json resource_list(const sched::jobs::Resources& r) {
   const auto milli = [](std::int64_t m) {
     return m % 1000 == 0 ? std::to_string(m / 1000) : std::to_string(m) + "m";
   };
-  const std::int64_t g = r.v[0];
-  const std::string gpu =
-      g % 1000 == 0 ? std::to_string(g / 1000) : fmt::format("{}", double(g) / 1000.0);
-  return {{"cpu", milli(r.v[1])}, {"memory", fmt::format("{}Mi", r.v[2])}, {"nvidia.com/gpu", gpu}};
+  return {{"cpu", milli(r.v[1])},
+          {"memory", fmt::format("{}Mi", r.v[2])},
+          {"nvidia.com/gpu", gpus(r.v[0])}};
 }
 
 }  // namespace
@@ -98,13 +103,21 @@ std::optional<std::size_t> ClusterQueues::leaf(const std::string& name) const {
 }
 
 std::vector<sched::jobs::Resources> ClusterQueues::holdings(
-    const std::vector<const PodObject*>& pods, const DraState* dra) const {
+    const std::vector<const PodObject*>& pods, const DraState* dra,
+    const NodeModel& model_of) const {
   std::vector<sched::jobs::Resources> out(tree_.size());
+  const bool by_model = model_of && !tree_.gpu_models().empty();
   for (const PodObject* p : pods) {
     const auto q = leaf(p->queue);
     if (!q) continue;
+    std::optional<std::size_t> slot;
+    if (by_model && !p->node_name.empty()) {
+      slot = tree_.model_slot(model_of(p->node_name));
+    } else if (by_model && p->spec.allowed_models.size() == 1) {
+      slot = tree_.model_slot(p->spec.allowed_models.front());
+    }
     const sched::jobs::Resources r = sched::jobs::request_of(
-        dra != nullptr && !p->claims.empty() ? dra->spec_with_claims(*p) : p->spec);
+        dra != nullptr && !p->claims.empty() ? dra->spec_with_claims(*p) : p->spec, slot);
     for (int at = int(*q); at >= 0; at = tree_.parent(std::size_t(at))) out[std::size_t(at)] += r;
   }
   return out;
@@ -112,9 +125,9 @@ std::vector<sched::jobs::Resources> ClusterQueues::holdings(
 
 std::map<std::string, nlohmann::json> ClusterQueues::statuses(
     const std::vector<const PodObject*>& bound, const std::vector<const PodObject*>& pending,
-    const DraState* dra) const {
-  const auto allocated = holdings(bound, dra);
-  auto requested = holdings(pending, dra);
+    const DraState* dra, const NodeModel& model_of) const {
+  const auto allocated = holdings(bound, dra, model_of);
+  auto requested = holdings(pending, dra, model_of);
   for (std::size_t q = 0; q < requested.size(); ++q) requested[q] += allocated[q];
   std::map<std::string, nlohmann::json> out;
   for (std::size_t q = 0; q < tree_.size(); ++q) {
@@ -122,6 +135,12 @@ std::map<std::string, nlohmann::json> ClusterQueues::statuses(
     if (!objects_.contains(name)) continue;
     out[name] = {{"allocated", resource_list(allocated[q])},
                  {"requested", resource_list(requested[q])}};
+    if (!model_of) continue;
+    for (const auto& m : tree_.spec(q).gpu_models) {
+      const std::size_t k = *tree_.model_slot(m.model);
+      out[name]["gpuModels"][m.model] = {{"allocated", gpus(allocated[q].v[k])},
+                                         {"requested", gpus(requested[q].v[k])}};
+    }
   }
   return out;
 }

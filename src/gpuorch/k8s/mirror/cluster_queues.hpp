@@ -8,6 +8,7 @@
 // defines no queue of that name. Spec fields the reader does not know (KAI's that gpuorch does not
 // act on) are left out of a cluster's objects, with a log line, where a file would be refused.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -38,19 +39,27 @@ class ClusterQueues {
   // The leaf a pod's label names (empty: the default queue); nullopt when it is no leaf queue.
   [[nodiscard]] std::optional<std::size_t> leaf(const std::string& name) const;
 
+  // The GPU model of a node (by name; "" when not known): what a bound pod's GPUs count as
+  // against the queues' quotas per model (spec.resources.gpuModels).
+  using NodeModel = std::function<std::string(const std::string& node)>;
+
   // What `pods` hold, per queue of the tree (by index): each pod's request counted in its leaf
   // and every queue above it; pods naming no leaf queue count nowhere. With `dra`, a pod's
-  // request includes the GPUs of its ResourceClaims (allocated, else asked).
+  // request includes the GPUs of its ResourceClaims (allocated, else asked). With `model_of`, a
+  // bound pod's GPUs count in its node's model too, a pending pod's in the one model it accepts.
   [[nodiscard]] std::vector<sched::jobs::Resources> holdings(
-      const std::vector<const PodObject*>& pods, const DraState* dra = nullptr) const;
+      const std::vector<const PodObject*>& pods, const DraState* dra = nullptr,
+      const NodeModel& model_of = {}) const;
 
   // Each Queue object's status as KAI-Scheduler writes it (`allocated` and `requested`, resource
   // lists with cpu, memory and nvidia.com/gpu): what the pods of the queue and of the queues
   // under it hold (`bound`) and hold or ask for (`bound` and `pending`). By queue name; queues
-  // without an object (the added default) are left out.
+  // without an object (the added default) are left out. With quotas per GPU model and
+  // `model_of`, also `gpuModels`: per model the queue names, its GPUs `allocated` and
+  // `requested` (gpuorch's, as the spec's field is).
   [[nodiscard]] std::map<std::string, nlohmann::json> statuses(
       const std::vector<const PodObject*>& bound, const std::vector<const PodObject*>& pending,
-      const DraState* dra = nullptr) const;
+      const DraState* dra = nullptr, const NodeModel& model_of = {}) const;
 
  private:
   std::map<std::string, nlohmann::json> objects_;  // by name

@@ -1483,7 +1483,12 @@ void SchedulerService::write_queue_statuses() {
       pending.push_back(&p);
     }
   }
-  for (auto& [name, status] : queues_.statuses(bound, pending, &dra_)) {
+  // Quotas per GPU model: a bound pod's GPUs are of its node's model.
+  const auto model_of = [this](const std::string& node) {
+    const auto it = feed_.nodes().find(node);
+    return it == feed_.nodes().end() ? std::string() : it->second.gpu_model;
+  };
+  for (auto& [name, status] : queues_.statuses(bound, pending, &dra_, model_of)) {
     std::string text = status.dump();
     auto& written = queue_status_written_[name];
     if (written == text) continue;

@@ -139,7 +139,10 @@ namespace {
 std::vector<int> size_within(const QueueTree& tree, double gpus, Amounts capacity,
                              std::span<const ElasticDemand> demands, const SizingOptions& options) {
   // The tree's units (GPU milli) over the search's (GPUs), kind by kind.
-  constexpr Amounts kPerSearchUnit = {1000.0, 1.0, 1.0};
+  // (A GPU model's slot, like the GPU total, counts milli-GPUs.)
+  Amounts per_search_unit;
+  per_search_unit.fill(1000.0);
+  per_search_unit[1] = per_search_unit[2] = 1.0;
   capacity[0] = gpus * 1000.0;
   // What each queue's jobs could use, as the tree divides it; kinds the capacity does not count
   // are divided as wanted (their shares then bound nothing).
@@ -159,13 +162,13 @@ std::vector<int> size_within(const QueueTree& tree, double gpus, Amounts capacit
   search[0] = gpus;
   for (std::size_t k = 1; k < kResourceKinds; ++k) {
     if (!(capacity[k] > 0)) divided[k] = wanted[k];
-    search[k] = capacity[k] > 0 ? capacity[k] / kPerSearchUnit[k] : 0.0;
+    search[k] = capacity[k] > 0 ? capacity[k] / per_search_unit[k] : 0.0;
   }
   const std::vector<Amounts> share = tree.fair_shares(want, divided);
   std::vector<Amounts> budgets(tree.size(), Amounts{});
   for (std::size_t q = 0; q < tree.size(); ++q) {
     for (std::size_t k = 0; k < kResourceKinds; ++k) {
-      budgets[q][k] = share[q][k] / kPerSearchUnit[k];
+      budgets[q][k] = share[q][k] / per_search_unit[k];
     }
   }
 
@@ -190,7 +193,7 @@ std::vector<int> size_within(const QueueTree& tree, double gpus, Amounts capacit
   std::vector<Amounts> room = greedy.queue_budgets();
   for (std::size_t q = 0; q < tree.size(); ++q) {
     for (std::size_t k = 0; k < kResourceKinds; ++k) {
-      room[q][k] = tree.limit(q)[k] / kPerSearchUnit[k] - (budgets[q][k] - room[q][k]);
+      room[q][k] = tree.limit(q)[k] / per_search_unit[k] - (budgets[q][k] - room[q][k]);
     }
   }
   greedy.set_queue_budgets(std::move(room));

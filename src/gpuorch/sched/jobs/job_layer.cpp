@@ -111,15 +111,21 @@ JobLayer::JobLayer(cluster::Cluster& cluster, const QueueTree& queues, GangPlace
   priority_ = priority.get();
   post_filters_.add(std::move(reclaim));
   post_filters_.add(std::move(priority));
-  capacity_ = cluster_capacity(cluster);
+  capacity_ = cluster_capacity(cluster, &queues);
 }
 
-Amounts cluster_capacity(const cluster::Cluster& cluster) {
+Amounts cluster_capacity(const cluster::Cluster& cluster, const QueueTree* models) {
   Amounts out{};
   out[0] = double(cluster.gpu_milli_capacity());
+  const bool by_model = models != nullptr && !models->gpu_models().empty();
   for (cluster::NodeIndex n = 0; n < cluster.node_count(); ++n) {
-    out[1] += double(cluster.spec(n).cpu_milli);
-    out[2] += double(cluster.spec(n).memory_mib);
+    const auto& spec = cluster.spec(n);
+    out[1] += double(spec.cpu_milli);
+    out[2] += double(spec.memory_mib);
+    if (!by_model) continue;
+    if (const auto k = models->model_slot(spec.gpu_model)) {
+      out[*k] += 1000.0 * double(spec.gpu_count);
+    }
   }
   return out;
 }
@@ -157,8 +163,19 @@ struct JobLayer::Round {
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::size_t>, int> failed;
   std::map<std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::string>, bool> feasible_;
 
+  // GPU models (only when a queue names one, QueueTree::gpu_models): per job the model its
+  // GPUs are counted in, a Resources slot or kOtherModels (a model no queue names: counted in
+  // `gpu` only), or kUndecided: a waiting job that accepts several, which tries them in its
+  // queue's order when it starts (Kueue's flavor assignment).
+  static constexpr std::size_t kUndecided = SIZE_MAX;
+  static constexpr std::size_t kOtherModels = kResourceKinds;
+  const bool by_model;
+  std::vector<std::size_t> model;
+  // A job placed as restricted to its model: its spec with allowed_models = that model.
+  std::map<std::size_t, std::pair<std::size_t, workload::JobSpec>> restricted;
+
   Round(JobLayer& l, std::span<JobState* const> j, const RoundOptions& o)
-      : layer(l), jobs(j), options(o) {}
+      : layer(l), jobs(j), options(o), by_model(!l.queues_->gpu_models().empty()) {}
 
   [[nodiscard]] const QueueTree& tree() const { return *layer.queues_; }
   cluster::Cluster& cluster() { return *layer.cluster_; }
@@ -195,15 +212,7 @@ struct JobLayer::Round {
   }
 
   [[nodiscard]] bool within_limit(std::size_t q, const Resources& extra) const {
-    for (int at = int(q); at >= 0; at = tree().parent(std::size_t(at))) {
-      const auto& limit = tree().limit(std::size_t(at));
-      for (std::size_t k = 0; k < kResourceKinds; ++k) {
-        if (layer.allocated_[std::size_t(at)][k] + double(extra.v[k]) > limit[k] + kEps) {
-          return false;
-        }
-      }
-    }
-    return true;
+    return !limit_passed(q, extra);
   }
 
   [[nodiscard]] bool beyond_capacity(const Resources& need) const {
@@ -236,7 +245,8 @@ struct JobLayer::Round {
     const auto& r = s.spec->replica;
     const auto key = std::make_tuple(r.gpu_milli * r.gpu_count, r.cpu_milli, r.memory_mib,
                                      s.spec->topology_levels.size());
-    const bool plain = r.allowed_models.empty() && r.constraints == workload::NodeConstraints{};
+    const bool plain =
+        !by_model && r.allowed_models.empty() && r.constraints == workload::NodeConstraints{};
     if (plain && s.placements.empty()) {
       const auto it = failed.find(key);
       if (it != failed.end() && it->second <= n) {
@@ -245,7 +255,7 @@ struct JobLayer::Round {
       }
     }
     ++stats.placement_attempts;
-    auto placed = layer.placer_(*s.spec, n, s.placements, why);
+    auto placed = layer.placer_(spec_to_place(j), n, s.placements, why);
     if (!placed) {
       if (plain && s.placements.empty()) {
         auto [it, fresh] = failed.emplace(key, n);
@@ -262,6 +272,89 @@ struct JobLayer::Round {
     }
     s.changed = true;
     return true;
+  }
+
+  // The model slot of node n's GPUs (kOtherModels: a model no queue names).
+  [[nodiscard]] std::size_t model_of_node(cluster::NodeIndex n) const {
+    return tree().model_slot(layer.cluster_->spec(n).gpu_model).value_or(kOtherModels);
+  }
+
+  [[nodiscard]] static bool allows(const workload::JobSpec& spec, std::string_view m) {
+    const auto& a = spec.replica.allowed_models;
+    return a.empty() || std::find(a.begin(), a.end(), m) != a.end();
+  }
+
+  // The models (slots) a waiting job may run on, in the order it tries them: those its queue
+  // lists, in the queue's order, then the other models the queues name, then models no queue
+  // names (where the cluster has one it accepts).
+  [[nodiscard]] std::vector<std::size_t> flavors(std::size_t j) const {
+    const workload::JobSpec& spec = *jobs[j].spec;
+    const auto& names = tree().gpu_models();
+    std::vector<std::size_t> out;
+    for (const std::size_t k : tree().listed_slots(jobs[j].queue)) {
+      if (allows(spec, names[k - kFirstModelSlot])) out.push_back(k);
+    }
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const std::size_t k = kFirstModelSlot + i;
+      if (allows(spec, names[i]) && std::find(out.begin(), out.end(), k) == out.end()) {
+        out.push_back(k);
+      }
+    }
+    for (const std::string& m : layer.cluster_->models()) {
+      if (!m.empty() && !tree().model_slot(m) && allows(spec, m)) {
+        out.push_back(kOtherModels);
+        break;
+      }
+    }
+    return out;
+  }
+
+  // Counts job j's GPUs in model slot m from now on (its replica's request follows).
+  void set_model(std::size_t j, std::size_t m) {
+    model[j] = m;
+    replica[j] = request_of(jobs[j].spec->replica,
+                            m < kResourceKinds ? std::optional<std::size_t>(m) : std::nullopt);
+  }
+
+  // The spec the placer gets: restricted to the job's model when it may run on others too.
+  const workload::JobSpec& spec_to_place(std::size_t j) {
+    const workload::JobSpec& spec = *jobs[j].spec;
+    if (!by_model || model[j] == kUndecided) return spec;
+    std::vector<std::string> only;
+    if (model[j] == kOtherModels) {
+      for (const std::string& m : layer.cluster_->models()) {
+        if (!m.empty() && !tree().model_slot(m) && allows(spec, m)) only.push_back(m);
+      }
+    } else {
+      only.push_back(tree().gpu_models()[model[j] - kFirstModelSlot]);
+    }
+    if (only == spec.replica.allowed_models) return spec;
+    auto [it, fresh] = restricted.try_emplace(j);
+    if (fresh || it->second.first != model[j]) {
+      it->second = {model[j], spec};
+      it->second.second.replica.allowed_models = std::move(only);
+    }
+    return it->second.second;
+  }
+
+  // A resource kind as explanations name it.
+  [[nodiscard]] std::string kind_name(std::size_t k) const {
+    if (k >= kFirstModelSlot) {
+      return fmt::format("GPUs of model {}", tree().gpu_models()[k - kFirstModelSlot]);
+    }
+    return k == 0 ? "GPUs" : k == 1 ? "CPU" : "memory";
+  }
+
+  // The first kind in which queue q (or a parent) would pass its limit after taking `extra`.
+  [[nodiscard]] std::optional<std::size_t> limit_passed(std::size_t q,
+                                                        const Resources& extra) const {
+    for (int at = int(q); at >= 0; at = tree().parent(std::size_t(at))) {
+      const auto& limit = tree().limit(std::size_t(at));
+      for (std::size_t k = 0; k < kResourceKinds; ++k) {
+        if (layer.allocated_[std::size_t(at)][k] + double(extra.v[k]) > limit[k] + kEps) return k;
+      }
+    }
+    return std::nullopt;
   }
 
   // The reason, and its line only when the caller wants explanations (formatting one per
@@ -282,11 +375,11 @@ struct JobLayer::Round {
     bool any = false;
     for (cluster::NodeIndex n = 0; n < cluster().node_count() && !any; ++n) {
       const auto& s = cluster().spec(n);
-      const bool model = r.allowed_models.empty() ||
-                         std::find(r.allowed_models.begin(), r.allowed_models.end(), s.gpu_model) !=
-                             r.allowed_models.end() ||
-                         r.gpu_count == 0;
-      any = model && s.gpu_count >= r.gpu_count && s.cpu_milli >= r.cpu_milli &&
+      const bool model_ok = r.allowed_models.empty() ||
+                            std::find(r.allowed_models.begin(), r.allowed_models.end(),
+                                      s.gpu_model) != r.allowed_models.end() ||
+                            r.gpu_count == 0;
+      any = model_ok && s.gpu_count >= r.gpu_count && s.cpu_milli >= r.cpu_milli &&
             s.memory_mib >= r.memory_mib;
     }
     feasible_.emplace(std::move(key), any);
@@ -305,6 +398,24 @@ struct JobLayer::Round {
       return;
     }
     const double after = ratio(q, need);
+    const std::size_t m = by_model ? model[j] : kUndecided;
+    if (m >= kFirstModelSlot && m < kResourceKinds) {
+      const double fair = layer.fair_[q][m] / 1000.0;
+      const double held = (layer.allocated_[q][m] + double(need.v[m])) / 1000.0;
+      if (held > fair * (1 + kEps) + kEps) {
+        wait(j, WaitReason::kOverQuota,
+             "queue {} would hold {:.4g} {} against its fair share of {:.4g} (quota {:.4g})",
+             tree().spec(q).name, held, kind_name(m), fair, tree().quota(q)[m] / 1000.0);
+        return;
+      }
+      if (after <= 1 + kEps) {
+        wait(j, WaitReason::kShareHeld,
+             "within queue {}'s fair share of {} ({:.4g}), held by others: {:.4g} free, "
+             "{:.4g} needed",
+             tree().spec(q).name, kind_name(m), fair, free[m] / 1000.0, double(need.v[m]) / 1000.0);
+        return;
+      }
+    }
     if (after > 1 + kEps) {
       wait(j, WaitReason::kOverQuota,
            "queue {} would hold {:.3g} times its fair share ({:.4g} GPUs)", tree().spec(q).name,
@@ -327,9 +438,16 @@ struct JobLayer::Round {
       free[1] += double(cluster().cpu_free(n));
       free[2] += double(cluster().memory_free(n));
     }
+    if (by_model) {
+      for (cluster::NodeIndex n = 0; n < cluster().node_count(); ++n) {
+        const std::size_t m = model_of_node(n);
+        if (m < kResourceKinds) free[m] += double(cluster().gpu_milli_left_total(n));
+      }
+    }
     demand.assign(nq, Amounts{});
     replica.resize(jobs.size());
     target.resize(jobs.size());
+    if (by_model) model.assign(jobs.size(), kUndecided);
     by_queue.assign(nq, {});
     for (std::size_t j = 0; j < jobs.size(); ++j) {
       JobState& s = jobs[j];
@@ -339,6 +457,12 @@ struct JobLayer::Round {
       const int asks = options.sized ? target[j] : std::max(target[j], s.replicas());
       const Amounts want = to_amounts(replica[j] * asks);
       for (std::size_t k = 0; k < kResourceKinds; ++k) demand[s.queue][k] += want[k];
+      // A job that may take any of several models wants each of them (it takes one).
+      if (by_model && model[j] == kUndecided) {
+        for (const std::size_t m : flavors(j)) {
+          if (m < kResourceKinds) demand[s.queue][m] += want[0];
+        }
+      }
       by_queue[s.queue].push_back(j);
     }
     for (std::size_t q = 0; q < options.unlisted_demand.size() && q < nq; ++q) {
@@ -374,6 +498,16 @@ struct JobLayer::Round {
     s.preempted.reset();
     s.why.clear();
     replica[j] = request_of(s.spec->replica);
+    if (by_model) {
+      model[j] = kUndecided;
+      if (s.spec->replica.gpu_count > 0 && s.spec->replica.gpu_milli > 0) {
+        if (!s.placements.empty()) {
+          set_model(j, model_of_node(s.placements.front().node));
+        } else if (const auto f = flavors(j); f.size() == 1) {
+          set_model(j, f.front());
+        }
+      }
+    }
     const int lo = least(j);
     const int hi = std::max(lo, s.spec->max_replicas);
     if (options.sized) {
@@ -389,6 +523,7 @@ struct JobLayer::Round {
     jobs.add(s);
     replica.emplace_back();
     target.emplace_back();
+    if (by_model) model.emplace_back(kUndecided);
     init(j);
     return j;
   }
@@ -734,35 +869,81 @@ struct JobLayer::Round {
   }
 
   bool try_start(std::size_t j, std::vector<std::size_t>& needs_preemption) {
+    if (!by_model || model[j] != kUndecided) {
+      const Try t = try_start_as(j);
+      if (t == Try::kNeedsRoom) needs_preemption.push_back(j);
+      return t == Try::kStarted;
+    }
+    // Kueue's flavor assignment with fungibility {whenCanBorrow: TryNextFlavor, whenCanPreempt:
+    // TryNextFlavor}: each model in order where its queue stays within its fair share, the first
+    // where the job starts; then the others in order (over the share, reclaimable: borrowing);
+    // failing that, the first where taking resources back could start it (reclaim or preemption
+    // then free that model only); failing that, the first model's reason.
+    std::optional<std::pair<std::size_t, std::pair<WaitReason, std::string>>> first, room;
+    const std::vector<std::size_t> models = flavors(j);
+    std::vector<bool> tried(models.size(), false);
+    for (const bool within_share : {true, false}) {
+      for (std::size_t i = 0; i < models.size(); ++i) {
+        if (tried[i]) continue;
+        set_model(j, models[i]);
+        if (within_share && ratio(jobs[j].queue, replica[j] * least(j)) > 1 + kEps) continue;
+        tried[i] = true;
+        const Try t = try_start_as(j);
+        if (t == Try::kStarted) return true;
+        auto reason = std::make_pair(jobs[j].waiting, jobs[j].why);
+        if (t == Try::kNeedsRoom && !room) room.emplace(models[i], reason);
+        if (!first) first.emplace(models[i], std::move(reason));
+      }
+    }
+    const auto& chosen = room ? room : first;
+    if (!chosen) {  // it accepts no model of the cluster: the placer says why
+      const Try t = try_start_as(j);
+      if (t == Try::kNeedsRoom) needs_preemption.push_back(j);
+      return t == Try::kStarted;
+    }
+    set_model(j, chosen->first);
+    jobs[j].waiting = chosen->second.first;
+    jobs[j].why = chosen->second.second;
+    if (room) needs_preemption.push_back(j);
+    return false;
+  }
+
+  enum class Try : std::uint8_t { kStarted, kNeedsRoom, kNo };
+
+  // Starts j at its target or its least size on what is free, or says why not.
+  Try try_start_as(std::size_t j) {
     const std::size_t q = jobs[j].queue;
     const int lo = least(j);
     for (int n = target[j];; n = lo) {
       const Resources need = replica[j] * n;
-      if (!within_limit(q, need)) {
+      if (const auto passed = limit_passed(q, need)) {
         if (n == lo) {
-          wait(j, WaitReason::kOverLimit, "queue {} (or a parent) would pass its limit",
-               tree().spec(q).name);
-          return false;
+          if (*passed >= kFirstModelSlot) {
+            wait(j, WaitReason::kOverLimit, "queue {} (or a parent) would pass its limit of {}",
+                 tree().spec(q).name, kind_name(*passed));
+          } else {
+            wait(j, WaitReason::kOverLimit, "queue {} (or a parent) would pass its limit",
+                 tree().spec(q).name);
+          }
+          return Try::kNo;
         }
         continue;
       }
       if (!fits_free(need)) {
         if (n > lo) continue;
         wait_for_resources(j, need);
-        if (jobs[j].waiting != WaitReason::kInfeasible) needs_preemption.push_back(j);
-        return false;
+        return jobs[j].waiting != WaitReason::kInfeasible ? Try::kNeedsRoom : Try::kNo;
       }
       PlacementFailure why;
       why.explain = options.explain;
       if (place(j, n, &why)) {
         ++stats.started;
-        return true;
+        return Try::kStarted;
       }
       if (n == lo) {
         const bool never = why.infeasible || beyond_capacity(need);
         wait(j, never ? WaitReason::kInfeasible : WaitReason::kFragmented, "{}", why.message);
-        if (!never) needs_preemption.push_back(j);
-        return false;
+        return never ? Try::kNo : Try::kNeedsRoom;
       }
     }
   }
@@ -803,6 +984,8 @@ struct JobLayer::Round {
         ++spent_seen;
         continue;
       }
+      // A victim on another GPU model frees nothing this job may take.
+      if (by_model && model[j] != kUndecided && model[v.job] != model[j]) continue;
       if (!allowed(v)) continue;
       Taken t{v, {}};
       auto& ps = jobs[v.job].placements;
@@ -883,11 +1066,12 @@ struct JobLayer::Round {
     return pool;
   }
 
-  // GPUs (milli) queues other than `q` hold above their fair share: all a reclaim could take.
-  [[nodiscard]] double reclaimable(std::size_t q) const {
+  // GPUs (milli; of one model for its slot k) queues other than `q` hold above their fair share:
+  // all a reclaim could take.
+  [[nodiscard]] double reclaimable(std::size_t q, std::size_t k = 0) const {
     double over = 0;
     for (const std::size_t r : tree().leaves()) {
-      if (r != q) over += std::max(0.0, layer.allocated_[r][0] - layer.fair_[r][0]);
+      if (r != q) over += std::max(0.0, layer.allocated_[r][k] - layer.fair_[r][k]);
     }
     return over;
   }
@@ -905,6 +1089,10 @@ struct JobLayer::Round {
     // Only within its fair share, only from queues above theirs, and never so far that the
     // victim's queue ends below the share this queue reaches (no reclaim loops).
     if (mine > 1 + kEps || free[0] + reclaimable(q) < double(need.gpu_milli()) - kEps) {
+      return false;
+    }
+    if (by_model && model[j] >= kFirstModelSlot && model[j] < kResourceKinds &&
+        free[model[j]] + reclaimable(q, model[j]) < double(need.v[model[j]]) - kEps) {
       return false;
     }
     if (!over_share) {
@@ -991,6 +1179,9 @@ struct JobLayer::Round {
   // Runs the post-filters for waiting job j: whether one made room.
   bool post_filter(std::size_t j) {
     if (jobs[j].replicas() > 0) return false;
+    if (by_model && model[j] == kUndecided) {  // joined after the walk: its first model
+      if (const auto f = flavors(j); !f.empty()) set_model(j, f.front());
+    }
     const PodRequest request = layer.resolver_.resolve(jobs[j].spec->replica);
     const PostFilterArgs args{j, request, static_cast<std::uint32_t>(least(j)), waiting};
     PostFilterResult r = layer.post_filters_.run(args);
@@ -1051,8 +1242,8 @@ struct JobLayer::Round {
     }
   }
 
-  static bool plain(const workload::JobSpec& spec) {
-    return spec.replica.allowed_models.empty() &&
+  [[nodiscard]] bool plain(const workload::JobSpec& spec) const {
+    return !by_model && spec.replica.allowed_models.empty() &&
            spec.replica.constraints == workload::NodeConstraints{} && spec.topology_levels.empty();
   }
 
@@ -1072,6 +1263,9 @@ struct JobLayer::Round {
       room[k] = (fair <= kEps ? kEps : fair * (1 + kEps)) - layer.allocated_[q][k];
     }
     room[0] = std::min(room[0], free[0] + reclaimable(q) + kEps);
+    for (std::size_t k = kFirstModelSlot; by_model && k < kResourceKinds; ++k) {
+      room[k] = std::min(room[k], free[k] + reclaimable(q, k) + kEps);
+    }
     return room;
   }
 

@@ -20,6 +20,12 @@
 // Policies that size every job by its value per GPU (Optimus, Pollux, lasgo) decide 1, 2 and 4
 // themselves through elastic_sizing.hpp's division of each queue's share (RoundOptions::sized).
 //
+// GPU models (QueueTree::gpu_models, when a queue names one): a job's GPUs also count in the
+// slot of the model they run on, so quotas, limits, fair shares and reclaim hold per model; a
+// waiting job that accepts several models tries them as Kueue's flavor assignment does (those its
+// queue lists first, within its share before over it) and is placed restricted to the one it
+// takes; reclaim and preemption take only victims on that model. docs/jobs.md.
+//
 // Every job that still waits gets a reason in the core's vocabulary (WaitReason), every preempted
 // one a PreemptReason. Placement is the caller's GangPlacer, which must go through
 // sched::Scheduler (sched/gang.hpp), so the filters, the policy score, GPU models, the GPU picker
@@ -208,8 +214,9 @@ struct RoundStats {
   int placement_attempts = 0;
 };
 
-// What the queues divide: every node's GPUs (milli), CPU (milli) and memory (MiB).
-Amounts cluster_capacity(const cluster::Cluster& cluster);
+// What the queues divide: every node's GPUs (milli), CPU (milli) and memory (MiB), and with
+// `models` the GPUs of each model its queues name (QueueTree::model_slot).
+Amounts cluster_capacity(const cluster::Cluster& cluster, const QueueTree* models = nullptr);
 
 class JobLayer {
  public:

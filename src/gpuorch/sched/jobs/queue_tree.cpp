@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <stdexcept>
 
 namespace gpuorch::sched::jobs {
 namespace {
 
 constexpr double kUnbounded = std::numeric_limits<double>::infinity();
 
-std::array<const workload::QueueResource*, kResourceKinds> resources_of(
+std::array<const workload::QueueResource*, kFirstModelSlot> resources_of(
     const workload::QueueSpec& s) {
   return {&s.gpu, &s.cpu, &s.memory};
 }
@@ -22,16 +23,39 @@ QueueTree::QueueTree(std::vector<workload::QueueSpec> specs) {
     d.name = workload::kDefaultQueue;
     specs.push_back(std::move(d));
   }
+  for (const auto& s : specs) {
+    for (const auto& m : s.gpu_models) {
+      if (std::find(models_.begin(), models_.end(), m.model) == models_.end()) {
+        models_.push_back(m.model);
+      }
+    }
+  }
+  // io::parse_queues refuses more with the file's line.
+  if (models_.size() > kGpuModelSlots) throw std::invalid_argument("too many GPU models");
   std::map<std::string, std::size_t> index;
   for (auto& s : specs) {
     index.emplace(s.name, nodes_.size());
     Node n;
     n.spec = std::move(s);
     const auto rs = resources_of(n.spec);
-    for (std::size_t k = 0; k < kResourceKinds; ++k) {
+    n.limit.fill(kUnbounded);  // slots of models no queue names bound nothing
+    for (std::size_t k = 0; k < kFirstModelSlot; ++k) {
       n.quota[k] = rs[k]->quota == workload::kUnlimited ? 0.0 : double(rs[k]->quota);
       n.limit[k] = rs[k]->limit == workload::kUnlimited ? kUnbounded : double(rs[k]->limit);
       n.weight[k] = rs[k]->over_quota_weight;
+    }
+    for (std::size_t i = 0; i < models_.size(); ++i) {
+      const std::size_t k = kFirstModelSlot + i;
+      n.quota[k] = 0;
+      n.limit[k] = n.limit[0];
+      n.weight[k] = n.weight[0];
+    }
+    for (const auto& m : n.spec.gpu_models) {
+      const std::size_t k = *model_slot(m.model);
+      n.listed.push_back(k);
+      n.quota[k] = m.gpu.quota == workload::kUnlimited ? 0.0 : double(m.gpu.quota);
+      n.limit[k] = m.gpu.limit == workload::kUnlimited ? kUnbounded : double(m.gpu.limit);
+      n.weight[k] = m.gpu.over_quota_weight;
     }
     nodes_.push_back(std::move(n));
   }
@@ -52,6 +76,13 @@ QueueTree::QueueTree(std::vector<workload::QueueSpec> specs) {
 std::optional<std::size_t> QueueTree::find(const std::string& name) const {
   for (std::size_t q = 0; q < nodes_.size(); ++q) {
     if (nodes_[q].spec.name == name) return q;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::size_t> QueueTree::model_slot(std::string_view model) const {
+  for (std::size_t i = 0; i < models_.size(); ++i) {
+    if (models_[i] == model) return kFirstModelSlot + i;
   }
   return std::nullopt;
 }
@@ -83,7 +114,8 @@ std::vector<Amounts> QueueTree::fair_shares(const std::vector<Amounts>& demand,
 
 void QueueTree::divide(const std::vector<std::size_t>& siblings, const Amounts& capacity,
                        const std::vector<Amounts>& want, std::vector<Amounts>& share) const {
-  for (std::size_t k = 0; k < kResourceKinds; ++k) {
+  // Slots of models no queue names stay 0.
+  for (std::size_t k = 0; k < kFirstModelSlot + models_.size(); ++k) {
     // Quotas first, up to what each queue wants; scaled down when they overcommit the capacity.
     double given = 0;
     for (const std::size_t q : siblings) {

@@ -3,12 +3,14 @@
 // KAI-Scheduler's proportion plugin divides it: at each level every queue first gets its quota
 // (what it is guaranteed) up to what its jobs want, then the rest goes to the queues that want
 // more, higher `priority` first, in proportion to `overQuotaWeight`, never past a queue's limit
-// or its demand (water-filling, per resource). A queue's share is then what its jobs may hold
-// without being the first to give back; over-quota admissions are reclaimable.
+// or its demand (water-filling, per resource; each GPU model a queue names is a resource too). A
+// queue's share is then what its jobs may hold without being the first to give back; over-quota
+// admissions are reclaimable.
 #include <array>
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpuorch/sched/jobs/resources.hpp"
@@ -32,6 +34,17 @@ class QueueTree {
   [[nodiscard]] const std::vector<std::size_t>& leaves() const { return leaves_; }
   [[nodiscard]] int parent(std::size_t q) const { return nodes_[q].parent; }
 
+  // The GPU models the queues name (spec.resources.gpuModels), in the order first named: model i
+  // is counted in Resources slot kFirstModelSlot + i. A queue that names no quota for a model
+  // others name has quota 0 for it, its `gpu` limit and its `gpu` overQuotaWeight (what KAI
+  // gives a resource a queue leaves out: nothing guaranteed, shared by weight).
+  [[nodiscard]] const std::vector<std::string>& gpu_models() const { return models_; }
+  [[nodiscard]] std::optional<std::size_t> model_slot(std::string_view model) const;
+  // The models queue q lists, as slots, in its order (a job accepting several tries them so).
+  [[nodiscard]] const std::vector<std::size_t>& listed_slots(std::size_t q) const {
+    return nodes_[q].listed;
+  }
+
   // Guaranteed amounts (quota; none = 0) and caps (limit; none = unbounded) per resource.
   [[nodiscard]] const Amounts& quota(std::size_t q) const { return nodes_[q].quota; }
   [[nodiscard]] const Amounts& limit(std::size_t q) const { return nodes_[q].limit; }
@@ -49,6 +62,7 @@ class QueueTree {
     Amounts quota{};
     Amounts limit{};
     Amounts weight{};
+    std::vector<std::size_t> listed;
   };
   void divide(const std::vector<std::size_t>& siblings, const Amounts& capacity,
               const std::vector<Amounts>& demand, std::vector<Amounts>& share) const;
@@ -56,6 +70,7 @@ class QueueTree {
   std::vector<Node> nodes_;
   std::vector<std::size_t> roots_;
   std::vector<std::size_t> leaves_;
+  std::vector<std::string> models_;
 };
 
 }  // namespace gpuorch::sched::jobs

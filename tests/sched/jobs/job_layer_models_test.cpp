@@ -1,0 +1,188 @@
+// Quotas per GPU model (spec.resources.gpuModels) in the job layer, on two nodes of two models:
+// a queue's GPUs of each model count against its quota of that model, a job that accepts several
+// models takes them in its queue's order (within its share first, as Kueue's flavor assignment
+// with whenCanBorrow: TryNextFlavor), and reclaim takes back only the model the reclaimer needs.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "sched/jobs/layer_world.hpp"
+#include "support/test_support.hpp"
+
+namespace gpuorch::sched::jobs {
+namespace {
+
+// A queue with `gpus` of overall quota and, per model, {quota, limit (-1: none), weight}.
+struct ModelQuota {
+  std::string model;
+  double quota = 0;
+  double limit = -1;
+  double weight = 1;
+};
+
+workload::QueueSpec queue(std::string name, double gpus, std::vector<ModelQuota> models) {
+  workload::QueueSpec q;
+  q.name = std::move(name);
+  q.gpu.quota = static_cast<std::int64_t>(gpus * 1000);
+  for (const auto& m : models) {
+    workload::QueueResource r;
+    r.quota = static_cast<std::int64_t>(m.quota * 1000);
+    r.limit = m.limit < 0 ? workload::kUnlimited : static_cast<std::int64_t>(m.limit * 1000);
+    r.over_quota_weight = m.weight;
+    q.gpu_models.push_back({m.model, r});
+  }
+  return q;
+}
+
+class JobLayerModels : public ::testing::Test, protected test::LayerWorld {
+ protected:
+  explicit JobLayerModels(std::vector<workload::QueueSpec> qs)
+      : LayerWorld(std::move(qs), {test::gpu_node("a100-node", 64000, 4, "A100"),
+                                   test::gpu_node("h100-node", 64000, 4, "H100")}) {}
+  JobLayerModels() : JobLayerModels({queue("a", 4, {{"A100", 4}}), queue("b", 4, {{"H100", 4}})}) {}
+
+  // A job of one one-GPU replica, restricted to `models` (empty: any).
+  JobState& job(const std::string& name, const std::string& q,
+                std::vector<std::string> models = {}) {
+    workload::JobSpec s;
+    s.name = name;
+    s.queue = q;
+    s.replica.allowed_models = std::move(models);
+    specs.push_back(std::move(s));
+    JobState st;
+    st.spec = &specs.back();
+    st.queue = *tree.find(q);
+    st.rank = double(states.size());
+    states.push_back(std::move(st));
+    return states.back();
+  }
+
+  RoundStats round(std::int64_t now) {
+    RoundOptions o;
+    o.now = now;
+    return layer.round(states, o);
+  }
+
+  // GPUs queue q's jobs run on `model`.
+  int running(const std::string& q, const std::string& model) const {
+    int n = 0;
+    for (const auto& s : states) {
+      for (const auto& p : s.placements) {
+        if (s.spec->queue == q && c.spec(p.node).gpu_model == model) ++n;
+      }
+    }
+    return n;
+  }
+
+  [[nodiscard]] std::string model_of(const JobState& s) const {
+    return s.placements.empty() ? "" : c.spec(s.placements.front().node).gpu_model;
+  }
+};
+
+TEST_F(JobLayerModels, EachModelIsAResourceWithItsOwnCapacityAndShares) {
+  ASSERT_EQ(tree.gpu_models(), (std::vector<std::string>{"A100", "H100"}));
+  const std::size_t a100 = *tree.model_slot("A100");
+  const std::size_t h100 = *tree.model_slot("H100");
+  EXPECT_FALSE(tree.model_slot("V100"));
+  EXPECT_DOUBLE_EQ(layer.capacity()[a100], 4000);
+  EXPECT_DOUBLE_EQ(layer.capacity()[h100], 4000);
+  for (int i = 0; i < 2; ++i) job(fmt::format("a{}", i), "a", {"A100"});
+  round(0);
+  const std::size_t qa = *tree.find("a");
+  EXPECT_DOUBLE_EQ(layer.allocated()[qa][a100], 2000);
+  EXPECT_DOUBLE_EQ(layer.allocated()[qa][h100], 0);
+  EXPECT_DOUBLE_EQ(layer.allocated()[qa][0], 2000);  // the overall `gpu` counts them too
+  EXPECT_DOUBLE_EQ(layer.fair_shares()[qa][a100], 2000);
+}
+
+TEST_F(JobLayerModels, AQueueTakesAnotherModelOnlyOverItsShareAndGivesItBackToItsOwner) {
+  for (int i = 0; i < 8; ++i) job(fmt::format("a{}", i), "a");
+  round(0);
+  // Its own model first; the H100s nobody wants, over its share.
+  EXPECT_EQ(running("a", "A100"), 4);
+  EXPECT_EQ(running("a", "H100"), 4);
+  std::vector<std::string> before;
+  for (const auto& s : states) before.push_back(model_of(s));
+  for (int i = 0; i < 4; ++i) job(fmt::format("b{}", i), "b");
+  const auto stats = round(60);
+  EXPECT_EQ(running("b", "H100"), 4);
+  EXPECT_EQ(running("a", "A100"), 4);
+  EXPECT_EQ(running("a", "H100"), 0);
+  EXPECT_EQ(stats.preempted, 4);
+  for (std::size_t i = 0; i < 8; ++i) {
+    // Reclaim on the H100s never touched a job on the A100s.
+    EXPECT_EQ(states[i].preempted.has_value(), before[i] == "H100") << specs[i].name;
+  }
+}
+
+TEST_F(JobLayerModels, ReclaimOnOneModelNeverEvictsJobsOnTheOther) {
+  // b holds the A100s over its share (a wants nothing yet) and its H100s within it.
+  for (int i = 0; i < 4; ++i) job(fmt::format("ba{}", i), "b", {"A100"});
+  for (int i = 0; i < 4; ++i) job(fmt::format("bh{}", i), "b", {"H100"});
+  round(0);
+  ASSERT_EQ(running("b", "A100"), 4);
+  ASSERT_EQ(running("b", "H100"), 4);
+  // b is over its overall share (8 of 4 GPUs); a's A100 job takes back one A100 only.
+  job("a0", "a", {"A100"});
+  const auto stats = round(60);
+  EXPECT_EQ(model_of(states.back()), "A100");
+  EXPECT_EQ(stats.preempted, 1);
+  EXPECT_EQ(running("b", "H100"), 4);
+  EXPECT_EQ(running("b", "A100"), 3);
+}
+
+TEST_F(JobLayerModels, AQueueCannotReclaimAModelItHasNoShareOf) {
+  for (int i = 0; i < 4; ++i) job(fmt::format("b{}", i), "b", {"H100"});
+  round(0);
+  JobState& wants_h100 = job("a0", "a", {"H100"});
+  const auto stats = round(60);
+  EXPECT_EQ(stats.preempted, 0);
+  EXPECT_EQ(running("b", "H100"), 4);
+  EXPECT_EQ(wants_h100.replicas(), 0);
+  EXPECT_EQ(wants_h100.waiting, WaitReason::kOverQuota);
+  EXPECT_EQ(wants_h100.why,
+            "queue a would hold 1 GPUs of model H100 against its fair share of 0 (quota 0)");
+}
+
+class JobLayerModelOrder : public JobLayerModels {
+ protected:
+  // a lists the A100s first: 2 guaranteed and no share of what is over quota (weight 0), then
+  // the H100s with 2 guaranteed.
+  JobLayerModelOrder()
+      : JobLayerModels({queue("a", 4, {{"A100", 2, -1, 0}, {"H100", 2}}), queue("b", 0, {})}) {}
+};
+
+TEST_F(JobLayerModelOrder, AJobThatAcceptsBothTakesTheNextModelWhenTheFirstsShareIsUsed) {
+  for (int i = 0; i < 4; ++i) job(fmt::format("a{}", i), "a");
+  round(0);
+  // Two A100s are still free, but the third job stays within a's share on the H100s.
+  EXPECT_EQ(running("a", "A100"), 2);
+  EXPECT_EQ(running("a", "H100"), 2);
+  EXPECT_EQ(model_of(states[2]), "H100");
+  // Its share of the H100s is all four (nobody else wants them): two more go there; past both
+  // shares, the queue's order again: the free A100s, over its share.
+  for (int i = 4; i < 8; ++i) job(fmt::format("a{}", i), "a");
+  round(60);
+  EXPECT_EQ(model_of(states[4]), "H100");
+  EXPECT_EQ(model_of(states[5]), "H100");
+  EXPECT_EQ(model_of(states[6]), "A100");
+  EXPECT_EQ(model_of(states[7]), "A100");
+}
+
+class JobLayerModelLimit : public JobLayerModels {
+ protected:
+  JobLayerModelLimit() : JobLayerModels({queue("a", 8, {{"A100", 2, 2}, {"H100", 0}})}) {}
+};
+
+TEST_F(JobLayerModelLimit, ALimitOnAModelSendsTheRestToTheNextAndSaysWhyWhenNoneIsLeft) {
+  for (int i = 0; i < 3; ++i) job(fmt::format("a{}", i), "a");
+  JobState& only_a100 = job("a100-only", "a", {"A100"});
+  round(0);
+  EXPECT_EQ(running("a", "A100"), 2);
+  EXPECT_EQ(model_of(states[2]), "H100");
+  EXPECT_EQ(only_a100.replicas(), 0);
+  EXPECT_EQ(only_a100.waiting, WaitReason::kOverLimit);
+  EXPECT_EQ(only_a100.why, "queue a (or a parent) would pass its limit of GPUs of model A100");
+}
+
+}  // namespace
+}  // namespace gpuorch::sched::jobs
