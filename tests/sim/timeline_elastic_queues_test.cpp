@@ -186,5 +186,31 @@ TEST(TimelineElasticQueues, LasgoJumpsPastItsCapOnlyToCountsAnotherJobMeasured) 
   EXPECT_GT(jumps("lasgo"), 0);
 }
 
+TEST(TimelineElasticQueues, LasgoStartFreeStartsAJobOnAFullClusterAtItsFirstTick) {
+  // imagenet holds all 16 GPUs when a cifar10 job arrives; the next arrives while both run. By
+  // Pollux's restart factor a job that arrived just before the tick is worth almost nothing there
+  // (its age is a second), so it waits a tick; with `start=free` a start is not discounted and
+  // it takes GPUs from imagenet at once. Both runs end with every job finished.
+  GPUORCH_REQUIRE_POLLUX(dir);
+  AppTable apps;
+  const auto jobs = read_pollux_workload(test::fixture("timeline/pollux_full_cluster.csv"),
+                                         (dir / "apps").string(), apps);
+  auto start_delays = [&](const char* name) {
+    const auto r = events_on_16_gpus(jobs, apps, name, {});
+    std::map<std::size_t, Seconds> arrived;
+    std::vector<Seconds> delays;
+    for (const auto& e : r.events) {
+      if (e.kind == TimelineEvent::Kind::kArrive) arrived[e.job] = e.time;
+      if (e.kind == TimelineEvent::Kind::kStart && e.job != 0)
+        delays.push_back(e.time - arrived[e.job]);
+    }
+    return delays;
+  };
+  EXPECT_EQ(start_delays("lasgo:start=free"), (std::vector<Seconds>{0, 0}));
+  const auto by_age = start_delays("lasgo");
+  ASSERT_EQ(by_age.size(), 2u);
+  EXPECT_GT(by_age[0], 0);
+}
+
 }  // namespace
 }  // namespace gpuorch::sim

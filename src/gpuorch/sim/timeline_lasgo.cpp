@@ -19,7 +19,10 @@
 // fit has seen cross-node runs / predicted well), `idle=F` (exploration beyond the cap on GPUs
 // nobody else values, their gain weighted by F), `net=app` (unseen exchange terms from one fit
 // per application), `shape=measured` (uneven counts open where measured), `cap=app` (the cap
-// from the largest count the application's jobs measured); parts join with '+'.
+// from the largest count the application's jobs measured), `start=free` (no restart factor on a
+// waiting job's start), `shape=nodes` (an uneven count worth its share of the whole nodes it
+// spans), `las=app` and `restart=app` / `restart=app-all` (the weight, or the restart's cost, from
+// the service the application's finished jobs needed); parts join with '+'.
 // With the fitted model these are on by default, chosen on load 1.0 and confirmed on load 0.5
 // and on loads nobody published: `shape=uniform` (only counts up to one node or of whole nodes),
 // `carry=on`, `rw=2` (restart weight), `steps=app` (step times other jobs of the application
@@ -34,9 +37,11 @@
 #include <cstdlib>
 #include <map>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "gpuorch/sched/jobs/service_history.hpp"
 #include "gpuorch/sim/timeline_goodput.hpp"
 #include "gpuorch/sim/timeline_job_layer.hpp"
 #include "gpuorch/sim/timeline_policy.hpp"
@@ -47,6 +52,19 @@ namespace {
 struct Parts {
   double service_scale_gpu_hours = 16.0;
   bool las = true;
+  // The weight from the service a job is expected still to need, by what the finished jobs of its
+  // application held (sched/jobs/service_history), instead of what it has attained (`las=app`).
+  bool las_by_app = false;
+  // A restart's cost against the time a running job is expected still to run at its current
+  // count, by the finished jobs of its application, instead of against its age (`restart=app`; a
+  // waiting job pays its start whatever it is given, so it keeps the age rule; `restart=app-all`:
+  // waiting jobs too, which starves short jobs: their start looks as dear as a restart).
+  bool restart_by_app = false;
+  bool restart_by_app_waiting = false;
+  // A waiting job's start is not discounted (`start=free`): it pays its 30 s whenever it starts,
+  // so the restart factor, which weighs a change against keeping what runs, has nothing to weigh;
+  // by its age alone a job that arrived just before a tick is worth almost nothing there.
+  bool free_start = false;
   bool packing = true;
   bool batch = true;
   bool restart = true;
@@ -80,6 +98,11 @@ struct Parts {
   // with `shared_steps`, another job of its application), as the shape of a user's request
   // (6 = 4 + 2) is: what was measured needs no smooth model (`shape=measured`).
   bool uneven_measured = false;
+  // An uneven count is worth its share of the whole nodes it spans (`shape=nodes`): a ring's
+  // exchange crosses the same links whether the last node is full or not, so a step takes about
+  // the whole nodes' time (cifar10's 4 + 2 is no faster than 4 in its measured profile), while a
+  // job whose step is mostly compute (imagenet) still fills the holes small jobs leave.
+  bool uneven_by_nodes = false;
   // GPUs nobody within its cap can use go to counts beyond the cap (their gain counted at this
   // fraction, so they come last): exploration where it takes nothing from anyone. 0: off.
   double idle_weight = 0;
@@ -130,6 +153,7 @@ class Lasgo final : public TimelinePolicy {
   Reallocations schedule(Seconds now, std::span<Job* const> active,
                          cluster::Cluster& cluster) override {
     const std::size_t n = active.size();
+    if (parts_.las_by_app || parts_.restart_by_app) learn_finished(now, active);
     run_.states(active);
     std::vector<sched::jobs::ElasticDemand> demands(n);
     for (std::size_t i = 0; i < n; ++i) {
@@ -165,22 +189,41 @@ class Lasgo final : public TimelinePolicy {
                              : j.max_profiled_replicas();
         if (growth > 0) cap = std::min(cap, std::max(growth * base, start));
       }
+      // Least attained service takes what a job has held as what it still needs (heavy tails: the
+      // longer a job has run, the longer it will); with `las=app` the application's finished
+      // jobs say instead, once enough of them held more than this job has.
+      const double a = j.attained_service();
+      const double need =
+          parts_.las_by_app ? finished_.expected_remaining(app.name(), a).value_or(a) : a;
       const double w =
-          parts_.las ? 1.0 / (1.0 + j.attained_service() / 3600.0 / parts_.service_scale_gpu_hours)
-                     : 1.0;
+          parts_.las ? 1.0 / (1.0 + need / 3600.0 / parts_.service_scale_gpu_hours) : 1.0;
       // A restart idles the job's GPUs for 30 s of the next interval(s).
       // At least a second: a job that arrives exactly on a tick would otherwise be worth nothing
       // there (the factor is 0 at age 0) and could be left waiting on an idle cluster.
       const double age = std::max(double(now - j.spec().submit), 1.0);
       const double rc = 30.0 * *parts_.restart_weight;
-      const double keep =
+      double keep =
           parts_.restart ? std::max(age - rc * std::max(j.restarts(), 0), 0.0) / (age + rc) : 1.0;
+      const bool by_app = parts_.restart_by_app && (j.gpus() > 0 || parts_.restart_by_app_waiting);
+      if (const auto left = by_app ? finished_.expected_remaining_own(app.name(), a) : std::nullopt;
+          parts_.restart && left) {
+        // A restart delays the job by rc; what it has left decides what that costs.
+        const double t = *left / std::max(j.gpus(), 1);
+        keep = t / (t + rc);
+      }
+      if (parts_.free_start && j.gpus() == 0) keep = 1;
       auto& v = demands[i].value;
       const int explored_cap = cap;
       if (parts_.idle_weight > 0 || *parts_.open_measured) cap = useful;
       v.resize(static_cast<std::size_t>(cap) + 1);
       for (int r = 0; r <= cap; ++r) {
-        double s = speedup(model, r, packed_nodes(r, per_node_), 1, 1);
+        const int nodes = packed_nodes(r, per_node_);
+        double s = speedup(model, r, nodes, 1, 1);
+        if (parts_.uneven_by_nodes && r > per_node_ && r % per_node_ != 0 &&
+            !(model.known() && model.measured(r, nodes))) {
+          const int whole = nodes * per_node_;
+          s = std::min(s, speedup(model, whole, nodes, 1, 1) * r / whole);
+        }
         if (r != j.gpus()) s *= keep;
         v[static_cast<std::size_t>(r)] = w * s;
         if (*parts_.uniform && r > per_node_ && r % per_node_ != 0 && r != j.gpus() &&
@@ -216,6 +259,22 @@ class Lasgo final : public TimelinePolicy {
   }
 
  private:
+  // A job that was active at the last tick and is not now has finished: its application's
+  // history takes the service it had held then (the last interval's is not seen, at most 60 s).
+  void learn_finished(Seconds now, std::span<Job* const> active) {
+    if (now < last_tick_) {  // a new run with the same policy object
+      finished_ = sched::jobs::ServiceHistory{};
+      last_seen_.clear();
+    }
+    last_tick_ = now;
+    std::map<const Job*, std::pair<std::string, double>> seen;
+    for (const Job* j : active) seen.emplace(j, std::pair{j->app()->name(), j->attained_service()});
+    for (const auto& [job, was] : last_seen_) {
+      if (!seen.contains(job)) finished_.finished(was.first, was.second);
+    }
+    last_seen_ = std::move(seen);
+  }
+
   int total_;
   int per_node_;
   Parts parts_;
@@ -223,6 +282,9 @@ class Lasgo final : public TimelinePolicy {
   JobLayerRun run_;
   std::map<const Job*, int> max_nodes_;  // the most nodes each job has run on
   std::map<const Job*, Exploration> explored_;
+  sched::jobs::ServiceHistory finished_;                            // `las=app`
+  std::map<const Job*, std::pair<std::string, double>> last_seen_;  // application, service
+  Seconds last_tick_ = -1;
 };
 
 }  // namespace
@@ -233,6 +295,13 @@ namespace {
 bool parse_part(Parts& p, const std::string& part) {
   if (part == "las=off") {
     p.las = false;
+  } else if (part == "las=app") {
+    p.las_by_app = true;
+  } else if (part == "start=free") {
+    p.free_start = true;
+  } else if (part == "restart=app" || part == "restart=app-all") {
+    p.restart_by_app = true;
+    p.restart_by_app_waiting = part == "restart=app-all";
   } else if (part == "packing=off") {
     p.packing = false;
   } else if (part == "batch=off") {
@@ -272,9 +341,11 @@ bool parse_part(Parts& p, const std::string& part) {
     char* end = nullptr;
     p.idle_weight = std::strtod(part.c_str() + 5, &end);
     if (*end != '\0' || !(p.idle_weight >= 0 && p.idle_weight < 1)) return false;
-  } else if (part == "shape=uniform" || part == "shape=any" || part == "shape=measured") {
-    p.uniform = part != "shape=any";
+  } else if (part == "shape=uniform" || part == "shape=any" || part == "shape=measured" ||
+             part == "shape=nodes") {
+    p.uniform = part == "shape=uniform" || part == "shape=measured";
     p.uneven_measured = part == "shape=measured";
+    p.uneven_by_nodes = part == "shape=nodes";
   } else if (part == "carry=on" || part == "carry=off") {
     p.carry = part == "carry=on";
   } else if (part.rfind("rw=", 0) == 0) {
