@@ -130,6 +130,8 @@ nlohmann::ordered_json to_json(const sim::TimelineResult& r, const sim::Timeline
   j["gpu_hours"] = round_to(s.gpu_hours, 0.001);
   j["utilisation"] = round_to(s.utilisation, 0.0001);
   j["goodput_utilisation"] = round_to(s.goodput_utilisation, 0.0001);
+  j["utilisation_arrivals"] = round_to(s.utilisation_arrivals, 0.0001);
+  j["utilisation_waiting"] = round_to(s.utilisation_waiting, 0.0001);
   j["ticks"] = r.ticks;
   j["elapsed_s"] = round_to(elapsed, 0.0001);
   auto& queues = j["queues"] = nlohmann::ordered_json::object();

@@ -55,6 +55,14 @@ TEST(SimTimelineQueuesCli, JsonHasPerQueueResultsThatAddUp) {
     EXPECT_NEAR(hours, o["gpu_hours"].get<double>(), 0.01);
     EXPECT_NEAR(share, 1.0, 0.001);
     EXPECT_NEAR(jct / finished, o["avg_jct_s"].get<double>(), 0.01);
+    // Utilisation in its windows (docs/sim-timeline.md, "Multi-tenant"): a fraction, and while
+    // jobs wait at least as high as over the whole run on this loaded cluster.
+    for (const char* key : {"utilisation_arrivals", "utilisation_waiting"}) {
+      ASSERT_TRUE(o.contains(key)) << key;
+      EXPECT_GT(o[key].get<double>(), 0) << key;
+      EXPECT_LE(o[key].get<double>(), 1) << key;
+    }
+    EXPECT_GE(o["utilisation_waiting"].get<double>(), o["utilisation"].get<double>());
   }
 }
 

@@ -67,6 +67,24 @@ JobOutcome outcome(const std::string& queue, Seconds submit, Seconds start, Seco
           .restarts = 0};
 }
 
+// Utilisation within windows, from the samples (each holds until the next): from the first
+// submission to the last, and over the time some job waits.
+TEST(TimelineQueues, UtilisationUntilTheLastArrivalAndWhileJobsWait) {
+  TimelineResult r;
+  r.total_gpus = 4;
+  r.jobs = {outcome("a", 0, 0, 200, 0), outcome("a", 100, 120, 200, 0)};
+  r.samples = {{0, 4, 1, 1, 0, {}},     // [0, 60): 4 GPUs, a job waits
+               {60, 2, 1, 0, 0, {}},    // [60, 120): 2, nobody waits
+               {120, 1, 1, 2, 0, {}},   // [120, 200): 1, two wait
+               {200, 0, 0, 0, 0, {}}};  // the end
+  const auto s = summarize(r);
+  // [0, 100]: 4 x 60 + 2 x 40 of 4 x 100.
+  EXPECT_DOUBLE_EQ(s.utilisation_arrivals, 320.0 / 400);
+  // Waiting during [0, 60) and [120, 200): 4 x 60 + 1 x 80 of 4 x 140.
+  EXPECT_DOUBLE_EQ(s.utilisation_waiting, 320.0 / 560);
+  EXPECT_DOUBLE_EQ(summarize(TimelineResult{}).utilisation_arrivals, 0);
+}
+
 TEST(TimelineQueues, SummaryPerQueueAveragesJctWaitingAndSharesGpuTime) {
   TimelineResult r;
   r.queues = {"idle", "vc1", "vc2"};                   // idle: a queue without jobs

@@ -14,6 +14,34 @@ double percentile(std::vector<double> v, double q) {
   return v[lo] + (pos - double(lo)) * (v[hi] - v[lo]);
 }
 
+namespace {
+
+// From the samples: each holds its allocation until the next one.
+void window_utilisation(const TimelineResult& r, TimelineSummary& s) {
+  if (r.jobs.empty() || r.total_gpus <= 0) return;
+  Seconds first = r.jobs.front().submit, last = first;
+  for (const auto& j : r.jobs) {
+    first = std::min(first, j.submit);
+    last = std::max(last, j.submit);
+  }
+  double arrivals = 0, waiting = 0, waiting_time = 0;
+  for (std::size_t i = 0; i + 1 < r.samples.size(); ++i) {
+    const Seconds from = r.samples[i].time, to = r.samples[i + 1].time;
+    const double gpus = r.samples[i].allocated_gpus;
+    const Seconds lo = std::max(from, first), hi = std::min(to, last);
+    if (hi > lo) arrivals += gpus * double(hi - lo);
+    if (r.samples[i].queued > 0) {
+      waiting += gpus * double(to - from);
+      waiting_time += double(to - from);
+    }
+  }
+  const double gpus = r.total_gpus;
+  if (last > first) s.utilisation_arrivals = arrivals / (gpus * double(last - first));
+  if (waiting_time > 0) s.utilisation_waiting = waiting / (gpus * waiting_time);
+}
+
+}  // namespace
+
 TimelineSummary summarize(const TimelineResult& r) {
   TimelineSummary s;
   s.jobs = r.jobs.size();
@@ -46,6 +74,7 @@ TimelineSummary summarize(const TimelineResult& r) {
     s.utilisation = held / capacity;
     s.goodput_utilisation = useful / capacity;
   }
+  window_utilisation(r, s);
   return s;
 }
 

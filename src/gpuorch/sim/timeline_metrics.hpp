@@ -21,6 +21,12 @@ struct TimelineSummary {
   double gpu_hours = 0;    // GPUs held, restart delays included
   double utilisation = 0;  // allocated GPU time / (GPUs x makespan)
   double goodput_utilisation = 0;
+  // Allocated GPU time over GPUs x time from the first submission to the last: without the drain
+  // after it, where the cluster empties whatever the policy and only the last jobs' order shows.
+  double utilisation_arrivals = 0;
+  // The same over the time some job waits (submitted, no GPUs): what a policy leaves idle while
+  // there is work (1 only if every waiting job could always have fit).
+  double utilisation_waiting = 0;
 };
 
 TimelineSummary summarize(const TimelineResult& r);
