@@ -80,7 +80,7 @@ TEST(TimelinePolicy, LasgoVariantPartsJoinWithPlus) {
         "lasgo:steps=app+cap=measured+shape=measured",
         "lasgo:steps=own+cap=run+explore=request+net=app", "lasgo:prior=linear",
         "lasgo:prior=app+explore=double", "lasgo:cap=app", "lasgo:start=free", "lasgo:shape=nodes",
-        "lasgo:las=app+restart=app", "lasgo:restart=app-all"}) {
+        "lasgo:shape=fill", "lasgo:las=app+restart=app", "lasgo:restart=app-all"}) {
     EXPECT_NE(make_timeline_policy(ok, options(4)), nullptr) << ok;
   }
   for (const char* bad :

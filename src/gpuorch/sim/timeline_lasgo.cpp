@@ -21,17 +21,18 @@
 // per application), `shape=measured` (uneven counts open where measured), `cap=app` (the cap
 // from the largest count the application's jobs measured), `start=free` (no restart factor on a
 // waiting job's start), `shape=nodes` (an uneven count worth its share of the whole nodes it
-// spans), `las=app` and `restart=app` / `restart=app-all` (the weight, or the restart's cost, from
-// the service the application's finished jobs needed); parts join with '+'.
-// With the fitted model these are on by default, chosen on load 1.0 and confirmed on load 0.5
-// and on loads nobody published: `shape=uniform` (only counts up to one node or of whole nodes),
-// `carry=on`, `rw=2` (restart weight), `steps=app` (step times other jobs of the application
-// measured), `cap=measured` (counts measured open past the cap) and `prior=app` (a new job
-// starts from the fit of the last job of its application to report and the gradient statistics
-// its first job started with); `shape=any`, `carry=off`, `rw=1`, `steps=own`, `cap=run` and
-// `prior=linear` turn them off (`explore=double`: the cap starts at one GPU, not the request);
-// `lasgo:scale=H` sets the GPU-hours at which a job's weight halves (16 was the best of
-// 0.25..64 on the artifact's load-1.0 workloads; the same as Tiresias's demotion threshold).
+// spans), `shape=fill` (that worth, at a tenth, for GPUs no even count wants), `las=app` and
+// `restart=app` / `restart=app-all` (the weight, or the restart's cost, from the service the
+// application's finished jobs needed); parts join with '+'. With the fitted model these are on by
+// default, chosen on load 1.0 and confirmed on load 0.5 and on loads nobody published:
+// `shape=uniform` (only counts up to one node or of whole nodes), `carry=on`, `rw=2` (restart
+// weight), `steps=app` (step times other jobs of the application measured), `cap=measured` (counts
+// measured open past the cap) and `prior=app` (a new job starts from the fit of the last job of its
+// application to report and the gradient statistics its first job started with); `shape=any`,
+// `carry=off`, `rw=1`, `steps=own`, `cap=run` and `prior=linear` turn them off (`explore=double`:
+// the cap starts at one GPU, not the request); `lasgo:scale=H` sets the GPU-hours at which a job's
+// weight halves (16 was the best of 0.25..64 on the artifact's load-1.0 workloads; the same as
+// Tiresias's demotion threshold).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -103,6 +104,10 @@ struct Parts {
   // the whole nodes' time (cifar10's 4 + 2 is no faster than 4 in its measured profile), while a
   // job whose step is mostly compute (imagenet) still fills the holes small jobs leave.
   bool uneven_by_nodes = false;
+  // With `uniform`, an uneven count's gain over the even count below, valued as `shape=nodes`
+  // does, counts at this fraction (`shape=fill`), so the greedy search gives it only GPUs no
+  // even count wants: the holes small jobs leave on a full cluster. 0: off.
+  double uneven_fill_weight = 0;
   // GPUs nobody within its cap can use go to counts beyond the cap (their gain counted at this
   // fraction, so they come last): exploration where it takes nothing from anyone. 0: off.
   double idle_weight = 0;
@@ -216,11 +221,12 @@ class Lasgo final : public TimelinePolicy {
       const int explored_cap = cap;
       if (parts_.idle_weight > 0 || *parts_.open_measured) cap = useful;
       v.resize(static_cast<std::size_t>(cap) + 1);
+      std::size_t even_below = 0;  // the largest count below r that `uniform` leaves open
       for (int r = 0; r <= cap; ++r) {
         const int nodes = packed_nodes(r, per_node_);
         double s = speedup(model, r, nodes, 1, 1);
-        if (parts_.uneven_by_nodes && r > per_node_ && r % per_node_ != 0 &&
-            !(model.known() && model.measured(r, nodes))) {
+        if ((parts_.uneven_by_nodes || parts_.uneven_fill_weight > 0) && r > per_node_ &&
+            r % per_node_ != 0 && !(model.known() && model.measured(r, nodes))) {
           const int whole = nodes * per_node_;
           s = std::min(s, speedup(model, whole, nodes, 1, 1) * r / whole);
         }
@@ -229,8 +235,13 @@ class Lasgo final : public TimelinePolicy {
         if (*parts_.uniform && r > per_node_ && r % per_node_ != 0 && r != j.gpus() &&
             !(parts_.uneven_measured && model.known() &&
               model.measured(r, packed_nodes(r, per_node_)))) {
-          // No gain over the count below, so the greedy search steps over it.
-          v[static_cast<std::size_t>(r)] = v[static_cast<std::size_t>(r) - 1];
+          // No gain over the count below, so the greedy search steps over it (`shape=fill`: a
+          // small one, so it comes last).
+          const double below = v[even_below];
+          v[static_cast<std::size_t>(r)] =
+              below + parts_.uneven_fill_weight * std::max(w * s - below, 0.0);
+        } else {
+          even_below = static_cast<std::size_t>(r);
         }
       }
       for (int r = explored_cap + 1; r <= cap; ++r) {
@@ -343,9 +354,13 @@ bool parse_part(Parts& p, const std::string& part) {
     if (*end != '\0' || !(p.idle_weight >= 0 && p.idle_weight < 1)) return false;
   } else if (part == "shape=uniform" || part == "shape=any" || part == "shape=measured" ||
              part == "shape=nodes") {
+    p.uneven_fill_weight = 0;
     p.uniform = part == "shape=uniform" || part == "shape=measured";
     p.uneven_measured = part == "shape=measured";
     p.uneven_by_nodes = part == "shape=nodes";
+  } else if (part == "shape=fill") {
+    p.uniform = true;
+    p.uneven_fill_weight = 0.1;
   } else if (part == "carry=on" || part == "carry=off") {
     p.carry = part == "carry=on";
   } else if (part.rfind("rw=", 0) == 0) {
