@@ -714,13 +714,13 @@ SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodO
   // Our pods bound a moment ago and not yet seen bound (the bind in flight, or its update still
   // on its way through the informer) hold their GPUs but cannot be victims yet: victims chosen
   // now, or none found, would depend on how fast the API server answered. Chosen again once
-  // seen (preempt_awaits_bound_). So do another job's members nominated and not bound yet (a
-  // preemptor or a shrink's, whose evicted pods are still going): once bound, the job layer
-  // may still take them back, as the simulator starts a job and preempts it in one tick.
+  // seen (preempt_awaits_bound_). A nominated job's members are not counted: its victims may
+  // take long to go, and once it is bound (victim_gone) every pending pod is decided again.
   const auto unseen = [&] {
     return std::count_if(feed_.pods().begin(), feed_.pods().end(), [&](const auto& e) {
       const PodObject& p = e.second;
       return p.node_name.empty() && !p.deleting && ours(p) && mirror_.accounted(p.uid) &&
+             !nominated_.contains(p.uid) &&
              std::none_of(members.begin(), members.end(),
                           [&](const PodObject& m) { return m.uid == p.uid; });
     });
@@ -731,10 +731,9 @@ SchedulerService::JobDecision SchedulerService::place_job(const std::vector<PodO
     awaiting_bound_.clear();
     for (const PodObject& m : members) awaiting_bound_.push_back(m.uid);
     out.placement.placed = false;
-    out.placement.message = fmt::format(
-        "queue {}: waiting for {} pod(s) just bound or nominated to be seen bound before "
-        "preempting",
-        queues_.tree().spec(*leaf).name, n);
+    out.placement.message =
+        fmt::format("queue {}: waiting for {} pod(s) just bound to be seen bound before preempting",
+                    queues_.tree().spec(*leaf).name, n);
   };
   std::string refusal;  // the last eviction refused, for the wait's message
   // A refused eviction makes the layer choose again without that victim; a few times, then the
