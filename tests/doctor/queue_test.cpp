@@ -169,5 +169,27 @@ TEST(DoctorQueue, NoQueueApiOrAnUnknownQueueIsOneLine) {
   }
 }
 
+TEST(DoctorQueue, QuotasPerGpuModelSayTheirShareAndUse) {
+  // Two nodes of 4 GPUs, one of A100s and one of H100s (GFD's product label); team-a is
+  // guaranteed 3 A100s and holds 2 of them and 1 H100, and asks for one more A100.
+  json a100 = node("na", 4), h100 = node("nh", 4);
+  a100["metadata"]["labels"]["nvidia.com/gpu.product"] = "A100";
+  h100["metadata"]["labels"]["nvidia.com/gpu.product"] = "H100";
+  json team_a = test::kai_queue("team-a", 4, -1);
+  team_a["spec"]["resources"]["gpuModels"] =
+      json::array({{{"model", "A100"}, {"quota", 3}, {"limit", 3}, {"overQuotaWeight", 1}}});
+  json wants_a100 = pod("a3", "team-a", 1);
+  wants_a100["spec"]["nodeSelector"] = {{"nvidia.com/gpu.product", "A100"}};
+  const auto f = explain(
+      json::array({a100, h100, team_a, pod("a0", "team-a", 1, "na", 0),
+                   pod("a1", "team-a", 1, "na", 1), pod("a2", "team-a", 1, "nh", 0), wants_a100}));
+  const auto* m = find(f, "queue team-a, GPUs of model A100: ");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->what,
+            "queue team-a, GPUs of model A100: quota 3, limit 3, over-quota weight 1; fair share "
+            "now 3; allocated 2, requested 3");
+  EXPECT_EQ(m->evidence, "cluster 4 GPUs of model A100");
+}
+
 }  // namespace
 }  // namespace gpuorch

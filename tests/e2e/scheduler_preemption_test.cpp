@@ -437,5 +437,56 @@ TEST(SchedulerPreemption, AnElasticGangStartsAtMinGrowsByTheIntervalAndShrinksFi
   if (HasFailure()) ADD_FAILURE() << "scheduler log:\n" << log;
 }
 
+// Quotas per GPU model (spec.resources.gpuModels, docs/jobs.md): a node of 4 A100s and one of 4
+// H100s (GFD's product label); a is guaranteed the A100s, b the H100s. a's pods, accepting any
+// model, fill its A100s first, then borrow the H100s; b's pod takes back one H100, never an A100.
+TEST(SchedulerPreemption, ReclaimByGpuModelTakesOnlyPodsOnThatModel) {
+  auto& cp = test::ControlPlane::shared();
+  k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
+  fresh(api);
+  for (const auto& [q, model] : {std::pair{"a", "A100"}, {"b", "H100"}}) {
+    json queue = test::kai_queue(q, 4, -1);
+    queue["spec"]["resources"]["gpuModels"] =
+        json::array({{{"model", model}, {"quota", 4}, {"limit", -1}, {"overQuotaWeight", 1}}});
+    api.create(kQueues, queue);
+  }
+  for (const auto& [name, model] : {std::pair{"na", "A100"}, {"nh", "H100"}}) {
+    api.create("/api/v1/nodes",
+               {{"apiVersion", "v1"},
+                {"kind", "Node"},
+                {"metadata", {{"name", name}, {"labels", {{"nvidia.com/gpu.product", model}}}}}});
+    const json res = {{"cpu", "64"}, {"memory", "512Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "4"}};
+    api.patch(std::string("/api/v1/nodes/") + name + "/status",
+              {{"status", {{"capacity", res}, {"allocatable", res}}}});
+  }
+  test::TempDir dir;
+  test::SchedulerProcess scheduler(
+      {"--kubeconfig", cp.kubeconfig(), "--queues", "--listen", "127.0.0.1:0"},
+      dir.file("scheduler.log"));
+  const std::vector<std::string> on_a100 = {"a0", "a1", "a2", "a3"};
+  const std::vector<std::string> on_h100 = {"a4", "a5", "a6", "a7"};
+  for (std::size_t i = 0; i < 8; ++i) {
+    const std::string& n = i < 4 ? on_a100[i] : on_h100[i - 4];
+    api.create(kPods, pod(n, "a"));
+    ASSERT_EQ(node_of(bound(api, n)), i < 4 ? "na" : "nh") << n << "\n" << scheduler.log();
+    run(api, n);
+  }
+  api.create(kPods, pod("b0", "b"));
+  const auto victims = wait_evicted(api, on_h100, 1);
+  ASSERT_EQ(victims.size(), 1U) << scheduler.log();
+  EXPECT_TRUE(evicted(api, on_a100).empty()) << "a victim on the A100s\n" << scheduler.log();
+  finish(api, *victims.begin());
+  EXPECT_EQ(node_of(bound(api, "b0")), "nh") << scheduler.log();
+  // The Queue's status per model: b holds one H100.
+  const json b = wait_for(api, kQueues + "/b", [](const json& q) {
+    return q.value("status", json::object())
+               .value("gpuModels", json::object())
+               .value("H100", json::object())
+               .value("allocated", "") == "1";
+  });
+  EXPECT_EQ(b["status"]["gpuModels"]["H100"]["allocated"], "1") << b.dump();
+  if (HasFailure()) ADD_FAILURE() << "scheduler log:\n" << scheduler.log();
+}
+
 }  // namespace
 }  // namespace gpuorch

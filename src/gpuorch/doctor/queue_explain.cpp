@@ -90,11 +90,23 @@ class QueueExplainer {
         pending.push_back(&p);
       }
     }
-    const auto allocated = queues_.holdings(bound, &view_.dra());
-    auto requested = queues_.holdings(pending, &view_.dra());
+    // Quotas per GPU model: a bound pod's GPUs are of its node's model.
+    std::map<std::string, std::string> node_model;
+    if (view_.ready()) {
+      const cluster::Cluster& c = view_.mirror().cluster();
+      for (cluster::NodeIndex n = 0; n < c.node_count(); ++n) {
+        node_model[c.spec(n).name] = c.spec(n).gpu_model;
+      }
+    }
+    const auto model_of = [&](const std::string& node) {
+      const auto it = node_model.find(node);
+      return it == node_model.end() ? std::string() : it->second;
+    };
+    const auto allocated = queues_.holdings(bound, &view_.dra(), model_of);
+    auto requested = queues_.holdings(pending, &view_.dra(), model_of);
     for (std::size_t q = 0; q < requested.size(); ++q) requested[q] += allocated[q];
     const Amounts capacity =
-        view_.ready() ? sched::jobs::cluster_capacity(view_.mirror().cluster()) : Amounts{};
+        view_.ready() ? sched::jobs::cluster_capacity(view_.mirror().cluster(), &tree) : Amounts{};
     std::vector<Amounts> demand(tree.size());
     for (std::size_t q = 0; q < tree.size(); ++q) {
       for (std::size_t k = 0; k < sched::jobs::kResourceKinds; ++k) {
@@ -129,6 +141,17 @@ class QueueExplainer {
                        spec.priority, allocated[q].v[1], fair[q][1], allocated[q].v[2], fair[q][2],
                        gpus(capacity[0])),
            ""});
+      for (const auto& m : spec.gpu_models) {
+        const std::size_t k = *tree.model_slot(m.model);
+        out.push_back(
+            {Severity::kInfo, "queue.model",
+             fmt::format("queue {}, GPUs of model {}: quota {}, limit {}, over-quota weight {:g}; "
+                         "fair share now {}; allocated {}, requested {}",
+                         spec.name, m.model, gpus(tree.quota(q)[k]), gpus(tree.limit(q)[k]),
+                         m.gpu.over_quota_weight, gpus(fair[q][k]), gpus(double(allocated[q].v[k])),
+                         gpus(double(requested[q].v[k]))),
+             fmt::format("cluster {} GPUs of model {}", gpus(capacity[k]), m.model), ""});
+      }
     }
     for (const Job& j : jobs) out.push_back(verdict(j));
     return out;

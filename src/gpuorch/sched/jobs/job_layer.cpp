@@ -170,12 +170,19 @@ struct JobLayer::Round {
   static constexpr std::size_t kUndecided = SIZE_MAX;
   static constexpr std::size_t kOtherModels = kResourceKinds;
   const bool by_model;
+  // The kinds the round's loops visit: gpu, cpu, memory and the slots of the models named (the
+  // other slots stay 0), so quotas per model cost nothing where no queue names one.
+  const std::size_t kinds;
   std::vector<std::size_t> model;
   // A job placed as restricted to its model: its spec with allowed_models = that model.
   std::map<std::size_t, std::pair<std::size_t, workload::JobSpec>> restricted;
 
   Round(JobLayer& l, std::span<JobState* const> j, const RoundOptions& o)
-      : layer(l), jobs(j), options(o), by_model(!l.queues_->gpu_models().empty()) {}
+      : layer(l),
+        jobs(j),
+        options(o),
+        by_model(!l.queues_->gpu_models().empty()),
+        kinds(kFirstModelSlot + l.queues_->gpu_models().size()) {}
 
   [[nodiscard]] const QueueTree& tree() const { return *layer.queues_; }
   cluster::Cluster& cluster() { return *layer.cluster_; }
@@ -183,7 +190,7 @@ struct JobLayer::Round {
   // What queue q and its parents hold changes by `r` (sign +1 or -1).
   void charge(std::size_t q, const Resources& r, double sign) {
     for (int at = int(q); at >= 0; at = tree().parent(std::size_t(at))) {
-      for (std::size_t k = 0; k < kResourceKinds; ++k) {
+      for (std::size_t k = 0; k < kinds; ++k) {
         layer.allocated_[std::size_t(at)][k] += sign * double(r.v[k]);
       }
     }
@@ -192,7 +199,7 @@ struct JobLayer::Round {
   // A replica bound (+1) or released (-1) in this round: its queue's and the free totals move.
   void hold(std::size_t q, const Resources& r, double sign) {
     charge(q, r, sign);
-    for (std::size_t k = 0; k < kResourceKinds; ++k) free[k] -= sign * double(r.v[k]);
+    for (std::size_t k = 0; k < kinds; ++k) free[k] -= sign * double(r.v[k]);
   }
 
   // The fewest replicas the job runs with (a gang of at least one).
@@ -200,14 +207,18 @@ struct JobLayer::Round {
 
   // The queue's dominant share after taking `extra`: the largest held / fair share over the
   // resources it holds or asks for (DRF); a resource held without any share counts as far over.
-  [[nodiscard]] double ratio(std::size_t q, const Resources& extra = {}) const {
-    double worst = 0;
-    for (std::size_t k = 0; k < kResourceKinds; ++k) {
+  [[nodiscard, gnu::always_inline]] double ratio(std::size_t q, const Resources& extra = {}) const {
+    // gpu, cpu and memory in a loop of fixed length (the victims' walk calls this for each
+    // candidate: a bound the compiler knows keeps it unrolled and inlined), then the models' slots.
+    const auto part = [&](std::size_t k) {
       const double held = layer.allocated_[q][k] + double(extra.v[k]);
-      if (held <= kEps) continue;
+      if (held <= kEps) return 0.0;
       const double fair = layer.fair_[q][k];
-      worst = std::max(worst, fair <= kEps ? 1e12 : held / fair);
-    }
+      return fair <= kEps ? 1e12 : held / fair;
+    };
+    double worst = 0;
+    for (std::size_t k = 0; k < kFirstModelSlot; ++k) worst = std::max(worst, part(k));
+    for (std::size_t k = kFirstModelSlot; k < kinds; ++k) worst = std::max(worst, part(k));
     return worst;
   }
 
@@ -216,14 +227,14 @@ struct JobLayer::Round {
   }
 
   [[nodiscard]] bool beyond_capacity(const Resources& need) const {
-    for (std::size_t k = 0; k < kResourceKinds; ++k) {
+    for (std::size_t k = 0; k < kinds; ++k) {
       if (double(need.v[k]) > layer.capacity_[k] + kEps) return true;
     }
     return false;
   }
 
   [[nodiscard]] bool fits_free(const Resources& need) const {
-    for (std::size_t k = 0; k < kResourceKinds; ++k) {
+    for (std::size_t k = 0; k < kinds; ++k) {
       if (double(need.v[k]) > free[k] + kEps) return false;
     }
     return true;
@@ -350,7 +361,7 @@ struct JobLayer::Round {
                                                         const Resources& extra) const {
     for (int at = int(q); at >= 0; at = tree().parent(std::size_t(at))) {
       const auto& limit = tree().limit(std::size_t(at));
-      for (std::size_t k = 0; k < kResourceKinds; ++k) {
+      for (std::size_t k = 0; k < kinds; ++k) {
         if (layer.allocated_[std::size_t(at)][k] + double(extra.v[k]) > limit[k] + kEps) return k;
       }
     }
@@ -456,7 +467,7 @@ struct JobLayer::Round {
       // A sized job's share is what the policy sized it to (what it holds above that goes now).
       const int asks = options.sized ? target[j] : std::max(target[j], s.replicas());
       const Amounts want = to_amounts(replica[j] * asks);
-      for (std::size_t k = 0; k < kResourceKinds; ++k) demand[s.queue][k] += want[k];
+      for (std::size_t k = 0; k < kinds; ++k) demand[s.queue][k] += want[k];
       // A job that may take any of several models wants each of them (it takes one).
       if (by_model && model[j] == kUndecided) {
         for (const std::size_t m : flavors(j)) {
@@ -467,7 +478,7 @@ struct JobLayer::Round {
     }
     for (std::size_t q = 0; q < options.unlisted_demand.size() && q < nq; ++q) {
       const Amounts more = to_amounts(options.unlisted_demand[q]);
-      for (std::size_t k = 0; k < kResourceKinds; ++k) demand[q][k] += more[k];
+      for (std::size_t k = 0; k < kinds; ++k) demand[q][k] += more[k];
     }
     layer.fair_ = tree().fair_shares(demand, layer.capacity_);
     for (auto& list : by_queue) sort_queue(list);
@@ -551,7 +562,7 @@ struct JobLayer::Round {
   // What the jobs a queue's order ranks first may take (action 2).
   [[nodiscard]] Amounts budget(std::size_t q) const {
     Amounts b{};
-    for (std::size_t k = 0; k < kResourceKinds; ++k) {
+    for (std::size_t k = 0; k < kinds; ++k) {
       b[k] = std::max(layer.fair_[q][k], layer.allocated_[q][k]);
     }
     return b;
@@ -650,10 +661,10 @@ struct JobLayer::Round {
       auto take = [&](std::size_t j) {
         const Amounts need =
             to_amounts(replica[j] * (jobs[j].replicas() > 0 ? jobs[j].replicas() : target[j]));
-        for (std::size_t k = 0; k < kResourceKinds; ++k) {
+        for (std::size_t k = 0; k < kinds; ++k) {
           if (need[k] > budget[k] + kEps) return false;
         }
-        for (std::size_t k = 0; k < kResourceKinds; ++k) budget[k] -= need[k];
+        for (std::size_t k = 0; k < kinds; ++k) budget[k] -= need[k];
         return true;
       };
       for (const std::size_t j : by_queue[q]) {
@@ -701,7 +712,7 @@ struct JobLayer::Round {
     room.fill(std::numeric_limits<double>::infinity());
     for (int at = int(q); at >= 0; at = tree().parent(std::size_t(at))) {
       const auto& limit = tree().limit(std::size_t(at));
-      for (std::size_t k = 0; k < kResourceKinds; ++k) {
+      for (std::size_t k = 0; k < kinds; ++k) {
         room[k] = std::min(room[k], limit[k] - layer.allocated_[std::size_t(at)][k]);
       }
     }
@@ -720,28 +731,28 @@ struct JobLayer::Round {
     // Resources no queue has a quota of are not divided by quota: only the cluster bounds them.
     Amounts quoted{};
     for (const std::size_t q : tree().leaves()) {
-      for (std::size_t k = 0; k < kResourceKinds; ++k) quoted[k] += tree().quota(q)[k];
+      for (std::size_t k = 0; k < kinds; ++k) quoted[k] += tree().quota(q)[k];
     }
     const auto need_of = [&](std::size_t j) {
       return to_amounts(replica[j] * (jobs[j].replicas() > 0 ? jobs[j].replicas() : target[j]));
     };
     const auto charge_taken = [&](std::size_t q, const Amounts& need, Amounts* budget) {
-      for (std::size_t k = 0; k < kResourceKinds; ++k) {
+      for (std::size_t k = 0; k < kinds; ++k) {
         left[k] -= need[k];
         if (budget != nullptr) (*budget)[k] -= need[k];
       }
       for (int at = int(q); at >= 0; at = tree().parent(std::size_t(at))) {
-        for (std::size_t k = 0; k < kResourceKinds; ++k) used[std::size_t(at)][k] += need[k];
+        for (std::size_t k = 0; k < kinds; ++k) used[std::size_t(at)][k] += need[k];
       }
     };
     const auto take = [&](std::size_t j, Amounts* budget) {
       const Amounts need = need_of(j);
-      for (std::size_t k = 0; k < kResourceKinds; ++k) {
+      for (std::size_t k = 0; k < kinds; ++k) {
         if (need[k] > left[k] + kEps) return false;
         if (budget != nullptr && need[k] > (*budget)[k] + kEps) return false;
       }
       for (int at = int(jobs[j].queue); at >= 0; at = tree().parent(std::size_t(at))) {
-        for (std::size_t k = 0; k < kResourceKinds; ++k) {
+        for (std::size_t k = 0; k < kinds; ++k) {
           if (used[std::size_t(at)][k] + need[k] > tree().limit(std::size_t(at))[k] + kEps) {
             return false;
           }
@@ -756,7 +767,7 @@ struct JobLayer::Round {
     std::vector<std::size_t> rest;
     for (const std::size_t q : tree().leaves()) {
       Amounts guaranteed{};
-      for (std::size_t k = 0; k < kResourceKinds; ++k) {
+      for (std::size_t k = 0; k < kinds; ++k) {
         guaranteed[k] = quoted[k] <= kEps ? std::numeric_limits<double>::infinity()
                                           : std::min(tree().quota(q)[k], demand[q][k]);
       }
@@ -958,7 +969,7 @@ struct JobLayer::Round {
 
   // Whether a victim entry can no longer free anything this round: its job stopped, or its
   // surplus is gone.
-  [[nodiscard]] bool spent(const Victim& v) const {
+  [[nodiscard, gnu::always_inline]] bool spent(const Victim& v) const {
     const JobState& s = jobs[v.job];
     return s.replicas() == 0 || (v.surplus && s.replicas() <= least(v.job));
   }
@@ -1247,8 +1258,8 @@ struct JobLayer::Round {
            spec.replica.constraints == workload::NodeConstraints{} && spec.topology_levels.empty();
   }
 
-  [[nodiscard]] static bool fits(const Resources& need, const Amounts& room) {
-    for (std::size_t k = 0; k < kResourceKinds; ++k) {
+  [[nodiscard]] bool fits(const Resources& need, const Amounts& room) const {
+    for (std::size_t k = 0; k < kinds; ++k) {
       if (double(need.v[k]) > room[k] + kEps) return false;
     }
     return true;
@@ -1258,12 +1269,12 @@ struct JobLayer::Round {
   // its fair share after it, and no more than is free or held over their shares by the others.
   [[nodiscard]] Amounts reclaim_room(std::size_t q) const {
     Amounts room{};
-    for (std::size_t k = 0; k < kResourceKinds; ++k) {
+    for (std::size_t k = 0; k < kinds; ++k) {
       const double fair = layer.fair_[q][k];
       room[k] = (fair <= kEps ? kEps : fair * (1 + kEps)) - layer.allocated_[q][k];
     }
     room[0] = std::min(room[0], free[0] + reclaimable(q) + kEps);
-    for (std::size_t k = kFirstModelSlot; by_model && k < kResourceKinds; ++k) {
+    for (std::size_t k = kFirstModelSlot; by_model && k < kinds; ++k) {
       room[k] = std::min(room[k], free[k] + reclaimable(q, k) + kEps);
     }
     return room;
