@@ -117,6 +117,17 @@ std::string before_now(std::chrono::seconds ago) {
   return text;
 }
 
+// `gpuorch scheduler --queues` resizing at most once a second, a resize costing 0.1 s, with
+// `more` flags (its periodic retry, its backoff).
+std::vector<std::string> fast_resizing(const test::ControlPlane& cp,
+                                       std::vector<std::string> more) {
+  std::vector<std::string> args = {"--kubeconfig", cp.kubeconfig(),     "--queues", "--listen",
+                                   "127.0.0.1:0",  "--resize-interval", "1",        "--resize-cost",
+                                   "0.1"};
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
 // What a kubelet writes when it starts the pod (a replay writes the simulated start instead).
 void started(k8s::ApiClient& api, const std::string& name, std::chrono::seconds ago) {
   api.patch(kPods + "/" + name + "/status",
@@ -129,10 +140,8 @@ TEST(SchedulerMeasuredGrowth, AGangThatScalesGrowsAndOneThatDoesNotSaysWhy) {
   k8s::ApiClient api(k8s::load_kubeconfig(cp.kubeconfig()));
   one_queue_one_node(api, 8);
   test::TempDir dir;
-  test::SchedulerProcess scheduler(
-      {"--kubeconfig", cp.kubeconfig(), "--queues", "--listen", "127.0.0.1:0", "--resize-interval",
-       "1", "--resize-cost", "0.1", "--retry-unschedulable", "1"},
-      dir.file("scheduler.log"));
+  test::SchedulerProcess scheduler(fast_resizing(cp, {"--retry-unschedulable", "1"}),
+                                   dir.file("scheduler.log"));
   // Three single-GPU pods hold 3 of the 8 GPUs for now.
   for (int i = 0; i < 3; ++i) {
     api.create(kPods, gpu_pod(fmt::format("o-{}", i)));
@@ -241,8 +250,7 @@ TEST(SchedulerMeasuredGrowth, AShrinksGpusAreHeldForTheJobItWasMadeFor) {
   one_queue_one_node(api, 4);
   test::TempDir dir;
   test::SchedulerProcess scheduler(
-      {"--kubeconfig", cp.kubeconfig(), "--queues", "--listen", "127.0.0.1:0", "--resize-interval",
-       "1", "--resize-cost", "0.1", "--retry-unschedulable", "600", "--pod-max-backoff", "30"},
+      fast_resizing(cp, {"--retry-unschedulable", "600", "--pod-max-backoff", "30"}),
       dir.file("scheduler.log"));
   // big (minMember 2, 4 pods) scales from 1 to 2 pods: it starts with all 4 GPUs.
   api.create(kGroups, {{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
