@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "gpuorch/io/queue_yaml.hpp"
 #include "gpuorch/sim/timeline_engine.hpp"
 #include "gpuorch/sim/timeline_job_layer.hpp"
 #include "gpuorch/sim/timeline_policy.hpp"
@@ -125,6 +126,41 @@ TEST(TimelinePerJobElastic, AGangThatGivesAReplicaDoesNotGrowBackInAnotherJobsRo
   EXPECT_EQ(round("p"), std::make_pair(1, 3));
   // Any job may be placed (the other policies' rounds): g grows back onto it in p's round.
   EXPECT_EQ(round(""), std::make_pair(2, 2));
+}
+
+// workload-3's first 40 jobs on the replay's two queues (team-a, team-b in turn), as
+// scripts/k8s-timeline-replay runs them. At t = 9720 cifar10-24 reclaims cifar10-13's pods and
+// one of deepspeech2-29's; then one of cifar10-24's just-bound pods above minMember may go back
+// to team-b. The scheduler waits to see them bound and decides every pending pod again, and
+// yolov3-23, first in the queue, takes it: so does the simulator, by repeating the tick's
+// decisions (one pass gave it to deepspeech2-29, after cifar10-24 in the order).
+TEST(TimelinePerJobElastic, WhatAJustBoundGangGivesBackGoesToTheFirstInTheQueue) {
+  GPUORCH_REQUIRE_POLLUX(dir);
+  const test::TempDir tmp;
+  std::ifstream in(dir / "workload-3.csv");
+  std::ofstream out(tmp.file("w.csv"));
+  std::string line;
+  for (int i = 0; i <= 40 && std::getline(in, line); ++i) {
+    out << line << (i == 0 ? ",queue" : i % 2 == 1 ? ",team-a" : ",team-b") << "\n";
+  }
+  out.close();
+  AppTable apps;
+  const auto jobs = read_pollux_workload(tmp.file("w.csv"), (dir / "apps").string(), apps);
+  PolicyOptions po;
+  po.queues = io::load_queues(test::fixture("timeline/replay_queues.yaml"));
+  auto p = make_fifo_per_job(po, ElasticGangs{});
+  TimelineOptions o;
+  o.record_events = true;
+  const auto r = run_timeline(jobs, apps, uniform_nodes(4, 4), *p, "fifo:per-job:elastic", o);
+  std::map<std::string, int> after;  // replicas at the end of t = 9720
+  for (const auto& e : r.events) {
+    if (e.time <= 9720 && e.kind != TimelineEvent::Kind::kReport)
+      after[jobs[e.job].name] = e.replicas;
+  }
+  EXPECT_EQ(after["yolov3-23"], 3);
+  EXPECT_EQ(after["deepspeech2-29"], 5);
+  EXPECT_EQ(after["cifar10-24"], 8);
+  EXPECT_EQ(after["cifar10-13"], 0);
 }
 
 TEST(TimelinePerJobElastic, RigidPerJobIsUnchangedWithoutElastic) {

@@ -55,8 +55,33 @@ class PerJobFifo final : public TimelinePolicy {
     changes_.clear();
     started_now_.clear();
     shrink_tried_ = false;
-    // The jobs with pending pods in the scheduler's queue order: the waiting ones and, elastic,
-    // the running gangs below their pods. A victim rejoins at the back, so it comes again.
+    // The scheduler decides every pending pod again after any change, and a decision that
+    // needs victims waits until the pods it bound are seen bound (they cannot be evicted
+    // before): so a tick's decisions are repeated in the queue's order while a pass changed
+    // something, and a pass ends where a job would preempt after a bind of the same pass. A
+    // job earlier in the queue thus gets what a later one freed, as on the cluster. Bounded:
+    // what is still undecided after kMostPasses waits for the next tick.
+    for (int pass = 0; pass < kMostPasses && decide_pass(now, cluster); ++pass) {
+    }
+    Reallocations out;
+    for (auto& [id, r] : changes_) out.push_back(std::move(r));
+    return out;
+  }
+
+  [[nodiscard]] std::span<const BriefRun> started_and_preempted() const override { return brief_; }
+  [[nodiscard]] std::span<const Published> published() const override { return published_; }
+
+ private:
+  using Key = std::pair<int, std::uint64_t>;  // (-priority, entry)
+  static constexpr int kMostPasses = 16;
+
+  // One pass over the jobs with pending pods in the scheduler's queue order: the waiting ones
+  // and, elastic, the running gangs below their pods. A victim rejoins at the back, so it comes
+  // again. Whether it changed anything.
+  bool decide_pass(Seconds now, cluster::Cluster& cluster) {
+    pass_changed_ = false;
+    bound_in_pass_ = false;
+    awaits_bound_ = false;
     Key after{std::numeric_limits<int>::min(), 0};
     for (;;) {
       const auto w = waiting_.upper_bound(after);
@@ -82,20 +107,14 @@ class PerJobFifo final : public TimelinePolicy {
       after = *key;
       if (growing) {
         grow(now, *next, cluster);
-      } else if (!start(now, *next, cluster) && elastic_ && shrink_for(now, *next, cluster)) {
+      } else if (!start(now, *next, cluster) && !awaits_bound_ && elastic_ &&
+                 shrink_for(now, *next, cluster)) {
         start(now, *next, cluster);  // the scheduler's retry once the shrunk pods are gone
       }
+      if (awaits_bound_) break;  // decided again from the queue's head once they are seen
     }
-    Reallocations out;
-    for (auto& [id, r] : changes_) out.push_back(std::move(r));
-    return out;
+    return pass_changed_;
   }
-
-  [[nodiscard]] std::span<const BriefRun> started_and_preempted() const override { return brief_; }
-  [[nodiscard]] std::span<const Published> published() const override { return published_; }
-
- private:
-  using Key = std::pair<int, std::uint64_t>;  // (-priority, entry)
 
   // What the scheduler keeps per elastic gang: its last start or resize, its pods' reports.
   struct Gang {
@@ -169,11 +188,22 @@ class PerJobFifo final : public TimelinePolicy {
     sched::jobs::RoundOptions options;
     options.now = now;
     options.explain = false;  // the simulator reports outcomes
+    // Victims only among pods seen bound: none of this pass's binds. A job that would need
+    // them (or finds no victims where preemption could make room) waits for the next pass.
+    options.preempt = !bound_in_pass_;
     run_.round_on(cluster, round_states_, options, job.spec().name);
     for (std::size_t i = 0; i < round_jobs_.size(); ++i) {
       if (round_states_[i]->changed) {
         changes_[round_jobs_[i]->spec().id] = {round_jobs_[i], round_states_[i]->placements};
+        pass_changed_ = true;
       }
+    }
+    const sched::jobs::JobState& asked = *round_states_.back();
+    if (asked.replicas() > 0 && asked.changed) {
+      bound_in_pass_ = pass_changed_ = true;  // a growth's pods are of no engine job
+    } else if (!options.preempt && (asked.waiting == sched::jobs::WaitReason::kShareHeld ||
+                                    asked.waiting == sched::jobs::WaitReason::kLowerPriority)) {
+      awaits_bound_ = true;
     }
   }
 
@@ -277,6 +307,7 @@ class PerJobFifo final : public TimelinePolicy {
       s.running_since = now;  // shrunk: restarts
       changes_[j->spec().id] = {j, s.placements};
       g.resized = now;
+      pass_changed_ = true;
       return true;
     }
     return false;
@@ -341,6 +372,10 @@ class PerJobFifo final : public TimelinePolicy {
   std::map<std::size_t, Reallocation> changes_;
   std::map<std::size_t, std::vector<cluster::Placement>> started_now_;
   bool shrink_tried_ = false;
+  // Of the pass: whether it changed anything, bound pods, and ends to wait for them.
+  bool pass_changed_ = false;
+  bool bound_in_pass_ = false;
+  bool awaits_bound_ = false;
   // Of the round being run.
   std::vector<sched::jobs::JobState*> round_states_;
   std::vector<Job*> round_jobs_;
