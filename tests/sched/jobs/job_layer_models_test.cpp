@@ -47,13 +47,7 @@ class JobLayerModels : public ::testing::Test, protected test::LayerWorld {
     s.name = name;
     s.queue = q;
     s.replica.allowed_models = std::move(models);
-    specs.push_back(std::move(s));
-    JobState st;
-    st.spec = &specs.back();
-    st.queue = *tree.find(q);
-    st.rank = double(states.size());
-    states.push_back(std::move(st));
-    return states.back();
+    return add(std::move(s));
   }
 
   RoundStats round(std::int64_t now) {

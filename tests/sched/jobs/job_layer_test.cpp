@@ -44,13 +44,7 @@ class JobLayerTest : public ::testing::Test, protected test::LayerWorld {
     s.max_replicas = std::max(replicas, max);
     s.priority = priority;
     s.preemptible = preemptible;
-    specs.push_back(std::move(s));
-    JobState st;
-    st.spec = &specs.back();
-    st.queue = *tree.find(q);
-    st.rank = double(states.size());
-    states.push_back(std::move(st));
-    return states.back();
+    return add(std::move(s));
   }
 
   RoundStats round(std::int64_t now, RoundOptions o = {}) {

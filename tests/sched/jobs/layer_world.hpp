@@ -24,6 +24,17 @@ struct LayerWorld {
   sched::jobs::JobLayer layer{c, tree, sched::jobs::core_placer(c, scheduler, resolver)};
   std::deque<workload::JobSpec> specs;  // stable addresses: JobState points at them
   std::vector<sched::jobs::JobState> states;
+
+  // `s` added as the next job, in its queue, ranked after every job before it.
+  sched::jobs::JobState& add(workload::JobSpec s) {
+    specs.push_back(std::move(s));
+    sched::jobs::JobState st;
+    st.spec = &specs.back();
+    st.queue = *tree.find(specs.back().queue);
+    st.rank = double(states.size());
+    states.push_back(std::move(st));
+    return states.back();
+  }
 };
 
 }  // namespace gpuorch::test
