@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -189,8 +190,9 @@ TEST(TimelineElasticQueues, LasgoJumpsPastItsCapOnlyToCountsAnotherJobMeasured) 
 TEST(TimelineElasticQueues, LasgoStartFreeStartsAJobOnAFullClusterAtItsFirstTick) {
   // imagenet holds all 16 GPUs when a cifar10 job arrives; the next arrives while both run. By
   // Pollux's restart factor a job that arrived just before the tick is worth almost nothing there
-  // (its age is a second), so it waits a tick; with `start=free` a start is not discounted and
-  // it takes GPUs from imagenet at once. Both runs end with every job finished.
+  // (its age is a second), so it waits a tick (`start=aged`); lasgo's default (`start=free`) does
+  // not discount a start, so it takes GPUs from imagenet at once. Both runs end with every job
+  // finished.
   GPUORCH_REQUIRE_POLLUX(dir);
   AppTable apps;
   const auto jobs = read_pollux_workload(test::fixture("timeline/pollux_full_cluster.csv"),
@@ -206,10 +208,43 @@ TEST(TimelineElasticQueues, LasgoStartFreeStartsAJobOnAFullClusterAtItsFirstTick
     }
     return delays;
   };
+  EXPECT_EQ(start_delays("lasgo"), (std::vector<Seconds>{0, 0}));
   EXPECT_EQ(start_delays("lasgo:start=free"), (std::vector<Seconds>{0, 0}));
-  const auto by_age = start_delays("lasgo");
+  const auto by_age = start_delays("lasgo:start=aged");
   ASSERT_EQ(by_age.size(), 2u);
   EXPECT_GT(by_age[0], 0);
+}
+
+TEST(TimelineElasticQueues, LasgoOrderAppFinishesTheEarlierJobOfAModelFirst) {
+  // Two imagenet jobs on 16 GPUs, the second two hours after the first. By attained service
+  // alone the second is worth more until it has held as much as the first, so it takes the
+  // GPUs, and both end at about the same time, late. With `order=app` (the default) it is worth
+  // no more than the first, which keeps its GPUs and ends long before: the same work, the
+  // earlier job done first.
+  GPUORCH_REQUIRE_POLLUX(dir);
+  AppTable apps;
+  const auto jobs = read_pollux_workload(test::fixture("timeline/pollux_same_model_long.csv"),
+                                         (dir / "apps").string(), apps);
+  auto ends = [&](const char* name) {
+    const auto r = events_on_16_gpus(jobs, apps, name, {});
+    std::vector<Seconds> end(jobs.size(), 0);
+    for (const auto& j : r.jobs) {
+      for (std::size_t i = 0; i < jobs.size(); ++i)
+        if (jobs[i].name == j.name) end[i] = j.completion;
+    }
+    return end;
+  };
+  const auto ordered = ends("lasgo");
+  const auto by_service = ends("lasgo:order=none");
+  ASSERT_EQ(ordered.size(), 2u);
+  // The earlier job ends first, and at least a quarter earlier than by attained service alone,
+  // where the two end within an eighth of each other.
+  EXPECT_LT(ordered[0], ordered[1]);
+  EXPECT_LT(4 * ordered[0], 3 * by_service[0]);
+  EXPECT_LT(8 * std::abs(by_service[0] - by_service[1]), by_service[1]);
+  // The second job pays for it by less than the first gains.
+  EXPECT_LT(ordered[1] - by_service[1], by_service[0] - ordered[0]);
+  EXPECT_EQ(ends("lasgo:order=app"), ordered);
 }
 
 }  // namespace

@@ -73,21 +73,34 @@ TEST(TimelinePolicy, FifoBlocksBehindTheHeadAndSjfBackfills) {
 TEST(TimelinePolicy, LasgoVariantPartsJoinWithPlus) {
   // Each part alone and joined with '+'; an unknown part, a bad number or a trailing '+' names
   // no policy.
-  for (const char* ok :
-       {"lasgo", "lasgo:carry=on", "lasgo:carry=off", "lasgo:shape=any",
-        "lasgo:shape=uniform+idle=0.1", "lasgo:trust=4", "lasgo:carry=on+trust=4",
-        "lasgo:explore=always+seen=0+rw=2", "lasgo:scale=8+las=off",
-        "lasgo:steps=app+cap=measured+shape=measured",
-        "lasgo:steps=own+cap=run+explore=request+net=app", "lasgo:prior=linear",
-        "lasgo:prior=app+explore=double", "lasgo:cap=app", "lasgo:start=free", "lasgo:shape=nodes",
-        "lasgo:shape=fill", "lasgo:las=app+restart=app", "lasgo:restart=app-all"}) {
+  for (const char* ok : {"lasgo",
+                         "lasgo:carry=on",
+                         "lasgo:carry=off",
+                         "lasgo:shape=any",
+                         "lasgo:shape=uniform+idle=0.1",
+                         "lasgo:trust=4",
+                         "lasgo:carry=on+trust=4",
+                         "lasgo:explore=always+seen=0+rw=2",
+                         "lasgo:scale=8+las=off",
+                         "lasgo:steps=app+cap=measured+shape=measured",
+                         "lasgo:steps=own+cap=run+explore=request+net=app",
+                         "lasgo:prior=linear",
+                         "lasgo:prior=app+explore=double",
+                         "lasgo:cap=app",
+                         "lasgo:start=free",
+                         "lasgo:shape=nodes",
+                         "lasgo:shape=fill",
+                         "lasgo:las=app+restart=app",
+                         "lasgo:restart=app-all",
+                         "lasgo:start=aged+order=none",
+                         "lasgo:order=app"}) {
     EXPECT_NE(make_timeline_policy(ok, options(4)), nullptr) << ok;
   }
   for (const char* bad :
        {"lasgo:carry=maybe", "lasgo:shape=odd", "lasgo:idle=1", "lasgo:trust=x", "lasgo:carry=on+",
         "lasgo:+trust=4", "lasgo:carry=on+nope", "lasgo:rw=-1", "lasgo:steps=job", "lasgo:cap=open",
         "lasgo:prior=job", "lasgo:start=paid", "lasgo:shape=node", "lasgo:las=job",
-        "lasgo:restart=job"}) {
+        "lasgo:restart=job", "lasgo:order=job", "lasgo:order="}) {
     EXPECT_EQ(make_timeline_policy(bad, options(4)), nullptr) << bad;
   }
 }

@@ -19,26 +19,29 @@
 // fit has seen cross-node runs / predicted well), `idle=F` (exploration beyond the cap on GPUs
 // nobody else values, their gain weighted by F), `net=app` (unseen exchange terms from one fit
 // per application), `shape=measured` (uneven counts open where measured), `cap=app` (the cap
-// from the largest count the application's jobs measured), `start=free` (no restart factor on a
-// waiting job's start), `shape=nodes` (an uneven count worth its share of the whole nodes it
-// spans), `shape=fill` (that worth, at a tenth, for GPUs no even count wants), `las=app` and
-// `restart=app` / `restart=app-all` (the weight, or the restart's cost, from the service the
-// application's finished jobs needed); parts join with '+'. With the fitted model these are on by
-// default, chosen on load 1.0 and confirmed on load 0.5 and on loads nobody published:
-// `shape=uniform` (only counts up to one node or of whole nodes), `carry=on`, `rw=2` (restart
-// weight), `steps=app` (step times other jobs of the application measured), `cap=measured` (counts
-// measured open past the cap) and `prior=app` (a new job starts from the fit of the last job of its
-// application to report and the gradient statistics its first job started with); `shape=any`,
-// `carry=off`, `rw=1`, `steps=own`, `cap=run` and `prior=linear` turn them off (`explore=double`:
-// the cap starts at one GPU, not the request); `lasgo:scale=H` sets the GPU-hours at which a job's
-// weight halves (16 was the best of 0.25..64 on the artifact's load-1.0 workloads; the same as
-// Tiresias's demotion threshold).
+// from the largest count the application's jobs measured), `shape=nodes` (an uneven count worth
+// its share of the whole nodes it spans), `shape=fill` (that worth, at a tenth, for GPUs no even
+// count wants), `las=app` and `restart=app` / `restart=app-all` (the weight, or the restart's
+// cost, from the service the application's finished jobs needed); parts join with '+'. With the
+// fitted model these are on by default, chosen on load 1.0 and confirmed on load 0.5 and on loads
+// nobody published: `shape=uniform` (only counts up to one node or of whole nodes), `carry=on`,
+// `rw=2` (restart weight), `steps=app` (step times other jobs of the application measured),
+// `cap=measured` (counts measured open past the cap) and `prior=app` (a new job starts from the fit
+// of the last job of its application to report and the gradient statistics its first job started
+// with); `shape=any`, `carry=off`, `rw=1`, `steps=own`, `cap=run` and `prior=linear` turn them off
+// (`explore=double`: the cap starts at one GPU, not the request). With either model, by default:
+// `order=app` (no job outweighs an earlier one of its application) and `start=free` (no restart
+// factor on a waiting job's start); `order=none` and `start=aged` turn them off. `lasgo:scale=H`
+// sets the GPU-hours at which a job's weight halves (16 was the best of 0.25..64 on the artifact's
+// load-1.0 workloads; the same as Tiresias's demotion threshold).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -53,6 +56,12 @@ namespace {
 struct Parts {
   double service_scale_gpu_hours = 16.0;
   bool las = true;
+  // Within an application, a job is worth no more than an earlier one (`order=app`): its jobs
+  // train one model to one target, so the earlier has less left, and least attained service,
+  // whose premise is that what a job has held says how long it is, would have a new job take
+  // the GPUs until it had caught up with the old one, and both end late. Across applications
+  // attained service still decides. Default: on (`order=none` turns it off).
+  std::optional<bool> app_order;
   // The weight from the service a job is expected still to need, by what the finished jobs of its
   // application held (sched/jobs/service_history), instead of what it has attained (`las=app`).
   bool las_by_app = false;
@@ -65,7 +74,8 @@ struct Parts {
   // A waiting job's start is not discounted (`start=free`): it pays its 30 s whenever it starts,
   // so the restart factor, which weighs a change against keeping what runs, has nothing to weigh;
   // by its age alone a job that arrived just before a tick is worth almost nothing there.
-  bool free_start = false;
+  // Default: on (`start=aged` turns it off).
+  std::optional<bool> free_start;
   bool packing = true;
   bool batch = true;
   bool restart = true;
@@ -161,6 +171,7 @@ class Lasgo final : public TimelinePolicy {
     if (parts_.las_by_app || parts_.restart_by_app) learn_finished(now, active);
     run_.states(active);
     std::vector<sched::jobs::ElasticDemand> demands(n);
+    const std::vector<double> weights = this->weights(active);
     for (std::size_t i = 0; i < n; ++i) {
       const Job& j = *active[i];
       const AppProfile& app = *j.app();
@@ -194,14 +205,8 @@ class Lasgo final : public TimelinePolicy {
                              : j.max_profiled_replicas();
         if (growth > 0) cap = std::min(cap, std::max(growth * base, start));
       }
-      // Least attained service takes what a job has held as what it still needs (heavy tails: the
-      // longer a job has run, the longer it will); with `las=app` the application's finished
-      // jobs say instead, once enough of them held more than this job has.
+      const double w = weights[i];
       const double a = j.attained_service();
-      const double need =
-          parts_.las_by_app ? finished_.expected_remaining(app.name(), a).value_or(a) : a;
-      const double w =
-          parts_.las ? 1.0 / (1.0 + need / 3600.0 / parts_.service_scale_gpu_hours) : 1.0;
       // A restart idles the job's GPUs for 30 s of the next interval(s).
       // At least a second: a job that arrives exactly on a tick would otherwise be worth nothing
       // there (the factor is 0 at age 0) and could be left waiting on an idle cluster.
@@ -216,7 +221,7 @@ class Lasgo final : public TimelinePolicy {
         const double t = *left / std::max(j.gpus(), 1);
         keep = t / (t + rc);
       }
-      if (parts_.free_start && j.gpus() == 0) keep = 1;
+      if (*parts_.free_start && j.gpus() == 0) keep = 1;
       auto& v = demands[i].value;
       const int explored_cap = cap;
       if (parts_.idle_weight > 0 || *parts_.open_measured) cap = useful;
@@ -270,6 +275,44 @@ class Lasgo final : public TimelinePolicy {
   }
 
  private:
+  // Each job's weight. Least attained service takes what a job has held as what it still needs
+  // (heavy tails: the longer a job has run, the longer it will); with `las=app` the
+  // application's finished jobs say instead, once enough of them held more than this job has;
+  // with `order=app` no job outweighs an earlier one of its application.
+  [[nodiscard]] std::vector<double> weights(std::span<Job* const> active) const {
+    std::vector<double> w(active.size(), 1.0);
+    if (!parts_.las) return w;
+    for (std::size_t i = 0; i < active.size(); ++i) {
+      const Job& j = *active[i];
+      const double a = j.attained_service();
+      const double need =
+          parts_.las_by_app ? finished_.expected_remaining(j.app()->name(), a).value_or(a) : a;
+      w[i] = 1.0 / (1.0 + need / 3600.0 / parts_.service_scale_gpu_hours);
+    }
+    if (!*parts_.app_order) return w;
+    // Per application in submission order, each job at most the least weight of the jobs
+    // submitted before it (jobs submitted at the same second do not bound each other).
+    std::map<std::string_view, std::vector<std::size_t>> by_app;
+    for (std::size_t i = 0; i < active.size(); ++i) by_app[active[i]->app()->name()].push_back(i);
+    for (auto& [name, jobs] : by_app) {
+      std::ranges::stable_sort(jobs, {}, [&](std::size_t i) { return active[i]->spec().submit; });
+      double earlier = std::numeric_limits<double>::infinity();
+      for (std::size_t from = 0; from < jobs.size();) {
+        std::size_t to = from;
+        const Seconds at = active[jobs[from]]->spec().submit;
+        while (to < jobs.size() && active[jobs[to]]->spec().submit == at) ++to;
+        double these = earlier;
+        for (std::size_t k = from; k < to; ++k) {
+          these = std::min(these, w[jobs[k]]);
+          w[jobs[k]] = std::min(w[jobs[k]], earlier);
+        }
+        earlier = these;
+        from = to;
+      }
+    }
+    return w;
+  }
+
   // A job that was active at the last tick and is not now has finished: its application's
   // history takes the service it had held then (the last interval's is not seen, at most 60 s).
   void learn_finished(Seconds now, std::span<Job* const> active) {
@@ -308,8 +351,10 @@ bool parse_part(Parts& p, const std::string& part) {
     p.las = false;
   } else if (part == "las=app") {
     p.las_by_app = true;
-  } else if (part == "start=free") {
-    p.free_start = true;
+  } else if (part == "start=free" || part == "start=aged") {
+    p.free_start = part == "start=free";
+  } else if (part == "order=app" || part == "order=none") {
+    p.app_order = part == "order=app";
   } else if (part == "restart=app" || part == "restart=app-all") {
     p.restart_by_app = true;
     p.restart_by_app_waiting = part == "restart=app-all";
@@ -406,6 +451,8 @@ std::unique_ptr<TimelinePolicy> make_lasgo(const PolicyOptions& options,
   p.open_measured = p.open_measured.value_or(fitted);
   p.inherit = p.inherit.value_or(fitted);
   p.explore = p.explore.value_or(Parts::Explore::kRequest);
+  p.app_order = p.app_order.value_or(true);
+  p.free_start = p.free_start.value_or(true);
   return std::make_unique<Lasgo>(options, p);
 }
 
