@@ -62,6 +62,9 @@ struct Parts {
   // the GPUs until it had caught up with the old one, and both end late. Across applications
   // attained service still decides. Default: on (`order=none` turns it off).
   std::optional<bool> app_order;
+  // `order=all`: every job one application, to measure what the rule costs where the label
+  // says nothing (first come, first weighted).
+  bool one_app = false;
   // The weight from the service a job is expected still to need, by what the finished jobs of its
   // application held (sched/jobs/service_history), instead of what it has attained (`las=app`).
   bool las_by_app = false;
@@ -293,7 +296,8 @@ class Lasgo final : public TimelinePolicy {
     // Per application in submission order, each job at most the least weight of the jobs
     // submitted before it (jobs submitted at the same second do not bound each other).
     std::map<std::string_view, std::vector<std::size_t>> by_app;
-    for (std::size_t i = 0; i < active.size(); ++i) by_app[active[i]->app()->name()].push_back(i);
+    for (std::size_t i = 0; i < active.size(); ++i)
+      by_app[parts_.one_app ? "" : active[i]->app()->name()].push_back(i);
     for (auto& [name, jobs] : by_app) {
       std::ranges::stable_sort(jobs, {}, [&](std::size_t i) { return active[i]->spec().submit; });
       double earlier = std::numeric_limits<double>::infinity();
@@ -353,8 +357,9 @@ bool parse_part(Parts& p, const std::string& part) {
     p.las_by_app = true;
   } else if (part == "start=free" || part == "start=aged") {
     p.free_start = part == "start=free";
-  } else if (part == "order=app" || part == "order=none") {
-    p.app_order = part == "order=app";
+  } else if (part == "order=app" || part == "order=none" || part == "order=all") {
+    p.app_order = part != "order=none";
+    p.one_app = part == "order=all";
   } else if (part == "restart=app" || part == "restart=app-all") {
     p.restart_by_app = true;
     p.restart_by_app_waiting = part == "restart=app-all";
