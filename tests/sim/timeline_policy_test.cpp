@@ -93,7 +93,8 @@ TEST(TimelinePolicy, LasgoVariantPartsJoinWithPlus) {
                          "lasgo:las=app+restart=app",
                          "lasgo:restart=app-all",
                          "lasgo:start=aged+order=none",
-                         "lasgo:order=app"}) {
+                         "lasgo:order=app",
+                         "lasgo:order=all"}) {
     EXPECT_NE(make_timeline_policy(ok, options(4)), nullptr) << ok;
   }
   for (const char* bad :
