@@ -56,11 +56,11 @@ namespace {
 struct Parts {
   double service_scale_gpu_hours = 16.0;
   bool las = true;
-  // Within an application, a job is worth no more than an earlier one (`order=app`): its jobs
-  // train one model to one target, so the earlier has less left, and least attained service,
-  // whose premise is that what a job has held says how long it is, would have a new job take
-  // the GPUs until it had caught up with the old one, and both end late. Across applications
-  // attained service still decides. Default: on (`order=none` turns it off).
+  // Within an application (and a queue), a job is worth no more than an earlier one
+  // (`order=app`): its jobs train one model to one target, so the earlier has less left, and
+  // least attained service, whose premise is that what a job has held says how long it is, would
+  // have a new job take the GPUs until it had caught up with the old one, and both end late.
+  // Across applications attained service still decides. Default: on (`order=none`: off).
   std::optional<bool> app_order;
   // `order=all`: every job one application, to measure what the rule costs where the label
   // says nothing (first come, first weighted).
@@ -293,11 +293,14 @@ class Lasgo final : public TimelinePolicy {
       w[i] = 1.0 / (1.0 + need / 3600.0 / parts_.service_scale_gpu_hours);
     }
     if (!*parts_.app_order) return w;
-    // Per application in submission order, each job at most the least weight of the jobs
-    // submitted before it (jobs submitted at the same second do not bound each other).
-    std::map<std::string_view, std::vector<std::size_t>> by_app;
-    for (std::size_t i = 0; i < active.size(); ++i)
-      by_app[parts_.one_app ? "" : active[i]->app()->name()].push_back(i);
+    // Per queue and application in submission order, each job at most the least weight of the
+    // jobs submitted before it (jobs submitted at the same second do not bound each other); a
+    // tenant's jobs are not held back by another tenant's.
+    std::map<std::pair<std::string_view, std::string_view>, std::vector<std::size_t>> by_app;
+    for (std::size_t i = 0; i < active.size(); ++i) {
+      const Job& j = *active[i];
+      by_app[{j.spec().queue, parts_.one_app ? std::string_view{} : j.app()->name()}].push_back(i);
+    }
     for (auto& [name, jobs] : by_app) {
       std::ranges::stable_sort(jobs, {}, [&](std::size_t i) { return active[i]->spec().submit; });
       double earlier = std::numeric_limits<double>::infinity();
