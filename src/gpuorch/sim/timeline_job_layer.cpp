@@ -100,6 +100,8 @@ Reallocations JobLayerRun::sized_round(cluster::Cluster& cluster, Seconds now,
         double(spec.replica.gpu_count) * double(spec.replica.gpu_milli) / 1000.0;
     demands[i].cpu_milli_per_replica = double(spec.replica.cpu_milli);
     demands[i].memory_mib_per_replica = double(spec.replica.memory_mib);
+    // With GPU models: the one it runs on, or those it would try (empty: no queue names one).
+    demands[i].models = sched::jobs::model_order(cluster, tree_, *refs_[i]);
   }
   // CPU and memory count where the nodes give them (a node list with CPU figures; the Pollux
   // and Philly clusters have none).
@@ -108,9 +110,17 @@ Reallocations JobLayerRun::sized_round(cluster::Cluster& cluster, Seconds now,
     capacity[1] += double(n.cpu_milli);
     capacity[2] += double(n.memory_mib);
   }
-  const std::vector<int> counts = sched::jobs::size_by_value(tree_, capacity, demands, how.sizing);
+  // Each GPU model a queue names is divided as a resource of its own (the cluster's GPUs of it).
+  if (!tree_.gpu_models().empty()) {
+    const sched::jobs::Amounts all = sched::jobs::cluster_capacity(cluster, &tree_);
+    std::copy(all.begin() + sched::jobs::kFirstModelSlot, all.end(),
+              capacity.begin() + sched::jobs::kFirstModelSlot);
+  }
+  const auto [counts, models] =
+      sched::jobs::size_by_value_per_model(tree_, capacity, demands, how.sizing);
   for (std::size_t i = 0; i < refs_.size(); ++i) {
     refs_[i]->wanted = counts[i];
+    refs_[i]->sized_model = models[i];
     // Ties in submission order (the layer's sort is stable).
     refs_[i]->rank = how.larger_first ? -double(counts[i]) : double(counts[i]);
   }

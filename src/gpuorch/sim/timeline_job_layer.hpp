@@ -74,7 +74,9 @@ class JobLayerRun {
   };
   // An elastic policy's round: the job layer sizes the jobs by their value curves (`demands`,
   // one per state, in order; their queue, priority and minimum are filled in here) within the
-  // queues' shares of the cluster's GPUs, then starts, shrinks and grows them to those counts.
+  // queues' shares of the cluster's GPUs (and of each GPU model a queue names: a job's replicas
+  // on one model, the round starting it where the sizing counted it), then starts, shrinks and
+  // grows them to those counts.
   Reallocations sized_round(cluster::Cluster& cluster, Seconds now,
                             std::vector<sched::jobs::ElasticDemand> demands, const Sizing& how);
 

@@ -25,13 +25,15 @@ void ModelUseMeter::change(std::size_t q, std::span<const cluster::Placement> pl
     if (at == models_.end()) continue;
     const std::size_t i = q * models_.size() + std::size_t(at - models_.begin());
     held_[i] += sign * static_cast<int>(p.gpus.size());
-    use_[i].peak_gpus = std::max(use_[i].peak_gpus, held_[i]);
   }
 }
 
 void ModelUseMeter::advance(double seconds) {
   for (std::size_t i = 0; i < held_.size(); ++i) {
     use_[i].gpu_seconds += double(held_[i]) * seconds;
+    // The peak of what is held for a while: within a tick's changes one job may take GPUs
+    // another gives back only later in the list (a repacked job moving), never both at once.
+    if (seconds > 0) use_[i].peak_gpus = std::max(use_[i].peak_gpus, held_[i]);
   }
 }
 

@@ -26,7 +26,7 @@ class ModelUseMeter {
   [[nodiscard]] bool measuring() const { return !models_.empty(); }
   // Queue q's job took (sign +1) or gave back (-1) the GPUs of `placements`.
   void change(std::size_t q, std::span<const cluster::Placement> placements, int sign);
-  // What is held now was held `seconds` more.
+  // What is held now was held `seconds` more (more than 0: it counts for the peak).
   void advance(double seconds);
 
   // The cluster's models (empty when not measuring) and, by queue then model, their use.

@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "gpuorch/sched/jobs/elastic_sizing.hpp"
 #include "sched/jobs/layer_world.hpp"
 #include "support/test_support.hpp"
 
@@ -176,6 +179,121 @@ TEST_F(JobLayerModelLimit, ALimitOnAModelSendsTheRestToTheNextAndSaysWhyWhenNone
   EXPECT_EQ(only_a100.replicas(), 0);
   EXPECT_EQ(only_a100.waiting, WaitReason::kOverLimit);
   EXPECT_EQ(only_a100.why, "queue a (or a parent) would pass its limit of GPUs of model A100");
+}
+
+// Sized rounds (optimus, pollux, lasgo: RoundOptions::sized) divide each model too: the sizing
+// (size_by_value_per_model) counts a job on one model, against its queue's share of it, and the
+// round starts it there.
+class JobLayerSizedModels : public JobLayerModels {
+ protected:
+  using JobLayerModels::JobLayerModels;
+
+  // An elastic job of 1..`most` one-GPU replicas.
+  JobState& elastic(const std::string& name, const std::string& q, int most,
+                    std::vector<std::string> models = {}) {
+    JobState& s = job(name, q, std::move(models));
+    specs.back().max_replicas = most;
+    return s;
+  }
+
+  // Every job valued by the square root of its replicas (each GPU worth less than the last), sized
+  // within the shares of each model as sim timeline's sized_round does, then the round.
+  RoundStats sized_round(std::int64_t now) {
+    std::vector<ElasticDemand> demands;
+    for (const JobState& s : states) {
+      ElasticDemand d;
+      d.queue = s.queue;
+      d.min = 1;
+      for (int r = 0; r <= s.spec->max_replicas; ++r) d.value.push_back(std::sqrt(double(r)));
+      d.models = model_order(c, tree, s);
+      demands.push_back(std::move(d));
+    }
+    const Sized sized = size_by_value_per_model(tree, cluster_capacity(c, &tree), demands);
+    for (std::size_t i = 0; i < states.size(); ++i) {
+      states[i].wanted = sized.counts[i];
+      states[i].sized_model = sized.models[i];
+    }
+    RoundOptions o;
+    o.now = now;
+    o.sized = true;
+    o.repack = true;
+    const RoundStats stats = layer.round(states, o);
+    check_one_model_each();
+    return stats;
+  }
+
+  // No job's replicas span two models.
+  void check_one_model_each() const {
+    for (const auto& s : states) {
+      for (const auto& p : s.placements) {
+        EXPECT_EQ(c.spec(p.node).gpu_model, model_of(s)) << s.spec->name;
+      }
+    }
+  }
+};
+
+TEST_F(JobLayerSizedModels, AQueueBorrowsAModelOnlyWhileItsOwnerDoesNotWantItAndGivesItBack) {
+  // a is guaranteed the A100s only, b the H100s only (the fixture's queues).
+  elastic("a0", "a", 8);
+  elastic("a1", "a", 8);
+  sized_round(0);
+  // One takes a's A100s (a job may not span both models), the other borrows the H100s nobody
+  // wants: both start where the sizing counted them.
+  EXPECT_EQ(running("a", "A100"), 4);
+  EXPECT_EQ(running("a", "H100"), 4);
+  const std::size_t borrower = model_of(states[0]) == "H100" ? 0 : 1;
+  EXPECT_EQ(states[borrower].replicas(), 4);
+  // b's job comes: within one round b holds its H100s and the borrower gave them back.
+  elastic("b0", "b", 8);
+  const auto stats = sized_round(60);
+  EXPECT_EQ(running("b", "H100"), 4);
+  EXPECT_EQ(running("a", "H100"), 0);
+  EXPECT_EQ(running("a", "A100"), 4);
+  EXPECT_EQ(states[borrower].replicas(), 0);
+  EXPECT_EQ(states[borrower].preempted, PreemptReason::kResized);
+  EXPECT_EQ(stats.preempted, 1);
+  // The job on a's own model is untouched.
+  EXPECT_TRUE(states[1 - borrower].preempted == std::nullopt);
+  EXPECT_FALSE(states[1 - borrower].changed);
+  // b's job ends: a borrows the H100s again.
+  states[2].wanted = 0;
+  layer.shrink(states[2], states[2].replicas());
+  states.pop_back();
+  sized_round(120);
+  EXPECT_EQ(running("a", "H100"), 4);
+}
+
+TEST_F(JobLayerSizedModels, AWaitingJobTakesItsQueuesModelFirstAndTheNextOnlyWhenItIsUsed) {
+  elastic("b0", "b", 2);
+  sized_round(0);
+  // b's only job sits on its own model, though both are free.
+  EXPECT_EQ(model_of(states[0]), "H100");
+  EXPECT_EQ(states[0].replicas(), 2);
+  // a's A100-only job fills them; b's next job goes to the two H100s left, not the A100s.
+  elastic("a0", "a", 4, {"A100"});
+  elastic("b1", "b", 4);
+  sized_round(60);
+  EXPECT_EQ(running("a", "A100"), 4);
+  EXPECT_EQ(model_of(states[2]), "H100");
+  EXPECT_EQ(running("b", "H100"), 4);
+}
+
+class JobLayerSizedModelLimit : public JobLayerSizedModels {
+ protected:
+  // a may hold 1 H100 at most (its limit), though nobody else wants them; b names no model (its
+  // share of each is what nobody within quota wants).
+  JobLayerSizedModelLimit()
+      : JobLayerSizedModels({queue("a", 4, {{"A100", 4}, {"H100", 0, 1}}), queue("b", 4, {})}) {}
+};
+
+TEST_F(JobLayerSizedModelLimit, NoQueuePassesItsLimitOfAModel) {
+  // Six jobs that would each take a GPU: four on the A100s, one on the H100s, one waits.
+  for (int i = 0; i < 6; ++i) elastic(fmt::format("a{}", i), "a", 4);
+  for (std::int64_t t = 0; t < 3 * 60; t += 60) {
+    sized_round(t);
+    EXPECT_EQ(running("a", "A100"), 4);
+    EXPECT_EQ(running("a", "H100"), 1);
+  }
 }
 
 }  // namespace

@@ -7,7 +7,10 @@
 namespace gpuorch::sched::jobs {
 namespace {
 
-constexpr double kSlack = 1e-6;  // the tree's shares are sums of fractions
+constexpr double kSlack = 1e-6;             // the tree's shares are sums of fractions
+constexpr std::size_t kNoModel = SIZE_MAX;  // not counted in a model's slot, or not chosen yet
+
+[[nodiscard]] bool model_slot(std::size_t m) { return m >= kFirstModelSlot && m < kResourceKinds; }
 
 // Amounts in the search's units: GPUs (not milli), CPU milli, memory MiB.
 Amounts operator*(Amounts a, double k) {
@@ -21,14 +24,26 @@ Amounts operator*(Amounts a, double k) {
 class Greedy {
  public:
   Greedy(std::span<const ElasticDemand> d, const SizingOptions& o, const Amounts& capacity)
-      : d_(d), o_(o), count_(d.size(), 0), best_(d.size()), capacity_(capacity), left_(capacity) {}
+      : d_(d),
+        o_(o),
+        count_(d.size(), 0),
+        best_(d.size()),
+        model_(d.size(), kNoModel),
+        best_model_(d.size(), kNoModel),
+        capacity_(capacity),
+        left_(capacity) {
+    // A job with one model (a running one, or one restricted to it) is on it from the start.
+    for (std::size_t j = 0; j < d_.size(); ++j) {
+      if (d_[j].models.size() == 1) model_[j] = d_[j].models.front();
+    }
+  }
 
   void set_queue_budgets(std::vector<Amounts> budgets) { queue_left_ = std::move(budgets); }
   // What jobs keep comes off the budgets before any value counts.
   void keep() {
     for (std::size_t j = 0; j < d_.size(); ++j) {
       const int most = std::max(0, int(d_[j].value.size()) - 1);
-      if (d_[j].keep > 0) spend(j, std::min(d_[j].keep, most));
+      if (d_[j].keep > 0) spend(j, std::min(d_[j].keep, most), model_[j]);
     }
   }
   [[nodiscard]] std::vector<Amounts> queue_budgets() const { return queue_left_; }
@@ -41,8 +56,12 @@ class Greedy {
       if (d_[j].priority != level_) continue;
       const int lo = std::max(1, d_[j].min);
       if (count_[j] >= lo || lo >= int(d_[j].value.size())) continue;
-      if (!fits(j, step_cost(j, lo))) continue;
-      spend(j, lo);
+      bool done = false;
+      for_each_choice(j, [&](std::size_t m) {
+        if (done || !fits(j, step_cost(j, lo, m))) return;
+        spend(j, lo, m);
+        done = true;
+      });
     }
   }
 
@@ -56,15 +75,20 @@ class Greedy {
         }
       }
       if (pick == d_.size()) return;
-      spend(pick, best_[pick].second);
-      // Smaller budgets can invalidate other jobs' best steps.
+      const bool moved = count_[pick] > 0 && best_model_[pick] != model_[pick];
+      spend(pick, best_[pick].second, best_model_[pick]);
+      // Smaller budgets can invalidate other jobs' best steps; a move frees its old model, where
+      // others may now grow further.
       for (std::size_t j = 0; j < d_.size(); ++j) {
-        if (j == pick || !fits(j, step_cost(j, best_[j].second))) refresh(j);
+        if (moved || j == pick || !fits(j, step_cost(j, best_[j].second, best_model_[j]))) {
+          refresh(j);
+        }
       }
     }
   }
 
   [[nodiscard]] const std::vector<int>& counts() const { return count_; }
+  [[nodiscard]] const std::vector<std::size_t>& models() const { return model_; }
 
  private:
   [[nodiscard]] bool counted(std::size_t k) const { return k == 0 || capacity_[k] > 0; }
@@ -77,18 +101,37 @@ class Greedy {
     }
     return true;
   }
-  [[nodiscard]] Amounts step_cost(std::size_t j, int to) const {
+  // The models job j may grow on: the one it is on first, then, for a waiting job that accepts
+  // several (it has not started, so moving it costs nothing), the others in its order.
+  // (A callback, not a list: refresh runs for every job at every step.)
+  template <typename F>
+  void for_each_choice(std::size_t j, F&& f) const {
+    const bool several = d_[j].models.size() > 1;
+    if (!several || model_[j] != kNoModel) f(model_[j]);
+    if (!several) return;
+    for (const std::size_t m : d_[j].models) {
+      if (m != model_[j]) f(m);
+    }
+  }
+  // Growing job j to `to` replicas on model slot m (kNoModel or a model no queue names: `gpu`
+  // only); on another model than its own, its replicas there move (all of them: one model).
+  [[nodiscard]] Amounts step_cost(std::size_t j, int to, std::size_t m) const {
     // A replica without GPUs costs one milli-GPU here, so its gain per GPU stays finite.
     if (to < 0) return Amounts{};
     const Amounts per_replica = {std::max(d_[j].gpus_per_replica, 1e-3),
                                  d_[j].cpu_milli_per_replica, d_[j].memory_mib_per_replica};
-    return per_replica * double(to - count_[j]);
+    Amounts cost = per_replica * double(to - count_[j]);
+    const double gpus = d_[j].gpus_per_replica;
+    if (model_slot(m)) cost[m] = gpus * double(m == model_[j] ? to - count_[j] : to);
+    if (m != model_[j] && model_slot(model_[j])) cost[model_[j]] = -gpus * double(count_[j]);
+    return cost;
   }
   // What a step costs in GPUs: its GPUs, or more when its CPU or memory is a larger share of
-  // the cluster's (dominant resource fairness).
+  // the cluster's (dominant resource fairness). Not a model's slot: a GPU of a scarce model is
+  // still one GPU of value per GPU, and only jobs on that model compete for it.
   [[nodiscard]] double dominant(const Amounts& cost) const {
     double d = cost[0];
-    for (std::size_t k = 1; k < kResourceKinds; ++k) {
+    for (std::size_t k = 1; k < kFirstModelSlot; ++k) {
       if (counted(k) && cost[k] > 0 && capacity_[0] > 0) {
         d = std::max(d, cost[k] / capacity_[k] * capacity_[0]);
       }
@@ -96,35 +139,47 @@ class Greedy {
     return d;
   }
 
-  void spend(std::size_t j, int to) {
-    const Amounts cost = step_cost(j, to);
+  void spend(std::size_t j, int to, std::size_t m) {
+    const Amounts cost = step_cost(j, to, m);
     for (std::size_t k = 0; k < kResourceKinds; ++k) {
       left_[k] -= cost[k];
       if (!queue_left_.empty()) queue_left_[d_[j].queue][k] -= cost[k];
     }
     count_[j] = to;
+    model_[j] = m;  // all its replicas on one model
   }
 
   void refresh(std::size_t j) {
     best_[j] = {0.0, -1};
+    best_model_[j] = model_[j];
     if (d_[j].priority != level_) return;
     const auto& v = d_[j].value;
     const int now = count_[j];
     // A job below its gang minimum grows only through its minimum (Optimus gives it first).
     if (o_.min_first && now < std::max(1, d_[j].min)) return;
     const int last = o_.single_steps ? std::min(now + 1, int(v.size()) - 1) : int(v.size()) - 1;
-    for (int r = std::max(now + 1, d_[j].min); r <= last; ++r) {
-      const Amounts cost = step_cost(j, r);
-      if (!fits(j, cost)) break;
-      const double g = (v[std::size_t(r)] - v[std::size_t(now)]) / dominant(cost);
-      if (g > best_[j].first) best_[j] = {g, r};
-    }
+    // Its value does not depend on the model: a step elsewhere wins only with a larger gain
+    // (a count its model has no room for), so it stays on its model, or takes the first of its
+    // queue's order, where it can (Kueue's flavor order, TryNextFlavor).
+    for_each_choice(j, [&](std::size_t m) {
+      for (int r = std::max(now + 1, d_[j].min); r <= last; ++r) {
+        const Amounts cost = step_cost(j, r, m);
+        if (!fits(j, cost)) break;
+        const double g = (v[std::size_t(r)] - v[std::size_t(now)]) / dominant(cost);
+        if (g > best_[j].first) {
+          best_[j] = {g, r};
+          best_model_[j] = m;
+        }
+      }
+    });
   }
 
   std::span<const ElasticDemand> d_;
   const SizingOptions& o_;
   std::vector<int> count_;
   std::vector<std::pair<double, int>> best_;  // per job: (gain per GPU, count) of its best step
+  std::vector<std::size_t> model_;       // per job: the model slot it is on (kNoModel: none yet)
+  std::vector<std::size_t> best_model_;  // per job: the model of its best step
   Amounts capacity_;
   Amounts left_;
   std::vector<Amounts> queue_left_;  // by queue index; empty: no per-queue budget
@@ -136,8 +191,8 @@ class Greedy {
 namespace {
 
 // `gpus` in GPUs; `capacity`'s CPU and memory in the tree's units (its GPU entry is not read).
-std::vector<int> size_within(const QueueTree& tree, double gpus, Amounts capacity,
-                             std::span<const ElasticDemand> demands, const SizingOptions& options) {
+Sized size_within(const QueueTree& tree, double gpus, Amounts capacity,
+                  std::span<const ElasticDemand> demands, const SizingOptions& options) {
   // The tree's units (GPU milli) over the search's (GPUs), kind by kind.
   // (A GPU model's slot, like the GPU total, counts milli-GPUs.)
   Amounts per_search_unit;
@@ -155,6 +210,13 @@ std::vector<int> size_within(const QueueTree& tree, double gpus, Amounts capacit
     for (std::size_t k = 0; k < kResourceKinds; ++k) {
       want[d.queue][k] += most_of[k];
       wanted[k] += most_of[k];
+    }
+    // A job that may take any of several models wants each of them (it takes one), as the
+    // round's fair shares count it.
+    for (const std::size_t m : d.models) {
+      if (!model_slot(m)) continue;
+      want[d.queue][m] += most_of[0];
+      wanted[m] += most_of[0];
     }
   }
   Amounts divided = capacity;
@@ -198,7 +260,7 @@ std::vector<int> size_within(const QueueTree& tree, double gpus, Amounts capacit
   }
   greedy.set_queue_budgets(std::move(room));
   pass();
-  return greedy.counts();
+  return {greedy.counts(), greedy.models()};
 }
 
 }  // namespace
@@ -206,12 +268,18 @@ std::vector<int> size_within(const QueueTree& tree, double gpus, Amounts capacit
 std::vector<int> size_by_value(const QueueTree& tree, double gpus,
                                std::span<const ElasticDemand> demands,
                                const SizingOptions& options) {
-  return size_within(tree, gpus, Amounts{}, demands, options);
+  return size_within(tree, gpus, Amounts{}, demands, options).counts;
 }
 
 std::vector<int> size_by_value(const QueueTree& tree, const Amounts& capacity,
                                std::span<const ElasticDemand> demands,
                                const SizingOptions& options) {
+  return size_within(tree, capacity[0] / 1000.0, capacity, demands, options).counts;
+}
+
+Sized size_by_value_per_model(const QueueTree& tree, const Amounts& capacity,
+                              std::span<const ElasticDemand> demands,
+                              const SizingOptions& options) {
   return size_within(tree, capacity[0] / 1000.0, capacity, demands, options);
 }
 

@@ -29,6 +29,13 @@ struct ElasticDemand {
   // Replicas it keeps whatever the values: a running job that may not be preempted holds what it
   // runs (counted first against its queue's share).
   int keep = 0;
+  // GPU models (QueueTree::gpu_models, when a queue names one): the Resources slots its replicas
+  // may run on, in the order it tries them (job_layer.hpp's sized_model_order: a running job's
+  // model alone; a waiting one's queue's gpuModels order first). All its replicas land on one;
+  // its GPUs count there too, against the queue's share and limit of that model. A slot outside
+  // kFirstModelSlot .. kResourceKinds (a model no queue names) counts in `gpu` only. Empty: no
+  // model slot (no queue names a model).
+  std::vector<std::size_t> models;
 };
 
 struct SizingOptions {
@@ -38,6 +45,13 @@ struct SizingOptions {
   // Grow one replica at a time by its own gain (Optimus); otherwise a step may jump to the count
   // with the best average gain per GPU (a job whose speedup needs a whole node to show).
   bool single_steps = false;
+};
+
+// Per demand: its replica count and, where it has `models`, the slot its replicas go on (the
+// first it tries when sized to 0).
+struct Sized {
+  std::vector<int> counts;
+  std::vector<std::size_t> models;
 };
 
 // Replica counts, one per demand, spending at most `gpus` GPUs in all.
@@ -53,5 +67,16 @@ std::vector<int> size_by_value(const QueueTree& tree, double gpus,
 std::vector<int> size_by_value(const QueueTree& tree, const Amounts& capacity,
                                std::span<const ElasticDemand> demands,
                                const SizingOptions& options = {});
+
+// The same, with each model a kind of its own (`capacity`'s model slots: the cluster's GPUs of
+// each model, JobLayer::cluster_capacity): a queue's share of a model (its quota, as far as its
+// jobs want it, then what nobody within quota wants, by its overQuotaWeight for that model) is
+// spent first, in the order of its jobs' models, and a queue below its share of a model gets it
+// back at the next sizing, since its borrowers are sized on what is left. A job that may take
+// several models takes the first of them where its smallest step fits (within the shares, then
+// within the limits): Kueue's flavor assignment with whenCanBorrow: TryNextFlavor.
+Sized size_by_value_per_model(const QueueTree& tree, const Amounts& capacity,
+                              std::span<const ElasticDemand> demands,
+                              const SizingOptions& options = {});
 
 }  // namespace gpuorch::sched::jobs

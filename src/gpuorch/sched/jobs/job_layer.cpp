@@ -145,7 +145,48 @@ class JobRefs {
   std::vector<JobState*> p_;
 };
 
+bool allows_model(const workload::JobSpec& spec, std::string_view m) {
+  const auto& a = spec.replica.allowed_models;
+  return a.empty() || std::find(a.begin(), a.end(), m) != a.end();
+}
+
+// The models (slots; kResourceKinds: models no queue names) a waiting job of queue q may run on,
+// in the order it tries them: those its queue lists, in the queue's order, then the other models
+// the queues name, then models no queue names (where the cluster has one it accepts).
+std::vector<std::size_t> waiting_model_order(const cluster::Cluster& cluster, const QueueTree& tree,
+                                             const workload::JobSpec& spec, std::size_t q) {
+  const auto& names = tree.gpu_models();
+  std::vector<std::size_t> out;
+  for (const std::size_t k : tree.listed_slots(q)) {
+    if (allows_model(spec, names[k - kFirstModelSlot])) out.push_back(k);
+  }
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::size_t k = kFirstModelSlot + i;
+    if (allows_model(spec, names[i]) && std::find(out.begin(), out.end(), k) == out.end()) {
+      out.push_back(k);
+    }
+  }
+  for (const std::string& m : cluster.models()) {
+    if (!m.empty() && !tree.model_slot(m) && allows_model(spec, m)) {
+      out.push_back(kResourceKinds);
+      break;
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+std::vector<std::size_t> model_order(const cluster::Cluster& cluster, const QueueTree& tree,
+                                     const JobState& job) {
+  const auto& r = job.spec->replica;
+  if (tree.gpu_models().empty() || r.gpu_count <= 0 || r.gpu_milli <= 0) return {};
+  if (!job.placements.empty()) {
+    const auto& model = cluster.spec(job.placements.front().node).gpu_model;
+    return {tree.model_slot(model).value_or(kResourceKinds)};
+  }
+  return waiting_model_order(cluster, tree, *job.spec, job.queue);
+}
 
 // One round's working state: what each queue holds, what is free, and the jobs in their order.
 struct JobLayer::Round {
@@ -291,33 +332,12 @@ struct JobLayer::Round {
   }
 
   [[nodiscard]] static bool allows(const workload::JobSpec& spec, std::string_view m) {
-    const auto& a = spec.replica.allowed_models;
-    return a.empty() || std::find(a.begin(), a.end(), m) != a.end();
+    return allows_model(spec, m);
   }
 
-  // The models (slots) a waiting job may run on, in the order it tries them: those its queue
-  // lists, in the queue's order, then the other models the queues name, then models no queue
-  // names (where the cluster has one it accepts).
+  // The models (slots) a waiting job may run on, in the order it tries them.
   [[nodiscard]] std::vector<std::size_t> flavors(std::size_t j) const {
-    const workload::JobSpec& spec = *jobs[j].spec;
-    const auto& names = tree().gpu_models();
-    std::vector<std::size_t> out;
-    for (const std::size_t k : tree().listed_slots(jobs[j].queue)) {
-      if (allows(spec, names[k - kFirstModelSlot])) out.push_back(k);
-    }
-    for (std::size_t i = 0; i < names.size(); ++i) {
-      const std::size_t k = kFirstModelSlot + i;
-      if (allows(spec, names[i]) && std::find(out.begin(), out.end(), k) == out.end()) {
-        out.push_back(k);
-      }
-    }
-    for (const std::string& m : layer.cluster_->models()) {
-      if (!m.empty() && !tree().model_slot(m) && allows(spec, m)) {
-        out.push_back(kOtherModels);
-        break;
-      }
-    }
-    return out;
+    return waiting_model_order(*layer.cluster_, tree(), *jobs[j].spec, jobs[j].queue);
   }
 
   // Counts job j's GPUs in model slot m from now on (its replica's request follows).
@@ -514,6 +534,8 @@ struct JobLayer::Round {
       if (s.spec->replica.gpu_count > 0 && s.spec->replica.gpu_milli > 0) {
         if (!s.placements.empty()) {
           set_model(j, model_of_node(s.placements.front().node));
+        } else if (options.sized && s.sized_model != kUndecided) {
+          set_model(j, s.sized_model);  // where the sizing counted it
         } else if (const auto f = flavors(j); f.size() == 1) {
           set_model(j, f.front());
         }

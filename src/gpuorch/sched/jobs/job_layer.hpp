@@ -84,6 +84,11 @@ struct JobState {
   // Elastic jobs: replicas the policy wants (clamped to min..max; 0: max). With
   // RoundOptions::sized, every job's count (0: not now), as sized by elastic_sizing.hpp.
   int wanted = 0;
+  // With RoundOptions::sized and GPU models: the model slot the sizing counted a waiting job's
+  // replicas in (ElasticDemand::models, Sized::models; kResourceKinds: models no queue names),
+  // where the round starts it; SIZE_MAX: the round chooses, as for any waiting job. A running
+  // job stays on the model it runs on.
+  std::size_t sized_model = SIZE_MAX;
 
   // Outcome of the last round.
   bool changed = false;  // placements differ from before the round
@@ -213,6 +218,13 @@ struct RoundStats {
   int started = 0, grown = 0, shrunk = 0, preempted = 0, waiting = 0;
   int placement_attempts = 0;
 };
+
+// The GPU models (Resources slots; kResourceKinds: models no queue names) `job` may run on, in
+// the order a waiting job tries them (its queue's gpuModels order, then the other models the
+// queues name, then those no queue names); a running job's model alone. Empty when no queue
+// names a model or the job has no GPUs. What a sized round's ElasticDemand::models are.
+std::vector<std::size_t> model_order(const cluster::Cluster& cluster, const QueueTree& tree,
+                                     const JobState& job);
 
 // What the queues divide: every node's GPUs (milli), CPU (milli) and memory (MiB), and with
 // `models` the GPUs of each model its queues name (QueueTree::model_slot).
