@@ -100,8 +100,11 @@ Reallocations JobLayerRun::sized_round(cluster::Cluster& cluster, Seconds now,
         double(spec.replica.gpu_count) * double(spec.replica.gpu_milli) / 1000.0;
     demands[i].cpu_milli_per_replica = double(spec.replica.cpu_milli);
     demands[i].memory_mib_per_replica = double(spec.replica.memory_mib);
-    // With GPU models: the one it runs on, or those it would try (empty: no queue names one).
-    demands[i].models = sched::jobs::model_order(cluster, tree_, *refs_[i]);
+    // With GPU models: those it would try (empty: no queue names one). A running job keeps its
+    // model, unless a resize places it anew anyway (repack: the round moves only elastic jobs)
+    // and it may be preempted.
+    demands[i].models = sched::jobs::model_order(cluster, tree_, *refs_[i],
+                                                 how.repack && spec.preemptible && spec.elastic());
   }
   // CPU and memory count where the nodes give them (a node list with CPU figures; the Pollux
   // and Philly clusters have none).

@@ -197,15 +197,16 @@ class JobLayerSizedModels : public JobLayerModels {
   }
 
   // Every job valued by the square root of its replicas (each GPU worth less than the last), sized
-  // within the shares of each model as sim timeline's sized_round does, then the round.
-  RoundStats sized_round(std::int64_t now) {
+  // within the shares of each model as sim timeline's sized_round does, then the round (which
+  // places a resized job anew: RoundOptions::repack). `move`: running jobs may change models.
+  RoundStats sized_round(std::int64_t now, bool move = false) {
     std::vector<ElasticDemand> demands;
     for (const JobState& s : states) {
       ElasticDemand d;
       d.queue = s.queue;
       d.min = 1;
       for (int r = 0; r <= s.spec->max_replicas; ++r) d.value.push_back(std::sqrt(double(r)));
-      d.models = model_order(c, tree, s);
+      d.models = model_order(c, tree, s, move);
       demands.push_back(std::move(d));
     }
     const Sized sized = size_by_value_per_model(tree, cluster_capacity(c, &tree), demands);
@@ -276,6 +277,22 @@ TEST_F(JobLayerSizedModels, AWaitingJobTakesItsQueuesModelFirstAndTheNextOnlyWhe
   EXPECT_EQ(running("a", "A100"), 4);
   EXPECT_EQ(model_of(states[2]), "H100");
   EXPECT_EQ(running("b", "H100"), 4);
+}
+
+TEST_F(JobLayerSizedModels, AResizedJobMovesToTheModelWithRoomOnlyWhereItRestartsAnyway) {
+  for (int i = 0; i < 4; ++i) elastic(fmt::format("a{}", i), "a", 1);
+  sized_round(0);
+  ASSERT_EQ(running("a", "A100"), 4);  // a's own model first
+  for (auto& s : specs) s.max_replicas = 2;
+  // Kept on their model, they cannot grow: the A100s are full and the H100s stay idle.
+  sized_round(60);
+  EXPECT_EQ(running("a", "A100"), 4);
+  EXPECT_EQ(running("a", "H100"), 0);
+  // Placed anew when resized: two move to the H100s, the other two grow where they are.
+  sized_round(120, true);
+  EXPECT_EQ(running("a", "A100"), 4);
+  EXPECT_EQ(running("a", "H100"), 4);
+  for (const auto& s : states) EXPECT_EQ(s.replicas(), 2) << s.spec->name;
 }
 
 class JobLayerSizedModelLimit : public JobLayerSizedModels {

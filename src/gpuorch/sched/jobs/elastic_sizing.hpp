@@ -30,8 +30,8 @@ struct ElasticDemand {
   // runs (counted first against its queue's share).
   int keep = 0;
   // GPU models (QueueTree::gpu_models, when a queue names one): the Resources slots its replicas
-  // may run on, in the order it tries them (job_layer.hpp's sized_model_order: a running job's
-  // model alone; a waiting one's queue's gpuModels order first). All its replicas land on one;
+  // may run on, in the order it tries them (job_layer.hpp's model_order: a running job's model
+  // alone or first; a waiting one's queue's gpuModels order first). All its replicas land on one;
   // its GPUs count there too, against the queue's share and limit of that model. A slot outside
   // kFirstModelSlot .. kResourceKinds (a model no queue names) counts in `gpu` only. Empty: no
   // model slot (no queue names a model).

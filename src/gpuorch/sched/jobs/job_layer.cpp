@@ -178,14 +178,18 @@ std::vector<std::size_t> waiting_model_order(const cluster::Cluster& cluster, co
 }  // namespace
 
 std::vector<std::size_t> model_order(const cluster::Cluster& cluster, const QueueTree& tree,
-                                     const JobState& job) {
+                                     const JobState& job, bool running_may_move) {
   const auto& r = job.spec->replica;
   if (tree.gpu_models().empty() || r.gpu_count <= 0 || r.gpu_milli <= 0) return {};
+  std::vector<std::size_t> out = waiting_model_order(cluster, tree, *job.spec, job.queue);
   if (!job.placements.empty()) {
     const auto& model = cluster.spec(job.placements.front().node).gpu_model;
-    return {tree.model_slot(model).value_or(kResourceKinds)};
+    const std::size_t now = tree.model_slot(model).value_or(kResourceKinds);
+    if (!running_may_move) return {now};
+    std::erase(out, now);
+    out.insert(out.begin(), now);
   }
-  return waiting_model_order(cluster, tree, *job.spec, job.queue);
+  return out;
 }
 
 // One round's working state: what each queue holds, what is free, and the jobs in their order.
@@ -640,9 +644,13 @@ struct JobLayer::Round {
       JobState& s = jobs[j];
       // A job that may not be preempted keeps what it runs, whatever the policy wants.
       if (!s.spec->preemptible) continue;
+      // The sizing may also have moved it to another GPU model (RoundOptions::sized).
+      const bool moved = by_model && options.sized && s.sized_model != kUndecided &&
+                         s.replicas() > 0 && s.sized_model != model[j];
       if (options.repack && s.spec->elastic() && target[j] > 0 && s.replicas() > 0 &&
-          target[j] != s.replicas()) {
+          (target[j] != s.replicas() || moved)) {
         release(j, s.replicas());  // allocate starts it again at its new size
+        if (moved) set_model(j, s.sized_model);
         ++stats.shrunk;
         continue;
       }

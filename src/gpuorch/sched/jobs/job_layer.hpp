@@ -84,10 +84,10 @@ struct JobState {
   // Elastic jobs: replicas the policy wants (clamped to min..max; 0: max). With
   // RoundOptions::sized, every job's count (0: not now), as sized by elastic_sizing.hpp.
   int wanted = 0;
-  // With RoundOptions::sized and GPU models: the model slot the sizing counted a waiting job's
+  // With RoundOptions::sized and GPU models: the model slot the sizing counted the job's
   // replicas in (ElasticDemand::models, Sized::models; kResourceKinds: models no queue names),
   // where the round starts it; SIZE_MAX: the round chooses, as for any waiting job. A running
-  // job stays on the model it runs on.
+  // job stays on the model it runs on, unless RoundOptions::repack places it anew.
   std::size_t sized_model = SIZE_MAX;
 
   // Outcome of the last round.
@@ -221,10 +221,12 @@ struct RoundStats {
 
 // The GPU models (Resources slots; kResourceKinds: models no queue names) `job` may run on, in
 // the order a waiting job tries them (its queue's gpuModels order, then the other models the
-// queues name, then those no queue names); a running job's model alone. Empty when no queue
-// names a model or the job has no GPUs. What a sized round's ElasticDemand::models are.
+// queues name, then those no queue names); a running job's model alone, or with
+// `running_may_move` (a sized round with RoundOptions::repack: a resized job restarts anyway)
+// its model first, then the others. Empty when no queue names a model or the job has no GPUs.
+// What a sized round's ElasticDemand::models are.
 std::vector<std::size_t> model_order(const cluster::Cluster& cluster, const QueueTree& tree,
-                                     const JobState& job);
+                                     const JobState& job, bool running_may_move = false);
 
 // What the queues divide: every node's GPUs (milli), CPU (milli) and memory (MiB), and with
 // `models` the GPUs of each model its queues name (QueueTree::model_slot).
