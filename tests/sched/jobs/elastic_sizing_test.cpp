@@ -1,6 +1,7 @@
 // Sizing elastic jobs by value: the best gain per GPU first, each queue within its fair share
 // before any queue takes what others leave, limits held, higher priorities first, Optimus's
-// minimum-first rule; and, on one unlimited queue, the plain greedy checked by brute force.
+// minimum-first rule, each GPU model's share by its own weight; and, on one unlimited queue, the
+// plain greedy checked by brute force.
 #include "gpuorch/sched/jobs/elastic_sizing.hpp"
 
 #include <gtest/gtest.h>
@@ -187,6 +188,31 @@ TEST(ElasticSizing, AQueuesCpuQuotaAndLimitHoldLikeItsGpus) {
   d[1].cpu_milli_per_replica = 4000;
   EXPECT_EQ(size_by_value(t, Amounts{8000, 64000, 0}, d), (std::vector<int>{2, 2}));
   EXPECT_EQ(size_by_value(t, 8, d), (std::vector<int>{6, 2}));
+}
+
+TEST(ElasticSizing, WhatNobodyWithinQuotaWantsOfAModelIsSharedByItsOwnWeight) {
+  // 8 GPUs of model B and 8 of a model no queue names; neither queue has quota of B, a's
+  // overQuotaWeight for B is 3, b's 1 (their `gpu` weights are equal). Jobs restricted to B:
+  // 6 and 2, not the 4 and 4 the `gpu` weights would give; nobody passes the 8 B GPUs.
+  workload::QueueSpec a = gpu_queue("a", 8);
+  workload::QueueSpec b = gpu_queue("b", 8);
+  workload::QueueResource r;
+  r.over_quota_weight = 3;
+  a.gpu_models.push_back({"B", r});
+  r.over_quota_weight = 1;
+  b.gpu_models.push_back({"B", r});
+  const QueueTree t({a, b});
+  const std::size_t slot = *t.model_slot("B");
+  Amounts capacity{16000};
+  capacity[slot] = 8000;
+  std::vector<ElasticDemand> d = {demand(curve({1, 1, 1, 1, 1, 1, 1, 1}), 0),
+                                  demand(curve({1, 1, 1, 1, 1, 1, 1, 1}), 1)};
+  for (auto& x : d) x.models = {slot};
+  const Sized s = size_by_value_per_model(t, capacity, d);
+  EXPECT_EQ(s.counts, (std::vector<int>{6, 2}));
+  EXPECT_EQ(s.models, (std::vector<std::size_t>{slot, slot}));
+  // Without the model's slot in the capacity the model bounds nothing: 8 each.
+  EXPECT_EQ(size_by_value(t, 16, d), (std::vector<int>{8, 8}));
 }
 
 }  // namespace

@@ -18,7 +18,8 @@
 //  6. grow: elastic jobs below what the policy wants grow next to their running replicas.
 //
 // Policies that size every job by its value per GPU (Optimus, Pollux, lasgo) decide 1, 2 and 4
-// themselves through elastic_sizing.hpp's division of each queue's share (RoundOptions::sized).
+// themselves through elastic_sizing.hpp's division of each queue's share (RoundOptions::sized;
+// of each GPU model too, the round starting a job on the model it was sized on).
 //
 // GPU models (QueueTree::gpu_models, when a queue names one): a job's GPUs also count in the
 // slot of the model they run on, so quotas, limits, fair shares and reclaim hold per model; a
