@@ -94,7 +94,8 @@ TEST(TimelinePolicy, LasgoVariantPartsJoinWithPlus) {
                          "lasgo:restart=app-all",
                          "lasgo:start=aged+order=none",
                          "lasgo:order=app",
-                         "lasgo:order=all"}) {
+                         "lasgo:order=all",
+                         "lasgo:probe=idle"}) {
     EXPECT_NE(make_timeline_policy(ok, options(4)), nullptr) << ok;
   }
   for (const char* bad :

@@ -22,7 +22,8 @@
 // from the largest count the application's jobs measured), `shape=nodes` (an uneven count worth
 // its share of the whole nodes it spans), `shape=fill` (that worth, at a tenth, for GPUs no even
 // count wants), `las=app` and `restart=app` / `restart=app-all` (the weight, or the restart's
-// cost, from the service the application's finished jobs needed); parts join with '+'. With the
+// cost, from the service the application's finished jobs needed), `probe=idle` (a running job tries
+// a count nobody of its application ran on GPUs nobody else values); parts join with '+'. With the
 // fitted model these are on by default, chosen on load 1.0 and confirmed on load 0.5 and on loads
 // nobody published: `shape=uniform` (only counts up to one node or of whole nodes), `carry=on`,
 // `rw=2` (restart weight), `steps=app` (step times other jobs of the application measured),
@@ -124,6 +125,11 @@ struct Parts {
   // GPUs nobody within its cap can use go to counts beyond the cap (their gain counted at this
   // fraction, so they come last): exploration where it takes nothing from anyone. 0: off.
   double idle_weight = 0;
+  // A running job may try an even count within its cap that nobody of its application has run
+  // where the fit rates it below what the job runs now, on GPUs nobody else values (its gain a
+  // token, so it comes last): a fit of a few runs can take a dip (yolov3 across two nodes) for a
+  // trend and leave a job small on an idle cluster; a run measures it (`probe=idle`).
+  bool probe_idle = false;
   // Each job's fit takes the step times other jobs of its application measured where it has not
   // run (ThroughputFit::share_steps): a cluster that runs a model again and again knows its step
   // time at the counts it ran.
@@ -252,6 +258,18 @@ class Lasgo final : public TimelinePolicy {
           even_below = static_cast<std::size_t>(r);
         }
       }
+      if (parts_.probe_idle && speedups_.source() == SpeedupSource::kFitted && j.gpus() > 0 &&
+          model.known()) {
+        const int now_runs = j.gpus();
+        const double token = 1e-4 * w;
+        const double base = v[static_cast<std::size_t>(now_runs)];
+        for (int r = now_runs + 1; r <= explored_cap; ++r) {
+          const bool even = r <= per_node_ || r % per_node_ == 0;
+          if (!even || model.measured(r, packed_nodes(r, per_node_))) continue;
+          auto& vr = v[static_cast<std::size_t>(r)];
+          vr = std::max(vr, base + token * (r - now_runs));
+        }
+      }
       for (int r = explored_cap + 1; r <= cap; ++r) {
         auto& vr = v[static_cast<std::size_t>(r)];
         if (*parts_.open_measured && model.known() && model.measured(r, packed_nodes(r, per_node_)))
@@ -358,6 +376,8 @@ bool parse_part(Parts& p, const std::string& part) {
     p.las = false;
   } else if (part == "las=app") {
     p.las_by_app = true;
+  } else if (part == "probe=idle") {
+    p.probe_idle = true;
   } else if (part == "start=free" || part == "start=aged") {
     p.free_start = part == "start=free";
   } else if (part == "order=app" || part == "order=none" || part == "order=all") {
