@@ -396,7 +396,9 @@ void add_sim_timeline(CLI::App& sim, Action& action) {
       "Policies: fifo, sjf (oracle), tiresias, optimus (Optimus+Oracle), pollux, lasgo\n"
       "(gpuorch's own; `default`), "
       "lasgo:las=off|packing=off|batch=off|restart=off|move=off|scale=H\n"
-      "(ablations), all.\n"
+      "(ablations), lasgo:order=none+start=aged (a job not bounded by earlier jobs of its\n"
+      "application; a waiting job's start discounted by its age; parts join with '+',\n"
+      "docs/sim-timeline.md lists them all), all.\n"
       "Workloads: the Pollux artifact's CSV (name,time,application,num_replicas,batch_size and\n"
       "optional queue,priority) with apps/<app>/ profiles, or the Philly trace (rigid jobs:\n"
       "fifo, sjf, tiresias).");
