@@ -107,18 +107,9 @@ Reallocations JobLayerRun::sized_round(cluster::Cluster& cluster, Seconds now,
                                                  how.repack && spec.preemptible && spec.elastic());
   }
   // CPU and memory count where the nodes give them (a node list with CPU figures; the Pollux
-  // and Philly clusters have none).
-  sched::jobs::Amounts capacity{double(cluster.gpu_total()) * 1000.0, 0.0, 0.0};
-  for (const cluster::NodeSpec& n : cluster.specs()) {
-    capacity[1] += double(n.cpu_milli);
-    capacity[2] += double(n.memory_mib);
-  }
-  // Each GPU model a queue names is divided as a resource of its own (the cluster's GPUs of it).
-  if (!tree_.gpu_models().empty()) {
-    const sched::jobs::Amounts all = sched::jobs::cluster_capacity(cluster, &tree_);
-    std::copy(all.begin() + sched::jobs::kFirstModelSlot, all.end(),
-              capacity.begin() + sched::jobs::kFirstModelSlot);
-  }
+  // and Philly clusters have none); each GPU model a queue names is divided as a resource of its
+  // own (the cluster's GPUs of it).
+  const sched::jobs::Amounts capacity = sched::jobs::cluster_capacity(cluster, &tree_);
   const auto [counts, models] =
       sched::jobs::size_by_value_per_model(tree_, capacity, demands, how.sizing);
   for (std::size_t i = 0; i < refs_.size(); ++i) {
